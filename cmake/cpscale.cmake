@@ -1,0 +1,31 @@
+# cpscale_library(NAME SOURCES ... [DEPS ...]): one static library per component.
+function(cpscale_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  add_library(${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+endfunction()
+
+# cpscale_test(NAME SOURCES ... [DEPS ...] [LABELS ...]): a GoogleTest binary whose
+# cases are registered with CTest one by one. LABELS: unit (default) or integration.
+function(cpscale_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)
+  include(GoogleTest)
+  if("integration" IN_LIST ARG_LABELS)
+    # One test per binary: an integration binary starts the real plane once and runs
+    # all its cases against it.
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                         RESOURCE_LOCK control_plane)
+  else()
+    gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+                         DISCOVERY_TIMEOUT 30)
+  endif()
+endfunction()
