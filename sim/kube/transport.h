@@ -31,6 +31,13 @@ struct HttpRequest {
   // When set, the body is handed over chunk by chunk as it arrives (watch streams)
   // instead of being accumulated in HttpResponse::body. Return false to abort.
   std::function<bool(std::string_view chunk)> onBodyChunk;
+  // What the request is, for statistics: e.g. {"leases", "PUT"}. Set by ApiClient.
+  std::string statsResource;
+  std::string statsVerb;
+  // When the request was meant to be sent (the actor's scheduled event time). The
+  // open-loop driver measures latency from here as well as from the actual send, so
+  // a generator that falls behind cannot hide server stalls. Unset: "now".
+  std::optional<engine::TimePoint> intendedAt;
 };
 
 // Whether the exchange happened at all; HTTP-level failures are in `status`.
