@@ -1,0 +1,109 @@
+// The two Simulator engines. They share the queue, the slot tables and the run loop
+// (SimulatorBase) and differ only in how they reach an event's time.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "sim/engine/event_queue.h"
+#include "sim/engine/periodic_timer.h"
+#include "sim/engine/simulator.h"
+
+namespace cpscale::engine {
+
+class SimulatorBase : public Simulator {
+ public:
+  TimePoint now() const override;
+  EventId scheduleAt(TimePoint t, Callback fn) override;
+  void cancel(EventId id) override;
+  void run() override { loop(false, TimePoint{}); }
+  void runUntil(TimePoint t) override { loop(true, t); }
+  void stop() override { stopRequested_.store(true, std::memory_order_relaxed); }
+  std::size_t pending() const override { return liveOneShots_ + armedTimers_; }
+  const SimulatorStats& stats() const override { return stats_; }
+  std::size_t memoryBytes() const override;
+  void setIdleHook(IdleHook hook) override { idleHook_ = std::move(hook); }
+
+ protected:
+  // `clock` may be a member of the derived class: it is not used here.
+  SimulatorBase(Clock& clock, TimePoint start, EventQueueOptions queue);
+  // Returns true once clock() has reached `t`; false if the caller should look at the
+  // queue again first (an idle hook ran and may have scheduled something earlier).
+  virtual bool reach(TimePoint t) = 0;
+
+  void armTimer(PeriodicTimer& timer, TimePoint at) override;
+  void disarmTimer(PeriodicTimer& timer) override;
+
+  bool stopRequested() const { return stopRequested_.load(std::memory_order_relaxed); }
+
+  Clock& clock_;
+  IdleHook idleHook_;
+  // Paced mode, inside the idle hook: now() is the actual time, capped at the deadline
+  // so that it never passes an event that has not run yet.
+  bool idle_ = false;
+  TimePoint idleDeadline_{};
+
+ private:
+  static constexpr std::uint32_t kTimerRef = 0x8000'0000u;
+  struct OneShotSlot {
+    Callback fn;
+    std::uint32_t gen = 1;
+    std::uint32_t nextFree = 0;
+  };
+  struct TimerSlot {
+    PeriodicTimer* timer = nullptr;
+    std::uint32_t gen = 1;
+    std::uint32_t nextFree = 0;
+  };
+  static constexpr std::uint32_t kNone = ~std::uint32_t{0};
+
+  void loop(bool bounded, TimePoint until);
+  // Pops entries whose event was cancelled; false when the queue is then empty.
+  bool dropStale();
+  void dispatch(const QueuedEvent& e);
+  std::uint64_t nextSeq() { return seq_++; }
+
+  EventQueue queue_;
+  std::vector<OneShotSlot> oneShots_;
+  std::uint32_t freeOneShot_ = kNone;
+  std::vector<TimerSlot> timers_;
+  std::uint32_t freeTimer_ = kNone;
+  std::size_t liveOneShots_ = 0;
+  std::size_t armedTimers_ = 0;
+  std::uint64_t seq_ = 0;
+  std::int64_t now_ = 0;
+  std::atomic<bool> stopRequested_{false};
+  SimulatorStats stats_;
+};
+
+// Jumps from event to event. Owns its virtual clock; tests may advance it to play a
+// generator that is slower than its schedule (events then run late and record lag).
+class VirtualSimulator final : public SimulatorBase {
+ public:
+  explicit VirtualSimulator(EventQueueOptions queue = {});
+  SimulatorMode mode() const override { return SimulatorMode::kVirtual; }
+  Clock& clock() override { return virtualClock_; }
+  VirtualClock& virtualClock() { return virtualClock_; }
+
+ private:
+  bool reach(TimePoint t) override;
+  VirtualClock virtualClock_;
+};
+
+// Waits for `clock` (normally a WallClock shared by all workers, so their timelines
+// agree) to reach each event's time, running the idle hook meanwhile.
+class PacedSimulator final : public SimulatorBase {
+ public:
+  explicit PacedSimulator(Clock& clock, EventQueueOptions queue = {});
+  SimulatorMode mode() const override { return SimulatorMode::kPaced; }
+  Clock& clock() override { return clock_; }
+
+ private:
+  bool reach(TimePoint t) override;
+};
+
+using SimulatorPtr = std::unique_ptr<Simulator>;
+
+}  // namespace cpscale::engine
