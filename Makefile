@@ -1,0 +1,89 @@
+# cpscale: the human entry points. `make run` and `make test` are all a newcomer needs.
+#
+#   make deps           install the Debian packages the build needs (idempotent)
+#   make / make build   configure and build everything into build/
+#   make control-plane  build the pinned upstream kube-apiserver and etcd (cached)
+#   make run            the main job: start the local plane, show it, stop it
+#   make test           unit and integration tests (CTest), on the real plane
+#   make bench          benchmarks, JSON into build/bench/
+#   make up / down      start / stop a local plane and leave it running
+#   make clean          remove build/
+
+SHELL := /bin/bash
+BUILD_DIR ?= build
+BUILD_TYPE ?= RelWithDebInfo
+JOBS ?= $(shell nproc)
+CPSCALE_CACHE ?= $(HOME)/.cache/cpscale
+export CPSCALE_CACHE
+
+# Debian packages: toolchain, libraries found by find_package/pkg-config, and the
+# HTTP/2 tools the driver benchmark compares against.
+DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
+  libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
+  nghttp2-server nghttp2-client
+
+CPSCALE := $(BUILD_DIR)/cpscale
+UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
+# The directory of the pinned binaries; build.sh prints it (building first if needed).
+BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
+
+.PHONY: all build deps control-plane run test unit-test integration-test bench up down clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "make deps: installing$$missing"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+	@command -v go >/dev/null || { echo "make deps: Go is required to build the upstream control plane (go.dev/doc/install)"; exit 2; }
+
+$(BUILD_DIR)/build.ninja: CMakeLists.txt
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+control-plane: deps
+	@$(UPSTREAM_BUILD)
+
+run: build control-plane
+	@set -e; bin="$(BIN_DIR)"; state=$$(mktemp -d); \
+	trap '$(CPSCALE) down --state-dir "$$state" --purge >/dev/null' EXIT; \
+	$(CPSCALE) version; \
+	$(CPSCALE) up --name make-run --state-dir "$$state" --bin-dir "$$bin"; \
+	echo; $(CPSCALE) status --state-dir "$$state"; \
+	echo; echo "kubectl get --raw /readyz:"; \
+	kubectl --kubeconfig "$$state/kubeconfig" get --raw /readyz; echo; \
+	kubectl --kubeconfig "$$state/kubeconfig" version 2>/dev/null | grep -i server || true
+
+test: build control-plane
+	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2
+
+unit-test: build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -L unit -j $(JOBS)
+
+integration-test: build control-plane
+	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration
+
+bench: build
+	@mkdir -p $(BUILD_DIR)/bench
+	@for b in $(BUILD_DIR)/test/bench/cpscale_bench_*; do \
+	  [ -x "$$b" ] || continue; n=$$(basename $$b); \
+	  echo "== $$n"; $$b --benchmark_out=$(BUILD_DIR)/bench/$$n.json --benchmark_out_format=json || exit 1; \
+	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"
+
+up: build control-plane
+	$(CPSCALE) up --bin-dir "$(BIN_DIR)"
+
+down:
+	$(CPSCALE) down
+
+clean:
+	rm -rf $(BUILD_DIR)

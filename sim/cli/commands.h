@@ -1,0 +1,18 @@
+// One function per subcommand; each parses its own options and returns the process
+// exit code. Errors of the documented kinds are thrown and mapped to exit codes by
+// main (ConfigError -> 2, UnavailableError -> 3).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cpscale::cli {
+
+using Args = std::vector<std::string>;  // argv without the program and command names
+
+int up(const Args& args);
+int down(const Args& args);
+int status(const Args& args);
+int version(const Args& args);
+
+}  // namespace cpscale::cli

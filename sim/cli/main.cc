@@ -1,0 +1,69 @@
+// cpscale: control-plane scale simulator and load generator.
+#include <cxxopts.hpp>
+#include <iostream>
+#include <map>
+
+#include "sim/cli/commands.h"
+#include "sim/common/error.h"
+
+namespace {
+
+struct Command {
+  int (*run)(const cpscale::cli::Args&);
+  const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> table = {
+      {"up", {cpscale::cli::up, "start the local vanilla control plane and write its kubeconfig"}},
+      {"down", {cpscale::cli::down, "stop the local control plane started by `up`"}},
+      {"status", {cpscale::cli::status, "show the local control plane and whether each member runs"}},
+      {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
+  };
+  return table;
+}
+
+void usage(std::ostream& os) {
+  os << "cpscale: Kubernetes control-plane scale simulator and load generator\n\n"
+        "Usage: cpscale <command> [options]     (cpscale <command> --help for its options)\n\n"
+        "Commands:\n";
+  for (const auto& [name, cmd] : commands()) os << "  " << name << std::string(10 - name.size(), ' ') << cmd.summary << "\n";
+  os << "\nExit codes: 0 ok, 1 a gate failed, 2 bad input or usage, 3 target unavailable or run aborted\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using cpscale::ExitCode;
+  if (argc < 2) {
+    usage(std::cerr);
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") {
+    usage(std::cout);
+    return 0;
+  }
+  auto it = commands().find(name);
+  if (it == commands().end()) {
+    std::cerr << "cpscale: unknown command '" << name << "'\n";
+    usage(std::cerr);
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  cpscale::cli::Args args(argv + 2, argv + argc);
+  try {
+    return it->second.run(args);
+  } catch (const cpscale::ConfigError& e) {
+    std::cerr << "cpscale " << name << ": " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const cxxopts::exceptions::exception& e) {
+    std::cerr << "cpscale " << name << ": " << e.what() << " (see cpscale " << name << " --help)\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const cpscale::UnavailableError& e) {
+    std::cerr << "cpscale " << name << ": " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kUnavailable);
+  } catch (const std::exception& e) {
+    std::cerr << "cpscale " << name << ": " << e.what() << "\n";
+    return static_cast<int>(ExitCode::kUnavailable);
+  }
+}

@@ -1,0 +1,368 @@
+#include "sim/controlplane/local_plane.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sim/common/error.h"
+#include "sim/common/interrupt.h"
+#include "sim/controlplane/pki.h"
+#include "sim/controlplane/readiness.h"
+#include "sim/kube/base64.h"
+
+namespace cpscale::controlplane {
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+std::string nowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string versionOf(const fs::path& binary, const std::string& prefix) {
+  // `--version` output of the pinned binaries, e.g. "Kubernetes v1.36.3".
+  std::string cmd = "'" + binary.string() + "' --version 2>/dev/null";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return "unknown";
+  char buf[256] = {0};
+  std::string first = fgets(buf, sizeof buf, p) ? buf : "";
+  ::pclose(p);
+  while (!first.empty() && (first.back() == '\n' || first.back() == '\r')) first.pop_back();
+  if (first.rfind(prefix, 0) == 0) first = first.substr(prefix.size());
+  return first.empty() ? "unknown" : first;
+}
+
+json toJson(const Component& c) {
+  return {{"role", c.role},  {"name", c.name}, {"url", c.url}, {"log", c.log.string()},
+          {"pid", c.process.pid}, {"startTicks", c.process.startTicks}};
+}
+
+}  // namespace
+
+std::vector<std::string> PlaneRecord::urls(const std::string& role) const {
+  std::vector<std::string> out;
+  for (const auto& c : components)
+    if (c.role == role) out.push_back(c.url);
+  return out;
+}
+
+int freeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw UnavailableError("socket() failed");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    throw UnavailableError("no free port on 127.0.0.1");
+  }
+  int port = ntohs(addr.sin_port);
+  ::close(fd);
+  return port;
+}
+
+bool portInUse(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  bool inUse = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0;
+  ::close(fd);
+  return inUse;
+}
+
+fs::path defaultBinDir() {
+  if (const char* d = std::getenv("CPSCALE_BIN_DIR"); d && *d) return d;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/root") / ".cache/cpscale/bin/current";
+}
+
+fs::path defaultStateDir(const std::string& name) {
+  if (const char* d = std::getenv("CPSCALE_STATE_DIR"); d && *d) return d;
+  const char* home = std::getenv("HOME");
+  return fs::path(home ? home : "/root") / ".local/state/cpscale" / name;
+}
+
+fs::path recordPath(const fs::path& stateDir) { return stateDir / "plane.json"; }
+
+std::optional<PlaneRecord> readRecord(const fs::path& stateDir) {
+  fs::path path = recordPath(stateDir);
+  if (!fs::exists(path)) return std::nullopt;
+  try {
+    json j = json::parse(readFile(path));
+    PlaneRecord r;
+    r.name = j.at("name");
+    r.stateDir = j.at("stateDir").get<std::string>();
+    r.profileName = j.value("profile", "");
+    r.profileSource = j.value("profileSource", "");
+    r.kubeconfig = j.at("kubeconfig").get<std::string>();
+    r.kubernetesVersion = j.value("kubernetesVersion", "");
+    r.etcdVersion = j.value("etcdVersion", "");
+    r.startedAt = j.value("startedAt", "");
+    for (const auto& c : j.at("components")) {
+      Component comp;
+      comp.role = c.at("role");
+      comp.name = c.at("name");
+      comp.url = c.at("url");
+      comp.log = c.at("log").get<std::string>();
+      comp.process.pid = c.at("pid");
+      comp.process.startTicks = c.at("startTicks");
+      r.components.push_back(comp);
+    }
+    return r;
+  } catch (const json::exception& e) {
+    throw ConfigError(path.string(), "", std::string("corrupt plane record: ") + e.what());
+  }
+}
+
+bool anyRunning(const PlaneRecord& record) {
+  for (const auto& c : record.components)
+    if (isRunning(c.process)) return true;
+  return false;
+}
+
+int stopRecorded(const PlaneRecord& record) {
+  int stopped = 0;
+  // Apiservers first: an apiserver whose etcd vanished logs errors for its last
+  // seconds and may exit non-zero, which would look like a crash.
+  for (const char* role : {"kube-apiserver", "etcd"})
+    for (const auto& c : record.components)
+      if (c.role == role && terminate(c.process, std::chrono::seconds(15))) ++stopped;
+  std::error_code ec;
+  fs::remove(recordPath(record.stateDir), ec);
+  return stopped;
+}
+
+LocalPlane::LocalPlane(PlaneOptions options) : options_(std::move(options)) {
+  try {
+    start();
+  } catch (...) {
+    stop();
+    throw;
+  }
+}
+
+LocalPlane::~LocalPlane() {
+  if (!released_) stop();
+}
+
+void LocalPlane::stop() {
+  if (stopped_) return;
+  stopped_ = true;
+  stopRecorded(record_);
+}
+
+std::optional<std::string> LocalPlane::crashed() const {
+  for (const auto& c : record_.components) {
+    if (auto how = reapIfExited(c.process)) {
+      return c.name + " " + *how + "; last lines of " + c.log.string() + ":\n" + tailFile(c.log, 15);
+    }
+  }
+  return std::nullopt;
+}
+
+void LocalPlane::start() {
+  const fs::path& dir = options_.stateDir;
+  fs::path apiserverBin = options_.binDir / "kube-apiserver";
+  fs::path etcdBin = options_.binDir / "etcd";
+  for (const auto& bin : {apiserverBin, etcdBin})
+    if (::access(bin.c_str(), X_OK) != 0)
+      throw UnavailableError("missing binary " + bin.string() +
+                             " (build the pinned upstream binaries with `make control-plane`, or set CPSCALE_BIN_DIR)");
+  if (options_.apiserverPort && portInUse(*options_.apiserverPort))
+    throw UnavailableError("port 127.0.0.1:" + std::to_string(*options_.apiserverPort) + " is already in use");
+
+  fs::create_directories(dir / "logs");
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+  record_.name = options_.name;
+  record_.stateDir = fs::absolute(dir);
+  record_.profileName = options_.profile.name;
+  record_.profileSource = options_.profile.source;
+  record_.kubeconfig = record_.stateDir / "kubeconfig";
+  record_.kubernetesVersion = versionOf(apiserverBin, "Kubernetes ");
+  record_.etcdVersion = versionOf(etcdBin, "etcd Version: ");
+  record_.startedAt = nowRfc3339();
+
+  ensurePki(PkiPaths{dir / "pki"});
+
+  auto deadline = std::chrono::steady_clock::now() + options_.readyTimeout;
+  const auto& etcds = options_.profile.etcds;
+  for (std::size_t i = 0; i < etcds.size(); ++i) startEtcd(etcds[i], static_cast<int>(i));
+  // Record as soon as there is something to stop, so a `down` from another terminal
+  // can clean up even if this process is killed while waiting.
+  writeRecord();
+  for (const auto& c : record_.components) waitReady(c, deadline);
+
+  std::vector<std::string> etcdUrls = record_.urls("etcd");
+  for (int i = 0; i < options_.profile.apiservers; ++i) {
+    int port = (i == 0 && options_.apiserverPort) ? *options_.apiserverPort : freeLoopbackPort();
+    startApiserver(i, port, etcdUrls);
+  }
+  writeRecord();
+  writeKubeconfig();
+  for (const auto& c : record_.components)
+    if (c.role == "kube-apiserver") waitReady(c, deadline);
+  writeRecord();
+}
+
+void LocalPlane::startEtcd(const EtcdSpec& spec, int index) {
+  const fs::path& dir = options_.stateDir;
+  std::string name = "etcd-" + spec.name;
+  int clientPort = freeLoopbackPort();
+  int peerPort = freeLoopbackPort();
+  while (peerPort == clientPort) peerPort = freeLoopbackPort();
+  std::string client = "http://127.0.0.1:" + std::to_string(clientPort);
+  std::string peer = "http://127.0.0.1:" + std::to_string(peerPort);
+  fs::path data = dir / name;
+  fs::create_directories(data);
+  fs::permissions(data, fs::perms::owner_all, fs::perm_options::replace);
+
+  // Plain HTTP on loopback: etcd is reachable only from this machine, and the
+  // apiserver <-> etcd hop carries no credentials. Its /metrics is on the client URL.
+  std::vector<std::string> argv = {
+      (options_.binDir / "etcd").string(),
+      "--name=" + name,
+      "--data-dir=" + data.string(),
+      "--listen-client-urls=" + client,
+      "--advertise-client-urls=" + client,
+      "--listen-peer-urls=" + peer,
+      "--initial-advertise-peer-urls=" + peer,
+      "--initial-cluster=" + name + "=" + peer,
+      "--initial-cluster-state=new",
+      "--initial-cluster-token=cpscale-" + options_.name + "-" + std::to_string(index),
+      "--log-level=warn",
+  };
+  for (const auto& a : spec.extraArgs) argv.push_back(a);
+  Component c{"etcd", name, client, dir / "logs" / (name + ".log"), {}};
+  c.process = spawn({argv, c.log, options_.detached});
+  record_.components.push_back(c);
+}
+
+void LocalPlane::startApiserver(int index, int port, const std::vector<std::string>& etcdUrls) {
+  const fs::path& dir = options_.stateDir;
+  const Profile& p = options_.profile;
+  PkiPaths pki{record_.stateDir / "pki"};
+  std::string name = "kube-apiserver-" + std::to_string(index);
+  std::vector<std::string> argv = {
+      (options_.binDir / "kube-apiserver").string(),
+      "--bind-address=127.0.0.1",
+      "--advertise-address=127.0.0.1",
+      "--secure-port=" + std::to_string(port),
+      "--etcd-servers=" + etcdUrls.at(0),
+      "--etcd-prefix=/registry",
+      "--tls-cert-file=" + pki.servingCert().string(),
+      "--tls-private-key-file=" + pki.servingKey().string(),
+      "--client-ca-file=" + pki.caCert().string(),
+      "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+      "--service-account-key-file=" + pki.serviceAccountPub().string(),
+      "--service-account-signing-key-file=" + pki.serviceAccountKey().string(),
+      "--service-cluster-ip-range=10.0.0.0/24",
+      "--authorization-mode=RBAC",
+      "--allow-privileged=true",
+      // No controller-manager runs here, so nothing would create the "default"
+      // ServiceAccount that this admission plugin insists on for every pod.
+      "--disable-admission-plugins=ServiceAccount",
+      "--watch-cache=" + std::string(p.watchCache ? "true" : "false"),
+      "--enable-priority-and-fairness=" + std::string(p.priorityAndFairness ? "true" : "false"),
+  };
+  if (std::string o = p.etcdServersOverrides(etcdUrls); !o.empty()) argv.push_back("--etcd-servers-overrides=" + o);
+  if (!p.watchCacheSizes.empty()) {
+    std::string s;
+    for (const auto& w : p.watchCacheSizes) s += (s.empty() ? "" : ",") + w;
+    argv.push_back("--watch-cache-sizes=" + s);
+  }
+  if (p.maxRequestsInflight) argv.push_back("--max-requests-inflight=" + std::to_string(*p.maxRequestsInflight));
+  if (p.maxMutatingRequestsInflight)
+    argv.push_back("--max-mutating-requests-inflight=" + std::to_string(*p.maxMutatingRequestsInflight));
+  if (!p.featureGates.empty()) {
+    std::string s;
+    for (const auto& [k, v] : p.featureGates) s += (s.empty() ? "" : ",") + k + "=" + (v ? "true" : "false");
+    argv.push_back("--feature-gates=" + s);
+  }
+  for (const auto& a : p.apiserverArgs) argv.push_back(a);
+
+  Component c{"kube-apiserver", name, "https://127.0.0.1:" + std::to_string(port),
+              dir / "logs" / (name + ".log"), {}};
+  c.process = spawn({argv, c.log, options_.detached});
+  record_.components.push_back(c);
+}
+
+void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_point deadline) {
+  PkiPaths pki{record_.stateDir / "pki"};
+  ReadinessProbe probe(c.role == "etcd" ? c.url + "/health" : c.url + "/readyz",
+                       c.role == "etcd" ? std::nullopt : std::optional<PkiPaths>(pki));
+  std::string last;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (interrupted()) throw UnavailableError("interrupted while waiting for " + c.name);
+    if (auto how = reapIfExited(c.process))
+      throw UnavailableError(c.name + " " + *how + " before it became ready; last lines of " + c.log.string() +
+                             ":\n" + tailFile(c.log, 15));
+    auto result = probe.check();
+    if (result.ready) return;
+    last = result.detail;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  throw UnavailableError(c.name + " not ready after " + std::to_string(options_.readyTimeout.count()) +
+                         " s (last probe: " + last + "); last lines of " + c.log.string() + ":\n" +
+                         tailFile(c.log, 15));
+}
+
+void LocalPlane::writeKubeconfig() {
+  PkiPaths pki{record_.stateDir / "pki"};
+  std::string ca = kube::base64Encode(readFile(pki.caCert()));
+  std::string cert = kube::base64Encode(readFile(pki.adminCert()));
+  std::string key = kube::base64Encode(readFile(pki.adminKey()));
+  std::string cluster = "cpscale-" + options_.name;
+  std::string user = cluster + "-admin";
+  // One cluster and context per apiserver replica, so each can be addressed with
+  // kubectl --context; the first is current.
+  std::string clusters, contexts;
+  auto apiservers = record_.urls("kube-apiserver");
+  for (std::size_t i = 0; i < apiservers.size(); ++i) {
+    std::string n = i == 0 ? cluster : cluster + "-apiserver-" + std::to_string(i);
+    clusters += "- name: " + n + "\n  cluster:\n    server: " + apiservers[i] +
+                "\n    certificate-authority-data: " + ca + "\n";
+    contexts += "- name: " + n + "\n  context:\n    cluster: " + n + "\n    user: " + user + "\n";
+  }
+  std::string text = "apiVersion: v1\nkind: Config\nclusters:\n" + clusters + "contexts:\n" + contexts +
+                     "current-context: " + cluster + "\nusers:\n- name: " + user +
+                     "\n  user:\n    client-certificate-data: " + cert + "\n    client-key-data: " + key +
+                     "\npreferences: {}\n";
+  // It embeds the admin key: owner-only, like the key file itself.
+  writeFile(record_.kubeconfig, text, fs::perms::owner_read | fs::perms::owner_write);
+}
+
+void LocalPlane::writeRecord() const {
+  json comps = json::array();
+  for (const auto& c : record_.components) comps.push_back(toJson(c));
+  json j = {{"name", record_.name},
+            {"stateDir", record_.stateDir.string()},
+            {"profile", record_.profileName},
+            {"profileSource", record_.profileSource},
+            {"kubeconfig", record_.kubeconfig.string()},
+            {"kubernetesVersion", record_.kubernetesVersion},
+            {"etcdVersion", record_.etcdVersion},
+            {"startedAt", record_.startedAt},
+            {"components", comps}};
+  writeFile(recordPath(record_.stateDir), j.dump(2) + "\n",
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+}
+
+}  // namespace cpscale::controlplane

@@ -1,0 +1,108 @@
+// The embedded local control plane: vanilla etcd(s) and kube-apiserver(s) started as
+// child processes on 127.0.0.1, with generated PKI and a kubeconfig that stock kubectl
+// accepts. Its state directory records what was started (plane.json) so that
+// `cpscale down` stops exactly those processes and nothing else.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/controlplane/process.h"
+#include "sim/controlplane/profile.h"
+
+namespace cpscale::controlplane {
+
+struct Component {
+  std::string role;  // "etcd" or "kube-apiserver"
+  std::string name;  // etcd-main, kube-apiserver-0, ...
+  std::string url;   // client URL (etcd) or https URL (kube-apiserver)
+  std::filesystem::path log;
+  ProcessIdentity process;
+};
+
+// What plane.json holds: enough to find, use and stop a running plane.
+struct PlaneRecord {
+  std::string name;
+  std::filesystem::path stateDir;
+  std::string profileName;
+  std::string profileSource;
+  std::filesystem::path kubeconfig;
+  std::string kubernetesVersion;
+  std::string etcdVersion;
+  std::string startedAt;  // RFC 3339, UTC
+  std::vector<Component> components;
+
+  std::vector<std::string> urls(const std::string& role) const;
+};
+
+struct PlaneOptions {
+  std::filesystem::path stateDir;
+  std::filesystem::path binDir;  // holds kube-apiserver and etcd
+  Profile profile;
+  std::string name = "cpscale";
+  // Detached planes outlive this process (cpscale up); attached ones die with it.
+  bool detached = false;
+  // Port of the first kube-apiserver; free ports are chosen when unset.
+  std::optional<int> apiserverPort;
+  std::chrono::seconds readyTimeout{180};
+};
+
+class LocalPlane {
+ public:
+  // Starts the plane and waits until every member is ready. On any failure it stops
+  // what it had started and throws: UnavailableError (missing binary, port in use, a
+  // child that crashed: with the tail of its log) or ConfigError (bad options).
+  explicit LocalPlane(PlaneOptions options);
+  ~LocalPlane();
+  LocalPlane(const LocalPlane&) = delete;
+  LocalPlane& operator=(const LocalPlane&) = delete;
+
+  const PlaneRecord& record() const { return record_; }
+  const std::filesystem::path& kubeconfig() const { return record_.kubeconfig; }
+
+  // A description of the first member that is no longer running, with its log tail.
+  std::optional<std::string> crashed() const;
+  // Stops every member (apiservers first) and removes plane.json. Idempotent.
+  void stop();
+  // Leaves the plane running after this object is destroyed (cpscale up).
+  void release() { released_ = true; }
+
+ private:
+  void start();
+  void startEtcd(const EtcdSpec& spec, int index);
+  void startApiserver(int index, int port, const std::vector<std::string>& etcdUrls);
+  void waitReady(const Component& c, std::chrono::steady_clock::time_point deadline);
+  void writeKubeconfig();
+  void writeRecord() const;
+
+  PlaneOptions options_;
+  PlaneRecord record_;
+  bool released_ = false;
+  bool stopped_ = false;
+};
+
+std::filesystem::path recordPath(const std::filesystem::path& stateDir);
+// Reads plane.json; nullopt when there is none. Throws ConfigError if it is corrupt.
+std::optional<PlaneRecord> readRecord(const std::filesystem::path& stateDir);
+// True if any recorded member of the plane is still running.
+bool anyRunning(const PlaneRecord& record);
+// Stops the recorded members that are still running (verified by pid and start time,
+// never anything else) and removes plane.json. Returns how many were stopped.
+int stopRecorded(const PlaneRecord& record);
+
+// A free TCP port on 127.0.0.1 (bound and released; the kernel does not hand it out
+// again immediately).
+int freeLoopbackPort();
+// True if something listens on 127.0.0.1:port.
+bool portInUse(int port);
+
+// Where the pinned binaries are: $CPSCALE_BIN_DIR, else ~/.cache/cpscale/bin/current.
+std::filesystem::path defaultBinDir();
+// Default state directory for a named plane: $CPSCALE_STATE_DIR, else
+// ~/.local/state/cpscale/<name>.
+std::filesystem::path defaultStateDir(const std::string& name);
+
+}  // namespace cpscale::controlplane

@@ -1,0 +1,48 @@
+// A profile is the control-plane configuration a run is tested on (a "recipe"): how
+// many kube-apiservers, which etcd holds which resources, cache and admission
+// settings, feature gates and any extra upstream flag. `cpscale up` and `cpscale run`
+// apply it to the embedded local plane; against a user's cluster it is only recorded.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpscale::controlplane {
+
+struct EtcdSpec {
+  std::string name;
+  // Resources routed to this etcd through --etcd-servers-overrides, as
+  // "group/resource" ("/events" or "events" for the core group). Empty for the main
+  // etcd, which holds everything else.
+  std::vector<std::string> resources;
+  std::vector<std::string> extraArgs;
+};
+
+struct Profile {
+  std::string name = "classic";
+  std::string description = "one kube-apiserver, one etcd, upstream defaults";
+  std::string source;  // file it was read from, empty for the built-in default
+  int apiservers = 1;
+  std::vector<EtcdSpec> etcds{EtcdSpec{"main", {}, {}}};
+  bool watchCache = true;
+  // --watch-cache-sizes entries, "resource[.group]#size".
+  std::vector<std::string> watchCacheSizes;
+  std::optional<int> maxRequestsInflight;
+  std::optional<int> maxMutatingRequestsInflight;
+  bool priorityAndFairness = true;
+  std::map<std::string, bool> featureGates;
+  // Extra kube-apiserver flags, each "--name=value"; they come last, so they win.
+  std::vector<std::string> apiserverArgs;
+
+  // The --etcd-servers-overrides value for the given client URLs (one per etcd, in
+  // order), or empty when every resource lives in the main etcd.
+  std::string etcdServersOverrides(const std::vector<std::string>& etcdUrls) const;
+};
+
+// Reads and validates a profile file. Errors name file, line and field (ConfigError).
+Profile loadProfile(const std::filesystem::path& path);
+
+}  // namespace cpscale::controlplane

@@ -1,0 +1,167 @@
+// `cpscale up/down/status` as a user runs them: exit codes, messages, and what is left
+// running (exactly nothing, after down or after a failure).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "sim/controlplane/local_plane.h"
+#include "sim/controlplane/pki.h"
+#include "sim/controlplane/process.h"
+#include "test/integration/plane_fixture.h"
+
+namespace cpscale::testing {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string cpscale(const std::string& args) { return std::string(CPSCALE_BINARY) + " " + args; }
+
+// Processes whose command line mentions `dir` (the plane's own data/log paths).
+std::string processesUsing(const fs::path& dir) {
+  return runCommand("pgrep -af -- '" + dir.string() + "' | grep -v pgrep || true").output;
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override { dir = makeTempDir("cli"); }
+  void TearDown() override {
+    runCommand(cpscale("down --state-dir " + dir.string()));
+    EXPECT_EQ(processesUsing(dir), "") << "a test left processes running";
+    fs::remove_all(dir);
+  }
+  std::string stateArgs() const { return "--state-dir " + dir.string() + " --name cli-it"; }
+  fs::path dir;
+};
+
+TEST_F(CliTest, UpStatusDownLifecycle) {
+  auto up = runCommand(cpscale("up " + stateArgs()));
+  ASSERT_EQ(up.exitCode, 0) << up.output;
+  EXPECT_NE(up.output.find("export KUBECONFIG=" + (dir / "kubeconfig").string()), std::string::npos) << up.output;
+  EXPECT_NE(up.output.find("Kubernetes " CPSCALE_KUBERNETES_VERSION), std::string::npos) << up.output;
+
+  auto record = controlplane::readRecord(dir);
+  ASSERT_TRUE(record);
+  ASSERT_EQ(record->components.size(), 2u);
+  for (const auto& c : record->components) EXPECT_TRUE(controlplane::isRunning(c.process)) << c.name;
+
+  // The plane outlives `up`, and stock kubectl can use it.
+  auto kubectl = runCommand("kubectl --kubeconfig " + (dir / "kubeconfig").string() + " get ns kube-node-lease -o name");
+  EXPECT_EQ(kubectl.exitCode, 0) << kubectl.output;
+  EXPECT_EQ(kubectl.output, "namespace/kube-node-lease\n");
+
+  // A second `up` refuses and shows the running plane.
+  auto again = runCommand(cpscale("up " + stateArgs()));
+  EXPECT_EQ(again.exitCode, 2) << again.output;
+  EXPECT_NE(again.output.find("already running"), std::string::npos) << again.output;
+  auto still = controlplane::readRecord(dir);
+  ASSERT_TRUE(still);
+  EXPECT_EQ(still->components.size(), 2u) << "the refused up must not have started anything";
+
+  EXPECT_EQ(runCommand(cpscale("status --state-dir " + dir.string())).exitCode, 0);
+
+  auto down = runCommand(cpscale("down --state-dir " + dir.string()));
+  EXPECT_EQ(down.exitCode, 0) << down.output;
+  EXPECT_NE(down.output.find("Stopped 2 processes"), std::string::npos) << down.output;
+  for (const auto& c : record->components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
+  EXPECT_FALSE(fs::exists(dir / "plane.json"));
+  EXPECT_EQ(runCommand(cpscale("status --state-dir " + dir.string())).exitCode, 3);
+}
+
+TEST_F(CliTest, DownNeverSignalsAProcessThatReusedARecordedPid) {
+  controlplane::ProcessIdentity bystander = controlplane::spawn({{"/bin/sleep", "60"}, dir / "sleep.log", false});
+  json rec = {{"name", "x"},
+              {"stateDir", dir.string()},
+              {"kubeconfig", (dir / "kubeconfig").string()},
+              {"components",
+               {{{"role", "etcd"},
+                 {"name", "etcd-main"},
+                 {"url", "http://127.0.0.1:1"},
+                 {"log", "x"},
+                 {"pid", bystander.pid},
+                 {"startTicks", bystander.startTicks - 1}}}}};
+  std::ofstream(dir / "plane.json") << rec.dump();
+  auto down = runCommand(cpscale("down --state-dir " + dir.string()));
+  EXPECT_EQ(down.exitCode, 0) << down.output;
+  EXPECT_TRUE(controlplane::isRunning(bystander)) << "down signalled a process it did not start";
+  controlplane::terminate(bystander, std::chrono::seconds(5));
+}
+
+TEST_F(CliTest, MissingBinaryFailsWithExitThreeAndStartsNothing) {
+  auto up = runCommand(cpscale("up " + stateArgs() + " --bin-dir " + (dir / "nowhere").string()));
+  EXPECT_EQ(up.exitCode, 3) << up.output;
+  EXPECT_NE(up.output.find("missing binary " + (dir / "nowhere/kube-apiserver").string()), std::string::npos)
+      << up.output;
+  EXPECT_FALSE(fs::exists(dir / "plane.json"));
+}
+
+TEST_F(CliTest, PortInUseFailsWithExitThreeAndStartsNothing) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  int port = ntohs(addr.sin_port);
+
+  auto up = runCommand(cpscale("up " + stateArgs() + " --port " + std::to_string(port)));
+  ::close(fd);
+  EXPECT_EQ(up.exitCode, 3) << up.output;
+  EXPECT_NE(up.output.find("127.0.0.1:" + std::to_string(port) + " is already in use"), std::string::npos)
+      << up.output;
+  EXPECT_FALSE(fs::exists(dir / "plane.json"));
+}
+
+TEST_F(CliTest, BadProfileFailsWithExitTwoNamingFileLineAndField) {
+  fs::path profile = dir / "bad.yaml";
+  std::ofstream(profile) << "name: bad\napiservers: 1\netcds:\n  - name: main\n    resource: [x]\n";
+  auto up = runCommand(cpscale("up " + stateArgs() + " --profile " + profile.string()));
+  EXPECT_EQ(up.exitCode, 2) << up.output;
+  EXPECT_NE(up.output.find(profile.string() + ":5: field 'etcds[0].resource': unknown field"), std::string::npos)
+      << up.output;
+  EXPECT_FALSE(fs::exists(dir / "plane.json"));
+}
+
+TEST_F(CliTest, CrashedApiserverIsReportedWithItsLogAndEtcdIsStopped) {
+  fs::path profile = dir / "crash.yaml";
+  std::ofstream(profile) << "name: crash\napiserverArgs: [\"--no-such-flag=1\"]\n";
+  auto up = runCommand(cpscale("up " + stateArgs() + " --profile " + profile.string()));
+  EXPECT_EQ(up.exitCode, 3) << up.output;
+  EXPECT_NE(up.output.find("kube-apiserver-0 exited with status"), std::string::npos) << up.output;
+  EXPECT_NE(up.output.find("unknown flag: --no-such-flag"), std::string::npos) << up.output;
+  EXPECT_FALSE(fs::exists(dir / "plane.json"));
+  // TearDown checks that etcd is not left running.
+}
+
+TEST_F(CliTest, HaProfileStartsThreeApiserversEachReachableByContext) {
+  auto up = runCommand(cpscale("up " + stateArgs() + " --profile " CPSCALE_SOURCE_DIR "/profiles/classic-ha.yaml"));
+  ASSERT_EQ(up.exitCode, 0) << up.output;
+  auto record = controlplane::readRecord(dir);
+  ASSERT_TRUE(record);
+  EXPECT_EQ(record->urls("kube-apiserver").size(), 3u);
+  EXPECT_EQ(record->urls("etcd").size(), 1u);
+  for (const std::string ctx : {"cpscale-cli-it", "cpscale-cli-it-apiserver-1", "cpscale-cli-it-apiserver-2"}) {
+    auto r = runCommand("kubectl --kubeconfig " + (dir / "kubeconfig").string() + " --context " + ctx +
+                        " get --raw /readyz");
+    EXPECT_EQ(r.output, "ok") << ctx;
+  }
+  EXPECT_EQ(runCommand(cpscale("down --state-dir " + dir.string())).exitCode, 0);
+}
+
+TEST(CliUsageTest, UnknownCommandAndOptionAreUsageErrors) {
+  EXPECT_EQ(runCommand(cpscale("frobnicate")).exitCode, 2);
+  auto r = runCommand(cpscale("up --frobnicate"));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("--frobnicate"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace cpscale::testing

@@ -1,0 +1,107 @@
+#include "sim/controlplane/profile.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "sim/common/error.h"
+
+namespace cpscale::controlplane {
+namespace {
+namespace fs = std::filesystem;
+
+class ProfileTest : public ::testing::Test {
+ protected:
+  fs::path write(const std::string& text) {
+    fs::path p = fs::path(::testing::TempDir()) / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml");
+    std::ofstream(p) << text;
+    return p;
+  }
+  // The ConfigError message for `text`, or "" if it loaded.
+  std::string errorOf(const std::string& text) {
+    try {
+      loadProfile(write(text));
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  }
+};
+
+TEST_F(ProfileTest, ShippedProfilesLoad) {
+  for (const auto& entry : fs::directory_iterator(fs::path(CPSCALE_SOURCE_DIR) / "profiles")) {
+    SCOPED_TRACE(entry.path());
+    Profile p = loadProfile(entry.path());
+    EXPECT_EQ(p.name + ".yaml", entry.path().filename().string());
+    EXPECT_GE(p.apiservers, 1);
+    EXPECT_FALSE(p.etcds.empty());
+  }
+}
+
+TEST_F(ProfileTest, PartitionedStorageRoutesLeasesAndEvents) {
+  Profile p = loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles/partitioned-storage.yaml");
+  ASSERT_EQ(p.etcds.size(), 2u);
+  EXPECT_EQ(p.etcdServersOverrides({"http://a:1", "http://b:2"}),
+            "coordination.k8s.io/leases#http://b:2,/events#http://b:2");
+}
+
+TEST_F(ProfileTest, SingleEtcdHasNoOverrides) {
+  Profile p;
+  EXPECT_EQ(p.etcdServersOverrides({"http://a:1"}), "");
+}
+
+TEST_F(ProfileTest, CoreResourcesWithoutGroupGetLeadingSlash) {
+  Profile p = loadProfile(write("name: x\netcds:\n  - name: main\n  - name: ev\n    resources: [events]\n"));
+  EXPECT_EQ(p.etcds[1].resources, std::vector<std::string>{"/events"});
+}
+
+TEST_F(ProfileTest, UnknownFieldNamesFileLineAndField) {
+  std::string e = errorOf("name: x\napiservers: 2\nwatchcache: false\n");
+  EXPECT_NE(e.find("UnknownFieldNamesFileLineAndField.yaml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("'watchcache'"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown field"), std::string::npos) << e;
+}
+
+TEST_F(ProfileTest, BadValuesNameTheField) {
+  EXPECT_NE(errorOf("name: x\napiservers: 0\n").find("field 'apiservers': must be between 1 and 16"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\napiservers: many\n").find("field 'apiservers': expected an integer"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\nwatchCache: maybe\n").find("field 'watchCache'"), std::string::npos);
+  EXPECT_NE(errorOf("apiservers: 1\n").find("field 'name': is required"), std::string::npos);
+  std::string e = errorOf("name: x\netcds:\n  - name: main\n  - name: b\n    resources: [a/b/c]\n");
+  EXPECT_NE(e.find(":5: field 'etcds[1].resources[0]'"), std::string::npos) << e;
+  EXPECT_NE(errorOf("name: x\napiserverArgs: [\"no-dashes\"]\n").find("field 'apiserverArgs[0]'"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: a\n    resources: [x/y]\n").find("duplicate etcd name"),
+            std::string::npos);
+  EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: b\n").find("needs 'resources'"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: b\n    resources: [x/y]\n  - name: c\n    resources: [x/y]\n")
+                .find("routed to two etcds"),
+            std::string::npos);
+}
+
+TEST_F(ProfileTest, SyntaxErrorNamesLineAndColumn) {
+  std::string e = errorOf("name: x\napiservers: [1\n");
+  EXPECT_NE(e.find("SyntaxErrorNamesLineAndColumn.yaml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("invalid YAML"), std::string::npos) << e;
+}
+
+TEST_F(ProfileTest, MissingFileIsAConfigError) {
+  try {
+    loadProfile("/nonexistent/profile.yaml");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/profile.yaml: cannot open file"), std::string::npos);
+  }
+}
+
+TEST_F(ProfileTest, FeatureGatesAndArgsAreRead) {
+  Profile p = loadProfile(write("name: x\nfeatureGates:\n  A: true\n  B: false\napiserverArgs: [\"--v=2\"]\n"
+                                "maxRequestsInflight: 10\nwatchCache: false\n"));
+  EXPECT_EQ(p.featureGates, (std::map<std::string, bool>{{"A", true}, {"B", false}}));
+  EXPECT_EQ(p.apiserverArgs, std::vector<std::string>{"--v=2"});
+  EXPECT_EQ(p.maxRequestsInflight, 10);
+  EXPECT_FALSE(p.watchCache);
+}
+
+}  // namespace
+}  // namespace cpscale::controlplane
