@@ -1,0 +1,419 @@
+#include "sim/kube/api_client.h"
+
+#include <stdexcept>
+#include <vector>
+
+#ifndef CPSCALE_VERSION
+#define CPSCALE_VERSION "dev"
+#endif
+
+namespace cpscale::kube {
+
+std::string_view statsVerb(Verb v) {
+  switch (v) {
+    case Verb::kGet: return "GET";
+    case Verb::kList: return "LIST";
+    case Verb::kWatch: return "WATCH";
+    case Verb::kCreate: return "POST";
+    case Verb::kUpdate: return "PUT";
+    case Verb::kPatch: return "PATCH";
+    case Verb::kDelete: return "DELETE";
+    case Verb::kDeleteCollection: return "DELETECOLLECTION";
+  }
+  return "UNKNOWN";
+}
+
+std::string_view httpMethod(Verb v) {
+  switch (v) {
+    case Verb::kGet:
+    case Verb::kList:
+    case Verb::kWatch: return "GET";
+    case Verb::kCreate: return "POST";
+    case Verb::kUpdate: return "PUT";
+    case Verb::kPatch: return "PATCH";
+    case Verb::kDelete:
+    case Verb::kDeleteCollection: return "DELETE";
+  }
+  return "GET";
+}
+
+std::string_view contentType(PatchType t) {
+  switch (t) {
+    case PatchType::kMerge: return "application/merge-patch+json";
+    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
+    case PatchType::kJson: return "application/json-patch+json";
+  }
+  return "application/json";
+}
+
+std::string ApiResult::describe() const {
+  std::string s = what.empty() ? std::string("request") : what;
+  if (outcome != TransportOutcome::kOk) {
+    s += ": ";
+    s += toString(outcome);
+    if (!detail.empty()) s += " (" + detail + ")";
+  } else {
+    s += ": " + std::to_string(status);
+    if (!apiStatus.reason.empty()) s += " " + apiStatus.reason;
+    if (!apiStatus.message.empty()) s += ": " + apiStatus.message;
+  }
+  if (attempts > 1) s += " after " + std::to_string(attempts) + " attempts";
+  return s;
+}
+
+// ---- request builders ----------------------------------------------------------
+
+namespace {
+
+nlohmann::json deleteOptionsBody(const DeleteOptions& o) {
+  nlohmann::json j = {{"kind", "DeleteOptions"}, {"apiVersion", "v1"}};
+  if (o.gracePeriodSeconds) j["gracePeriodSeconds"] = *o.gracePeriodSeconds;
+  if (!o.propagationPolicy.empty()) j["propagationPolicy"] = o.propagationPolicy;
+  if (!o.preconditionUid.empty()) j["preconditions"]["uid"] = o.preconditionUid;
+  if (!o.preconditionResourceVersion.empty()) j["preconditions"]["resourceVersion"] = o.preconditionResourceVersion;
+  if (o.dryRun) j["dryRun"] = nlohmann::json::array({"All"});
+  return j;
+}
+
+bool isDefault(const DeleteOptions& o) {
+  return !o.gracePeriodSeconds && o.propagationPolicy.empty() && o.preconditionUid.empty() &&
+         o.preconditionResourceVersion.empty() && !o.dryRun;
+}
+
+}  // namespace
+
+ApiRequest ApiRequest::get(const ResourceRef& ref, const std::string& resourceVersion) {
+  ApiRequest r{Verb::kGet, ref, {}, {}, PatchType::kMerge, std::nullopt};
+  if (!resourceVersion.empty()) r.query.emplace_back("resourceVersion", resourceVersion);
+  return r;
+}
+
+ApiRequest ApiRequest::list(const ResourceRef& collection, const ListOptions& options) {
+  return ApiRequest{Verb::kList, collection, toQuery(options, false), {}, PatchType::kMerge, std::nullopt};
+}
+
+ApiRequest ApiRequest::create(const ResourceRef& collection, const nlohmann::json& object,
+                              const WriteOptions& options) {
+  return ApiRequest{Verb::kCreate, collection, toQuery(options), object.dump(), PatchType::kMerge, std::nullopt};
+}
+
+ApiRequest ApiRequest::update(const ResourceRef& ref, const nlohmann::json& object, const WriteOptions& options) {
+  return ApiRequest{Verb::kUpdate, ref, toQuery(options), object.dump(), PatchType::kMerge, std::nullopt};
+}
+
+ApiRequest ApiRequest::patch(const ResourceRef& ref, PatchType type, const nlohmann::json& patch,
+                             const WriteOptions& options) {
+  return ApiRequest{Verb::kPatch, ref, toQuery(options), patch.dump(), type, std::nullopt};
+}
+
+ApiRequest ApiRequest::remove(const ResourceRef& ref, const DeleteOptions& options) {
+  ApiRequest r{Verb::kDelete, ref, {}, {}, PatchType::kMerge, std::nullopt};
+  if (!isDefault(options)) r.body = deleteOptionsBody(options).dump();
+  return r;
+}
+
+ApiRequest ApiRequest::deleteCollection(const ResourceRef& collection, const ListOptions& selector,
+                                        const DeleteOptions& options) {
+  ApiRequest r{Verb::kDeleteCollection, collection, toQuery(selector, false), {}, PatchType::kMerge, std::nullopt};
+  if (!isDefault(options)) r.body = deleteOptionsBody(options).dump();
+  return r;
+}
+
+// ---- client ----------------------------------------------------------------------
+
+struct ApiClient::Call {
+  CallId id = 0;
+  ApiRequest request;
+  ResultHandler done;
+  int attempts = 0;
+  engine::TimePoint started{};
+  engine::TimePoint intended{};
+  RequestId inTransport = 0;      // the attempt on the wire, 0 if none
+  engine::EventId retryEvent = 0;  // the scheduled retry, 0 if none
+  std::optional<HttpResponse> lastResponse;
+};
+
+struct ApiClient::Watch {
+  CallId id = 0;
+  ApiRequest request;
+  WatchStreamDecoder decoder;
+  WatchEventHandler onEvent;
+  WatchCloseHandler onClose;
+  engine::TimePoint started{};
+  RequestId inTransport = 0;
+  bool cancelled = false;
+};
+
+ApiClient::ApiClient(Transport& transport, engine::Clock& clock, ApiClientOptions options)
+    : transport_(transport), clock_(clock), scheduler_(nullptr), options_(std::move(options)),
+      retry_(options_.retry, options_.seed) {
+  if (options_.userAgent.empty()) options_.userAgent = std::string("cpscale/") + CPSCALE_VERSION;
+}
+
+ApiClient::ApiClient(Transport& transport, engine::Clock& clock, engine::Scheduler& scheduler,
+                     ApiClientOptions options)
+    : ApiClient(transport, clock, std::move(options)) {
+  scheduler_ = &scheduler;
+}
+
+ApiClient::~ApiClient() {
+  std::vector<CallId> ids;
+  for (const auto& [id, _] : calls_) ids.push_back(id);
+  for (const auto& [id, _] : watches_) ids.push_back(id);
+  for (CallId id : ids) cancel(id);
+}
+
+HttpRequest ApiClient::toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt) const {
+  HttpRequest h;
+  h.method = httpMethod(r.verb);
+  h.path = requestPath(r.ref, r.query);
+  h.headers.reserve(3);
+  h.headers.push_back({"Accept", "application/json"});
+  if (!r.body.empty()) {
+    h.headers.push_back(
+        {"Content-Type", std::string(r.verb == Verb::kPatch ? contentType(r.patchType) : "application/json")});
+  }
+  h.headers.push_back({"User-Agent", options_.userAgent});
+  h.body = r.body;
+  h.timeout = options_.requestTimeout;
+  h.statsResource = r.ref.statsName();
+  h.statsVerb = statsVerb(r.verb);
+  h.intendedAt = intendedAt;
+  return h;
+}
+
+namespace {
+
+std::string describeRef(const ApiRequest& r) {
+  std::string s(statsVerb(r.verb));
+  s += " " + r.ref.statsName();
+  if (!r.ref.ns.empty() || !r.ref.name.empty()) {
+    s += " ";
+    if (!r.ref.ns.empty()) s += r.ref.ns + (r.ref.name.empty() ? "" : "/");
+    s += r.ref.name;
+  }
+  return s;
+}
+
+void decodeStatus(const nlohmann::json& body, ApiStatus& out) {
+  if (!body.is_object()) return;
+  auto kind = body.find("kind");
+  if (kind == body.end() || !kind->is_string() || kind->get_ref<const std::string&>() != "Status") return;
+  if (auto it = body.find("reason"); it != body.end() && it->is_string()) out.reason = it->get<std::string>();
+  if (auto it = body.find("message"); it != body.end() && it->is_string()) out.message = it->get<std::string>();
+  if (auto it = body.find("code"); it != body.end() && it->is_number_integer()) out.code = it->get<int>();
+}
+
+}  // namespace
+
+ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int attempts, engine::Duration latency) const {
+  ApiResult res;
+  res.outcome = resp.outcome;
+  res.detail = std::move(resp.detail);
+  res.status = resp.status;
+  res.attempts = attempts;
+  res.latency = latency;
+  res.httpVersion = std::move(resp.httpVersion);
+  res.what = describeRef(r);
+  bool success = resp.status >= 200 && resp.status < 300;
+  if (!resp.body.empty() && (!success || options_.decodeSuccessBodies)) {
+    res.body = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
+    if (res.body.is_discarded()) {
+      res.body = nullptr;
+      res.raw = std::move(resp.body);
+    } else {
+      decodeStatus(res.body, res.apiStatus);
+    }
+  }
+  if (res.apiStatus.reason.empty() && res.outcome == TransportOutcome::kOk && !success) {
+    // Not every error carries a Status body (proxies, some 429s); name the class.
+    if (res.status == 409) res.apiStatus.reason = "Conflict";
+    if (res.status == 429) res.apiStatus.reason = "TooManyRequests";
+  }
+  return res;
+}
+
+ApiResult ApiClient::call(ApiRequest request) {
+  const engine::TimePoint started = clock_.now();
+  const engine::TimePoint intended = request.intendedAt.value_or(started);
+  for (int attempt = 1;; ++attempt) {
+    std::optional<HttpResponse> resp;
+    transport_.submit(toHttp(request, attempt == 1 ? request.intendedAt : std::nullopt),
+                      [&resp](HttpResponse r) { resp = std::move(r); });
+    while (!resp) transport_.poll(options_.pollSlice);
+    AttemptOutcome a{httpMethod(request.verb), resp->outcome, resp->status, resp->header("retry-after"),
+                     attempt, clock_.now() - started};
+    RetryDecision d = retry_.decide(a);
+    if (!d.retry) return toResult(request, std::move(*resp), attempt, clock_.now() - intended);
+    clock_.sleepFor(d.delay);
+  }
+}
+
+CallId ApiClient::callAsync(ApiRequest request, ResultHandler done) {
+  if (scheduler_ == nullptr) {
+    throw std::logic_error("ApiClient::callAsync needs a Scheduler (use the constructor that takes one)");
+  }
+  auto c = std::make_shared<Call>();
+  c->id = ++nextId_;
+  c->started = clock_.now();
+  c->intended = request.intendedAt.value_or(c->started);
+  c->request = std::move(request);
+  c->done = std::move(done);
+  calls_.emplace(c->id, c);
+  startAttempt(c);
+  return c->id;
+}
+
+void ApiClient::startAttempt(const std::shared_ptr<Call>& c) {
+  ++c->attempts;
+  CallId id = c->id;
+  c->inTransport = transport_.submit(toHttp(c->request, c->attempts == 1 ? c->request.intendedAt : std::nullopt),
+                                     [this, id](HttpResponse r) { onAttemptDone(id, std::move(r)); });
+}
+
+void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  std::shared_ptr<Call> c = it->second;
+  c->inTransport = 0;
+  AttemptOutcome a{httpMethod(c->request.verb), resp.outcome, resp.status, resp.header("retry-after"),
+                   c->attempts, clock_.now() - c->started};
+  RetryDecision d = retry_.decide(a);
+  if (!d.retry) {
+    finish(id, toResult(c->request, std::move(resp), c->attempts, clock_.now() - c->intended));
+    return;
+  }
+  // Kept so a cancel during the backoff can still report what the server last said.
+  c->lastResponse = std::move(resp);
+  c->retryEvent = scheduler_->scheduleAfter(d.delay, [this, id] {
+    auto it2 = calls_.find(id);
+    if (it2 == calls_.end()) return;
+    it2->second->retryEvent = 0;
+    it2->second->lastResponse.reset();
+    startAttempt(it2->second);
+  });
+}
+
+void ApiClient::finish(CallId id, ApiResult result) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  ResultHandler done = std::move(it->second->done);
+  // Erased first: the handler may start new calls or cancel others.
+  calls_.erase(it);
+  if (done) done(std::move(result));
+}
+
+void ApiClient::cancel(CallId id) {
+  if (auto it = calls_.find(id); it != calls_.end()) {
+    std::shared_ptr<Call> c = it->second;
+    if (c->inTransport != 0) {
+      // The transport runs our handler with kAborted, which finishes the call.
+      transport_.cancel(c->inTransport);
+      return;
+    }
+    if (c->retryEvent != 0) scheduler_->cancel(c->retryEvent);
+    HttpResponse aborted;
+    aborted.outcome = TransportOutcome::kAborted;
+    aborted.detail = "cancelled while waiting to retry";
+    finish(id, toResult(c->request, std::move(aborted), c->attempts, clock_.now() - c->intended));
+    return;
+  }
+  if (auto it = watches_.find(id); it != watches_.end()) {
+    it->second->cancelled = true;
+    if (it->second->inTransport != 0) transport_.cancel(it->second->inTransport);
+  }
+}
+
+// ---- sugar -----------------------------------------------------------------------
+
+ApiResult ApiClient::create(const ResourceRef& c, const nlohmann::json& o, const WriteOptions& w) {
+  return call(ApiRequest::create(c, o, w));
+}
+ApiResult ApiClient::get(const ResourceRef& r, const std::string& rv) { return call(ApiRequest::get(r, rv)); }
+ApiResult ApiClient::update(const ResourceRef& r, const nlohmann::json& o, const WriteOptions& w) {
+  return call(ApiRequest::update(r, o, w));
+}
+ApiResult ApiClient::patchMerge(const ResourceRef& r, const nlohmann::json& p, const WriteOptions& w) {
+  return call(ApiRequest::patch(r, PatchType::kMerge, p, w));
+}
+ApiResult ApiClient::patchStrategic(const ResourceRef& r, const nlohmann::json& p, const WriteOptions& w) {
+  return call(ApiRequest::patch(r, PatchType::kStrategicMerge, p, w));
+}
+ApiResult ApiClient::patchJson(const ResourceRef& r, const nlohmann::json& p, const WriteOptions& w) {
+  return call(ApiRequest::patch(r, PatchType::kJson, p, w));
+}
+ApiResult ApiClient::remove(const ResourceRef& r, const DeleteOptions& o) { return call(ApiRequest::remove(r, o)); }
+ApiResult ApiClient::list(const ResourceRef& c, const ListOptions& o) { return call(ApiRequest::list(c, o)); }
+ApiResult ApiClient::deleteCollection(const ResourceRef& c, const ListOptions& s, const DeleteOptions& o) {
+  return call(ApiRequest::deleteCollection(c, s, o));
+}
+
+CallId ApiClient::createAsync(const ResourceRef& c, const nlohmann::json& o, ResultHandler d, const WriteOptions& w) {
+  return callAsync(ApiRequest::create(c, o, w), std::move(d));
+}
+CallId ApiClient::getAsync(const ResourceRef& r, ResultHandler d) { return callAsync(ApiRequest::get(r), std::move(d)); }
+CallId ApiClient::updateAsync(const ResourceRef& r, const nlohmann::json& o, ResultHandler d, const WriteOptions& w) {
+  return callAsync(ApiRequest::update(r, o, w), std::move(d));
+}
+CallId ApiClient::patchAsync(const ResourceRef& r, PatchType t, const nlohmann::json& p, ResultHandler d,
+                             const WriteOptions& w) {
+  return callAsync(ApiRequest::patch(r, t, p, w), std::move(d));
+}
+CallId ApiClient::removeAsync(const ResourceRef& r, ResultHandler d, const DeleteOptions& o) {
+  return callAsync(ApiRequest::remove(r, o), std::move(d));
+}
+CallId ApiClient::listAsync(const ResourceRef& c, ResultHandler d, const ListOptions& o) {
+  return callAsync(ApiRequest::list(c, o), std::move(d));
+}
+
+// ---- watch -----------------------------------------------------------------------
+
+CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& options, WatchEventHandler onEvent,
+                        WatchCloseHandler onClose) {
+  auto w = std::make_shared<Watch>();
+  w->id = ++nextId_;
+  w->request = ApiRequest{Verb::kWatch, collection, toQuery(options, true), {}, PatchType::kMerge, std::nullopt};
+  w->onEvent = std::move(onEvent);
+  w->onClose = std::move(onClose);
+  w->started = clock_.now();
+  HttpRequest h = toHttp(w->request, std::nullopt);
+  // A watch lasts as long as the server keeps it: the per-request timeout would cut it.
+  h.timeout = options.timeoutSeconds ? std::chrono::seconds(*options.timeoutSeconds + 30)
+                                     : std::chrono::duration_cast<engine::Duration>(std::chrono::hours(24 * 365));
+  Watch* raw = w.get();  // owned by watches_ until the close handler runs
+  h.onBodyChunk = [raw](std::string_view chunk) {
+    if (raw->cancelled) return false;
+    return raw->decoder.feed(chunk, [raw](WatchEvent&& ev) {
+      if (!raw->cancelled && raw->onEvent) raw->onEvent(std::move(ev));
+    }) && !raw->cancelled;
+  };
+  CallId id = w->id;
+  watches_.emplace(id, w);
+  w->inTransport = transport_.submit(std::move(h), [this, id](HttpResponse r) { closeWatch(id, std::move(r)); });
+  return id;
+}
+
+void ApiClient::closeWatch(CallId id, HttpResponse&& resp) {
+  auto it = watches_.find(id);
+  if (it == watches_.end()) return;
+  std::shared_ptr<Watch> w = it->second;
+  watches_.erase(it);
+  bool decodeOk = w->decoder.error().empty();
+  if (decodeOk && !w->cancelled && resp.outcome == TransportOutcome::kOk) {
+    decodeOk = w->decoder.finish([&w](WatchEvent&& ev) {
+      if (w->onEvent) w->onEvent(std::move(ev));
+    });
+  }
+  ApiResult res = toResult(w->request, std::move(resp), 1, clock_.now() - w->started);
+  if (w->decoder.nonEvent()) {
+    res.body = *w->decoder.nonEvent();
+    decodeStatus(res.body, res.apiStatus);
+  }
+  if (!decodeOk && !w->cancelled) {
+    res.outcome = TransportOutcome::kProtocolError;
+    res.detail = w->decoder.error();
+  }
+  if (w->onClose) w->onClose(res);
+}
+
+}  // namespace cpscale::kube

@@ -1,0 +1,385 @@
+#include "sim/kube/curl_transport.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "sim/common/error.h"
+
+namespace cpscale::kube {
+namespace {
+
+// Enough idle handles for a busy generator without holding memory forever.
+constexpr std::size_t kMaxPooledEasy = 1024;
+
+void globalInit() {
+  static std::once_flag once;
+  static CURLcode rc = CURLE_OK;
+  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (rc != CURLE_OK) throw UnavailableError(std::string("libcurl initialisation failed: ") + curl_easy_strerror(rc));
+}
+
+TransportOutcome mapCode(CURLcode code) {
+  switch (code) {
+    case CURLE_OK: return TransportOutcome::kOk;
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT: return TransportOutcome::kConnectFailed;
+    case CURLE_OPERATION_TIMEDOUT: return TransportOutcome::kTimeout;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_SSL_CLIENTCERT:
+    case CURLE_USE_SSL_FAILED: return TransportOutcome::kTlsFailed;
+    case CURLE_WRITE_ERROR:
+    case CURLE_ABORTED_BY_CALLBACK: return TransportOutcome::kAborted;
+    default: return TransportOutcome::kProtocolError;
+  }
+}
+
+std::string_view versionString(long v) {
+  switch (v) {
+    case CURL_HTTP_VERSION_1_0: return "1.0";
+    case CURL_HTTP_VERSION_1_1: return "1.1";
+    case CURL_HTTP_VERSION_2_0: return "2";
+    case CURL_HTTP_VERSION_3: return "3";
+    default: return "";
+  }
+}
+
+long toMillis(engine::Duration d) {
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+  return static_cast<long>(std::max<decltype(ms)>(ms, 0));
+}
+
+void setBlob(CURL* e, CURLoption opt, const std::string& pem) {
+  curl_blob blob{const_cast<char*>(pem.data()), pem.size(), CURL_BLOB_COPY};
+  curl_easy_setopt(e, opt, &blob);
+}
+
+}  // namespace
+
+struct CurlTransport::Active {
+  RequestId id = 0;
+  CURL* easy = nullptr;
+  HttpRequest request;
+  ResponseHandler done;
+  HttpResponse response;
+  curl_slist* headers = nullptr;
+  bool added = false;            // to the multi handle
+  bool cancelRequested = false;  // cancel() from inside a curl callback
+  bool consumerStopped = false;  // onBodyChunk returned false
+  CURLcode submitError = CURLE_OK;
+  char errbuf[CURL_ERROR_SIZE] = {0};
+
+  static size_t onHeader(char* data, size_t size, size_t n, void* self) {
+    auto* a = static_cast<Active*>(self);
+    std::string_view line(data, size * n);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
+    if (line.rfind("HTTP/", 0) == 0) {
+      // A new status line (after 100 Continue, or a redirect): start over.
+      a->response.headers.clear();
+    } else if (auto colon = line.find(':'); colon != std::string_view::npos) {
+      std::string name(line.substr(0, colon));
+      std::transform(name.begin(), name.end(), name.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      std::string_view value = line.substr(colon + 1);
+      while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+      a->response.headers.push_back({std::move(name), std::string(value)});
+    }
+    return size * n;
+  }
+
+  static size_t onBody(char* data, size_t size, size_t n, void* self) {
+    auto* a = static_cast<Active*>(self);
+    if (a->cancelRequested) return 0;  // makes curl end the transfer with WRITE_ERROR
+    if (a->request.onBodyChunk) {
+      if (!a->request.onBodyChunk(std::string_view(data, size * n))) {
+        a->consumerStopped = true;
+        return 0;
+      }
+    } else {
+      a->response.body.append(data, size * n);
+    }
+    return size * n;
+  }
+};
+
+CurlTransport::CurlTransport(const RestConfig& config, CurlTransportOptions options)
+    : config_(config), options_(options), server_(config.server), baseUrl_(config.server) {
+  globalInit();
+  if (config_.server.empty()) throw ConfigError("kubeconfig", "server", "missing");
+  if (config_.clientCertPem.empty() != config_.clientKeyPem.empty()) {
+    throw ConfigError(config_.sourceFile, "client-certificate/client-key", "must be given together");
+  }
+  if (!config_.tlsServerName.empty()) {
+    // Verify the certificate against tls-server-name while connecting to the real
+    // host: address the URL to that name and map it to the host with CONNECT_TO.
+    CURLU* u = curl_url();
+    char *scheme = nullptr, *host = nullptr, *port = nullptr, *path = nullptr;
+    bool ok = curl_url_set(u, CURLUPART_URL, config_.server.c_str(), 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+              curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK;
+    if (ok) {
+      std::string prefix = path;
+      while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+      baseUrl_ = std::string(scheme) + "://" + config_.tlsServerName + ":" + port + prefix;
+      connectTo_ = config_.tlsServerName + ":" + port + ":" + host + ":" + port;
+      connectToList_ = curl_slist_append(nullptr, connectTo_.c_str());
+    }
+    curl_free(scheme);
+    curl_free(host);
+    curl_free(port);
+    curl_free(path);
+    curl_url_cleanup(u);
+    if (!ok) throw ConfigError(config_.sourceFile, "server", "cannot parse server URL '" + config_.server + "'");
+  }
+  multi_ = curl_multi_init();
+  if (multi_ == nullptr) throw UnavailableError("libcurl: cannot create a multi handle");
+  curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, options_.maxHostConnections);
+  curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, options_.maxConcurrentStreams);
+}
+
+CurlTransport::~CurlTransport() {
+  for (auto& [id, a] : active_) {
+    if (a->added) curl_multi_remove_handle(multi_, a->easy);
+    curl_easy_cleanup(a->easy);
+    curl_slist_free_all(a->headers);
+  }
+  active_.clear();
+  for (void* e : freeEasy_) curl_easy_cleanup(e);
+  if (multi_) curl_multi_cleanup(multi_);
+  curl_slist_free_all(static_cast<curl_slist*>(connectToList_));
+}
+
+void* CurlTransport::acquireEasy() {
+  if (!freeEasy_.empty()) {
+    void* e = freeEasy_.back();
+    freeEasy_.pop_back();
+    return e;
+  }
+  CURL* e = curl_easy_init();
+  if (e == nullptr) return nullptr;
+  // Everything below is the same for every request, so it is set once per handle
+  // and survives reuse; per-request options are all overwritten in submit().
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
+                   options_.http2 ? static_cast<long>(CURL_HTTP_VERSION_2TLS) : static_cast<long>(CURL_HTTP_VERSION_1_1));
+  // Wait for a stream on an existing connection instead of opening a new one when
+  // many requests start together: this is what makes HTTP/2 reuse actually happen.
+  curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, toMillis(options_.connectTimeout));
+  curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, config_.insecureSkipTlsVerify ? 0L : 1L);
+  curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, config_.insecureSkipTlsVerify ? 0L : 2L);
+  if (!config_.caPem.empty()) setBlob(e, CURLOPT_CAINFO_BLOB, config_.caPem);
+  if (!config_.clientCertPem.empty()) {
+    setBlob(e, CURLOPT_SSLCERT_BLOB, config_.clientCertPem);
+    curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+    setBlob(e, CURLOPT_SSLKEY_BLOB, config_.clientKeyPem.reveal());
+    curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+  }
+  if (!config_.bearerToken.empty()) {
+    // libcurl builds the Authorization header itself: the token never enters our
+    // header lists, so nothing that prints a request can show it.
+    curl_easy_setopt(e, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER));
+    curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, config_.bearerToken.reveal().c_str());
+  }
+  if (connectToList_) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connectToList_);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Active::onHeader);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Active::onBody);
+  return e;
+}
+
+void CurlTransport::releaseEasy(void* easy) {
+  // Clear everything that points into the finished request before pooling.
+  curl_easy_setopt(easy, CURLOPT_HTTPHEADER, nullptr);
+  curl_easy_setopt(easy, CURLOPT_ERRORBUFFER, nullptr);
+  curl_easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
+  curl_easy_setopt(easy, CURLOPT_WRITEDATA, nullptr);
+  curl_easy_setopt(easy, CURLOPT_HEADERDATA, nullptr);
+  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, nullptr);
+  if (freeEasy_.size() < kMaxPooledEasy) {
+    freeEasy_.push_back(easy);
+  } else {
+    curl_easy_cleanup(easy);
+  }
+}
+
+RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
+  auto a = std::make_unique<Active>();
+  a->id = ++nextId_;
+  a->request = std::move(req);
+  a->done = std::move(done);
+  a->easy = static_cast<CURL*>(acquireEasy());
+  Active* p = a.get();
+  RequestId id = p->id;
+  active_.emplace(id, std::move(a));
+  if (p->easy == nullptr) {
+    p->submitError = CURLE_OUT_OF_MEMORY;
+    deferredCancels_.push_back(id);  // reported from the next poll(), never from here
+    return id;
+  }
+  CURL* e = p->easy;
+  const HttpRequest& r = p->request;
+  std::string url = baseUrl_ + r.path;
+  curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_PRIVATE, p);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, p);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p->errbuf);
+  curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, nullptr);
+  if (r.method == "GET" || (r.method != "POST" && r.body.empty() && r.method != "PUT" && r.method != "PATCH")) {
+    curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+  } else {
+    // POSTFIELDS does not copy: the body lives in Active until completion.
+    curl_easy_setopt(e, CURLOPT_POST, 1L);
+    curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+  }
+  if (r.method != "GET" && r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+  for (const auto& h : r.headers) {
+    std::string line = h.name + ": " + h.value;
+    p->headers = curl_slist_append(p->headers, line.c_str());
+  }
+  // Without this, HTTP/1.1 bodies over 1 MiB wait a round trip for 100 Continue.
+  p->headers = curl_slist_append(p->headers, "Expect:");
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
+  engine::Duration timeout = r.timeout > engine::Duration::zero() ? r.timeout : options_.defaultTimeout;
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, toMillis(timeout));
+
+  CURLMcode mc = curl_multi_add_handle(multi_, e);
+  if (mc != CURLM_OK) {
+    p->submitError = CURLE_FAILED_INIT;
+    deferredCancels_.push_back(id);
+    return id;
+  }
+  p->added = true;
+  return id;
+}
+
+void CurlTransport::complete(Active* p, int code) {
+  auto node = active_.extract(p->id);
+  std::unique_ptr<Active> a = std::move(node.mapped());
+  CURL* e = a->easy;
+  HttpResponse resp = std::move(a->response);
+  if (e) {
+    if (a->added) curl_multi_remove_handle(multi_, e);
+    long status = 0, version = 0, connects = 0;
+    curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
+    curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    resp.status = static_cast<int>(status);
+    resp.httpVersion = std::string(versionString(version));
+    stats_.connectionsOpened += static_cast<std::uint64_t>(connects);
+    if (version == CURL_HTTP_VERSION_2_0) ++stats_.http2Responses;
+  }
+  auto curlCode = static_cast<CURLcode>(code);
+  resp.outcome = mapCode(curlCode);
+  if (a->cancelRequested) {
+    resp.outcome = TransportOutcome::kAborted;
+    resp.detail = "cancelled";
+  } else if (a->consumerStopped) {
+    resp.outcome = TransportOutcome::kAborted;
+    resp.detail = "aborted by the body consumer";
+  } else if (curlCode != CURLE_OK) {
+    // curl's messages name the host and the failing step, never headers or tokens.
+    resp.detail = curl_easy_strerror(curlCode);
+    if (a->errbuf[0] != '\0') resp.detail += std::string(": ") + a->errbuf;
+  }
+  curl_slist_free_all(a->headers);
+  a->headers = nullptr;
+  if (e) releaseEasy(e);
+  ++stats_.completed;
+  if (a->done) a->done(std::move(resp));
+}
+
+void CurlTransport::cancel(RequestId id) {
+  auto it = active_.find(id);
+  if (it == active_.end()) return;
+  it->second->cancelRequested = true;
+  if (inPerform_) {
+    // Called from a curl callback (e.g. a watch consumer): a handle cannot be removed
+    // there, so finish it once curl_multi_perform has returned.
+    deferredCancels_.push_back(id);
+    return;
+  }
+  complete(it->second.get(), CURLE_ABORTED_BY_CALLBACK);
+}
+
+void CurlTransport::processDeferredCancels() {
+  std::vector<RequestId> ids;
+  ids.swap(deferredCancels_);
+  for (RequestId id : ids) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    Active* a = it->second.get();
+    complete(a, a->submitError != CURLE_OK ? a->submitError : CURLE_ABORTED_BY_CALLBACK);
+  }
+}
+
+std::size_t CurlTransport::drainCompleted() {
+  // Collect first, then run handlers: a handler may cancel another request whose
+  // message is already queued, so each one is looked up again by id.
+  std::vector<std::pair<RequestId, CURLcode>> done;
+  int left = 0;
+  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
+    if (m->msg != CURLMSG_DONE) continue;
+    Active* a = nullptr;
+    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &a);
+    if (a) done.emplace_back(a->id, m->data.result);
+  }
+  std::size_t n = 0;
+  for (auto [id, code] : done) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    complete(it->second.get(), code);
+    ++n;
+  }
+  return n;
+}
+
+std::size_t CurlTransport::poll(engine::Duration maxWait) {
+  std::size_t n = 0;
+  auto pass = [&] {
+    int running = 0;
+    inPerform_ = true;
+    curl_multi_perform(multi_, &running);
+    inPerform_ = false;
+    std::size_t before = stats_.completed;
+    drainCompleted();
+    processDeferredCancels();
+    n += stats_.completed - before;
+  };
+  if (!deferredCancels_.empty()) {
+    std::size_t before = stats_.completed;
+    processDeferredCancels();
+    n += stats_.completed - before;
+  }
+  pass();
+  if (n > 0 || maxWait <= engine::Duration::zero()) return n;
+  int fds = 0;
+  curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::min<long>(toMillis(maxWait), 1L << 30)), &fds);
+  pass();
+  return n;
+}
+
+void CurlTransport::wakeup() { curl_multi_wakeup(multi_); }
+
+}  // namespace cpscale::kube

@@ -1,0 +1,52 @@
+// Watch events and the decoder for kube-apiserver's watch stream: one JSON object per
+// line ({"type": "...", "object": {...}}), split across transport chunks anywhere.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace cpscale::kube {
+
+enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
+
+std::string_view toString(WatchEventType t);
+std::optional<WatchEventType> parseWatchEventType(std::string_view s);
+
+struct WatchEvent {
+  WatchEventType type = WatchEventType::kAdded;
+  // The object; for kError a metav1.Status (e.g. 410 Expired: relist and re-watch).
+  nlohmann::json object;
+};
+
+class WatchStreamDecoder {
+ public:
+  using EventSink = std::function<void(WatchEvent&&)>;
+
+  // Decodes every complete line in `chunk` (plus what earlier chunks left over).
+  // Returns false at the first line that is not valid JSON or not an event, after which
+  // the stream is unusable; error() says why.
+  bool feed(std::string_view chunk, const EventSink& sink);
+  // End of stream: decodes a final line that lacks its newline.
+  bool finish(const EventSink& sink);
+
+  // A JSON object that was not an event, e.g. the metav1.Status body of a watch that
+  // the server refused (403, 410); kept for the close report instead of failing.
+  const std::optional<nlohmann::json>& nonEvent() const { return nonEvent_; }
+  const std::string& error() const { return error_; }
+  std::size_t events() const { return events_; }
+  std::size_t bufferedBytes() const { return pending_.size(); }
+
+ private:
+  bool line(std::string_view text, const EventSink& sink);
+  std::string pending_;
+  std::optional<nlohmann::json> nonEvent_;
+  std::string error_;
+  std::size_t events_ = 0;
+};
+
+}  // namespace cpscale::kube
