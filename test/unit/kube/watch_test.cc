@@ -1,0 +1,94 @@
+#include "sim/kube/watch.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace cpscale::kube {
+namespace {
+
+const std::string kStream =
+    R"({"type":"ADDED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"1"}}})" "\n"
+    R"({"type":"MODIFIED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"2"},"spec":{"holderIdentity":"x\ny"}}})" "\n"
+    R"({"type":"BOOKMARK","object":{"kind":"Lease","metadata":{"resourceVersion":"3"}}})" "\n"
+    R"({"type":"DELETED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"4"}}})" "\n"
+    R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})" "\n";
+
+std::vector<std::string> summarize(const std::vector<WatchEvent>& evs) {
+  std::vector<std::string> out;
+  for (const auto& e : evs) {
+    out.push_back(std::string(toString(e.type)) + ":" +
+                  e.object.value("/metadata/resourceVersion"_json_pointer, std::string(e.object.value("reason", ""))));
+  }
+  return out;
+}
+
+const std::vector<std::string> kWant{"ADDED:1", "MODIFIED:2", "BOOKMARK:3", "DELETED:4", "ERROR:Expired"};
+
+TEST(WatchStreamDecoder, WholeStreamInOneChunk) {
+  WatchStreamDecoder d;
+  std::vector<WatchEvent> evs;
+  ASSERT_TRUE(d.feed(kStream, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  EXPECT_EQ(summarize(evs), kWant);
+  EXPECT_EQ(d.events(), 5u);
+  EXPECT_EQ(d.bufferedBytes(), 0u);
+  // The escaped newline inside a string is not a line break.
+  EXPECT_EQ(evs[1].object["spec"]["holderIdentity"], "x\ny");
+}
+
+TEST(WatchStreamDecoder, SplitAtEveryPossibleBoundary) {
+  for (std::size_t cut = 0; cut <= kStream.size(); ++cut) {
+    WatchStreamDecoder d;
+    std::vector<WatchEvent> evs;
+    auto sink = [&](WatchEvent&& e) { evs.push_back(std::move(e)); };
+    ASSERT_TRUE(d.feed(std::string_view(kStream).substr(0, cut), sink));
+    ASSERT_TRUE(d.feed(std::string_view(kStream).substr(cut), sink));
+    ASSERT_EQ(summarize(evs), kWant) << "cut at " << cut;
+  }
+}
+
+TEST(WatchStreamDecoder, ByteByByte) {
+  WatchStreamDecoder d;
+  std::vector<WatchEvent> evs;
+  for (char c : kStream) ASSERT_TRUE(d.feed(std::string_view(&c, 1), [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  EXPECT_EQ(summarize(evs), kWant);
+}
+
+TEST(WatchStreamDecoder, FinalLineWithoutNewlineNeedsFinish) {
+  WatchStreamDecoder d;
+  std::vector<WatchEvent> evs;
+  auto sink = [&](WatchEvent&& e) { evs.push_back(std::move(e)); };
+  ASSERT_TRUE(d.feed("{\"type\":\"ADDED\",\"object\":{}}\r\n{\"type\":\"DELETED\",\"object\":{}}", sink));
+  EXPECT_EQ(evs.size(), 1u);
+  ASSERT_TRUE(d.finish(sink));
+  ASSERT_EQ(evs.size(), 2u);
+  EXPECT_EQ(evs[1].type, WatchEventType::kDeleted);
+}
+
+TEST(WatchStreamDecoder, StatusBodyIsKeptNotFailed) {
+  WatchStreamDecoder d;
+  int n = 0;
+  ASSERT_TRUE(d.feed(R"({"kind":"Status","code":403,"reason":"Forbidden"})" "\n", [&](WatchEvent&&) { ++n; }));
+  EXPECT_EQ(n, 0);
+  ASSERT_TRUE(d.nonEvent().has_value());
+  EXPECT_EQ((*d.nonEvent())["reason"], "Forbidden");
+}
+
+TEST(WatchStreamDecoder, MalformedLineStopsTheStream) {
+  WatchStreamDecoder d;
+  int n = 0;
+  auto sink = [&](WatchEvent&&) { ++n; };
+  EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{}}\nnot json\n{\"type\":\"ADDED\",\"object\":{}}\n", sink));
+  EXPECT_EQ(n, 1);
+  EXPECT_FALSE(d.error().empty());
+  EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{}}\n", sink));  // stays failed
+  EXPECT_EQ(n, 1);
+}
+
+TEST(WatchStreamDecoder, UnknownTypeIsAnError) {
+  WatchStreamDecoder d;
+  EXPECT_FALSE(d.feed("{\"type\":\"RENAMED\",\"object\":{}}\n", [](WatchEvent&&) {}));
+}
+
+}  // namespace
+}  // namespace cpscale::kube
