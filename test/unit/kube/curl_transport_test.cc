@@ -1,0 +1,365 @@
+// CurlTransport against real loopback servers: nghttpd (TLS, HTTP/2) for protocol,
+// TLS verification and connection reuse; a minimal HTTP/1.1 server for what goes on
+// the wire (methods, bodies, the bearer token). Waiting here is on real sockets, so
+// it is bounded by wall-clock deadlines rather than virtual time.
+#include "sim/kube/curl_transport.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "sim/kube/api_client.h"
+#include "test/unit/kube/temp_dir.h"
+
+extern char** environ;
+
+namespace cpscale::kube {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testing::TempDir;
+
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+bool canConnect(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool makeCert(const TempDir& dir, const std::string& name, const std::string& san) {
+  std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=" +
+                    name + " -addext subjectAltName=" + san + " -keyout " + (dir.path() / (name + ".key")).string() +
+                    " -out " + (dir.path() / (name + ".crt")).string() + " >/dev/null 2>&1";
+  return std::system(cmd.c_str()) == 0;
+}
+
+// Drives the transport until `n` handlers ran, or fails after a deadline.
+void pollUntil(Transport& t, const std::function<bool()>& done) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!done()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "requests did not finish";
+    t.poll(100ms);
+  }
+}
+
+class Http2Server : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new TempDir();
+    if (!makeCert(*dir_, "server", "DNS:cpscale.test,IP:127.0.0.1") || !makeCert(*dir_, "other", "IP:127.0.0.1")) {
+      skip_ = "openssl cannot create test certificates";
+      return;
+    }
+    dir_->write("htdocs/api/v1/nodes/n1", R"({"kind":"Node","metadata":{"name":"n1"}})");
+    dir_->write("htdocs/big", std::string(256 * 1024, 'x'));
+    port_ = freePort();
+    std::string portStr = std::to_string(port_);
+    std::string docroot = (dir_->path() / "htdocs").string();
+    std::string key = (dir_->path() / "server.key").string();
+    std::string crt = (dir_->path() / "server.crt").string();
+    std::vector<std::string> args{"nghttpd", "-a", "127.0.0.1", "-d", docroot, portStr, key, crt};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    int rc = posix_spawnp(&pid_, "nghttpd", &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      pid_ = 0;
+      skip_ = "nghttpd is not installed (Debian package nghttp2-server)";
+      return;
+    }
+    auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!canConnect(port_) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    if (!canConnect(port_)) skip_ = "nghttpd did not start";
+  }
+  static void TearDownTestSuite() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+      pid_ = 0;
+    }
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+    if (!skip_.empty()) GTEST_SKIP() << skip_;
+  }
+  static RestConfig config() {
+    RestConfig rc;
+    rc.server = "https://127.0.0.1:" + std::to_string(port_);
+    rc.caPem = slurp((dir_->path() / "server.crt").string());
+    return rc;
+  }
+  static HttpRequest get(std::string path) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = std::move(path);
+    return r;
+  }
+
+  static inline TempDir* dir_ = nullptr;
+  static inline pid_t pid_ = 0;
+  static inline int port_ = 0;
+  static inline std::string skip_;
+};
+
+TEST_F(Http2Server, MultiplexesConcurrentRequestsOverOneConnection) {
+  CurlTransport t(config());
+  std::vector<HttpResponse> got;
+  for (int batch = 0; batch < 2; ++batch) {
+    for (int i = 0; i < 20; ++i) t.submit(get("/api/v1/nodes/n1"), [&](HttpResponse r) { got.push_back(std::move(r)); });
+    EXPECT_EQ(t.inFlight(), 20u);
+    pollUntil(t, [&] { return got.size() == 20u * (batch + 1); });
+  }
+  for (const auto& r : got) {
+    ASSERT_EQ(r.outcome, TransportOutcome::kOk) << r.detail;
+    EXPECT_EQ(r.status, 200);
+    EXPECT_EQ(r.httpVersion, "2");
+    EXPECT_EQ(r.body, R"({"kind":"Node","metadata":{"name":"n1"}})");
+  }
+  EXPECT_EQ(t.stats().completed, 40u);
+  EXPECT_EQ(t.stats().http2Responses, 40u);
+  EXPECT_EQ(t.stats().connectionsOpened, 1u);  // reused across both batches
+  EXPECT_EQ(t.inFlight(), 0u);
+}
+
+TEST_F(Http2Server, ApiClientEndToEnd) {
+  CurlTransport t(config());
+  engine::WallClock clock;
+  ApiClient c(t, clock);
+  ApiResult r = c.get(ResourceRef(gvr::kNodes).named("n1"));
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(r.body["metadata"]["name"], "n1");
+  EXPECT_EQ(r.httpVersion, "2");
+  EXPECT_TRUE(c.get(ResourceRef(gvr::kNodes).named("missing")).notFound());
+}
+
+TEST_F(Http2Server, WrongCaIsRejected) {
+  RestConfig rc = config();
+  rc.caPem = slurp((dir_->path() / "other.crt").string());
+  CurlTransport t(rc);
+  HttpResponse r = roundTrip(t, get("/api/v1/nodes/n1"));
+  EXPECT_EQ(r.outcome, TransportOutcome::kTlsFailed);
+  EXPECT_FALSE(r.detail.empty());
+}
+
+TEST_F(Http2Server, VerificationIsOnByDefault) {
+  RestConfig rc = config();
+  rc.caPem.clear();  // system roots do not know the self-signed server
+  CurlTransport t(rc);
+  EXPECT_EQ(roundTrip(t, get("/api/v1/nodes/n1")).outcome, TransportOutcome::kTlsFailed);
+  rc.insecureSkipTlsVerify = true;
+  CurlTransport insecure(rc);
+  EXPECT_EQ(roundTrip(insecure, get("/api/v1/nodes/n1")).status, 200);
+}
+
+TEST_F(Http2Server, TlsServerNameIsWhatTheCertificateIsCheckedAgainst) {
+  RestConfig rc = config();
+  rc.tlsServerName = "cpscale.test";
+  CurlTransport good(rc);
+  HttpResponse r = roundTrip(good, get("/api/v1/nodes/n1"));
+  EXPECT_EQ(r.status, 200) << r.detail;
+  rc.tlsServerName = "wrong.test";
+  CurlTransport bad(rc);
+  EXPECT_EQ(roundTrip(bad, get("/api/v1/nodes/n1")).outcome, TransportOutcome::kTlsFailed);
+}
+
+TEST_F(Http2Server, StreamingBodyArrivesInChunks) {
+  CurlTransport t(config());
+  std::string streamed;
+  int chunks = 0;
+  HttpRequest req = get("/big");
+  req.onBodyChunk = [&](std::string_view c) {
+    streamed.append(c);
+    ++chunks;
+    return true;
+  };
+  HttpResponse r = roundTrip(t, std::move(req));
+  EXPECT_EQ(r.status, 200);
+  EXPECT_TRUE(r.body.empty());
+  EXPECT_EQ(streamed.size(), 256u * 1024);
+  EXPECT_GT(chunks, 1);
+
+  HttpRequest stop = get("/big");
+  stop.onBodyChunk = [](std::string_view) { return false; };
+  EXPECT_EQ(roundTrip(t, std::move(stop)).outcome, TransportOutcome::kAborted);
+}
+
+TEST_F(Http2Server, CancelRunsTheHandlerOnceWithAborted) {
+  CurlTransport t(config());
+  int calls = 0;
+  TransportOutcome outcome = TransportOutcome::kOk;
+  RequestId id = t.submit(get("/big"), [&](HttpResponse r) {
+    ++calls;
+    outcome = r.outcome;
+  });
+  t.cancel(id);
+  t.poll(10ms);
+  EXPECT_EQ(calls, 1);
+  EXPECT_EQ(outcome, TransportOutcome::kAborted);
+  EXPECT_EQ(t.inFlight(), 0u);
+}
+
+TEST(CurlTransport, RefusedConnectionIsConnectFailed) {
+  RestConfig rc;
+  rc.server = "https://127.0.0.1:" + std::to_string(freePort());
+  CurlTransport t(rc);
+  HttpRequest req;
+  req.method = "GET";
+  req.path = "/api";
+  HttpResponse r = roundTrip(t, req);
+  EXPECT_EQ(r.outcome, TransportOutcome::kConnectFailed);
+  EXPECT_THAT(r.detail, HasSubstr("127.0.0.1"));
+}
+
+// ---- what goes on the wire (plain HTTP/1.1) ---------------------------------------
+
+// Answers every request on a kept-alive connection with 200 "{}" and records it.
+class RecordingServer {
+ public:
+  RecordingServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::listen(fd_, 16);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~RecordingServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<std::string> requests() {
+    std::lock_guard<std::mutex> l(mu_);
+    return requests_;
+  }
+  int connections() const { return connections_; }
+
+ private:
+  void serve() {
+    while (true) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      ++connections_;
+      std::string buf;
+      char tmp[4096];
+      while (true) {
+        std::size_t end = buf.find("\r\n\r\n");
+        if (end != std::string::npos) {
+          std::size_t bodyLen = 0;
+          std::string head = buf.substr(0, end);
+          if (auto p = head.find("Content-Length: "); p != std::string::npos) bodyLen = std::stoul(head.substr(p + 16));
+          if (buf.size() >= end + 4 + bodyLen) {
+            {
+              std::lock_guard<std::mutex> l(mu_);
+              requests_.push_back(buf.substr(0, end + 4 + bodyLen));
+            }
+            buf.erase(0, end + 4 + bodyLen);
+            const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+            if (::send(c, resp, sizeof resp - 1, MSG_NOSIGNAL) < 0) break;
+            continue;
+          }
+        }
+        ssize_t n = ::recv(c, tmp, sizeof tmp, 0);
+        if (n <= 0) break;
+        buf.append(tmp, static_cast<std::size_t>(n));
+      }
+      ::close(c);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::string> requests_;
+  std::atomic<int> connections_{0};
+};
+
+TEST(CurlTransportWire, MethodsBodiesAndBearerTokenOverOneKeptAliveConnection) {
+  RecordingServer server;
+  RestConfig rc;
+  rc.server = "http://127.0.0.1:" + std::to_string(server.port());
+  rc.bearerToken = Secret("wire-token-123");
+  CurlTransport t(rc);
+  engine::WallClock clock;
+  ApiClient c(t, clock);
+  ResourceRef lease = ResourceRef(gvr::kLeases).in("kube-node-lease").named("n1");
+  EXPECT_TRUE(c.update(lease, {{"spec", {{"holderIdentity", "n1"}}}}).ok());
+  EXPECT_TRUE(c.patchStrategic(ResourceRef(gvr::kNodes).named("n1").sub("status"), {{"status", {}}}).ok());
+  EXPECT_TRUE(c.remove(lease).ok());
+  EXPECT_TRUE(c.create(lease.collection(), {{"metadata", {{"name", "n2"}}}}).ok());
+
+  std::vector<std::string> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), 4u);
+  EXPECT_THAT(reqs[0], HasSubstr("PUT /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1 HTTP/1.1"));
+  EXPECT_THAT(reqs[0], HasSubstr("Content-Type: application/json\r\n"));
+  EXPECT_THAT(reqs[0], HasSubstr(R"({"spec":{"holderIdentity":"n1"}})"));
+  EXPECT_THAT(reqs[1], HasSubstr("PATCH /api/v1/nodes/n1/status HTTP/1.1"));
+  EXPECT_THAT(reqs[1], HasSubstr("Content-Type: application/strategic-merge-patch+json"));
+  EXPECT_THAT(reqs[2], HasSubstr("DELETE /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1 HTTP/1.1"));
+  EXPECT_THAT(reqs[2], Not(HasSubstr("Content-Type")));
+  EXPECT_THAT(reqs[3], HasSubstr("POST /apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases HTTP/1.1"));
+  for (const auto& r : reqs) {
+    EXPECT_THAT(r, HasSubstr("Authorization: Bearer wire-token-123\r\n"));
+    EXPECT_THAT(r, HasSubstr("User-Agent: cpscale/"));
+    EXPECT_THAT(r, HasSubstr("Accept: application/json\r\n"));
+    EXPECT_THAT(r, Not(HasSubstr("Expect:")));
+  }
+  EXPECT_EQ(server.connections(), 1);
+  EXPECT_EQ(t.stats().connectionsOpened, 1u);
+}
+
+}  // namespace
+}  // namespace cpscale::kube
