@@ -12,24 +12,26 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/versions.env"
 cache_root="${1:-${CPSCALE_CACHE:-$HOME/.cache/cpscale}}"
 
-key=$(cat "$here/versions.env" "$here"/kube-apiserver/{go.mod,go.sum,main.go} \
-          "$here"/etcd/{go.mod,go.sum,main.go} "$here/build.sh" | sha256sum | cut -c1-16)
+major=${KUBERNETES_VERSION#v}; major=${major%%.*}
+minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
+vpkg=k8s.io/component-base/version
+kube_ldflags="-s -w -X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
+kube_ldflags+=" -X $vpkg.gitTreeState=clean"
+# client-go carries its own copy of the version variables (used in the user agent).
+cpkg=k8s.io/client-go/pkg/version
+kube_ldflags+=" -X $cpkg.gitVersion=$KUBERNETES_VERSION -X $cpkg.gitMajor=$major -X $cpkg.gitMinor=$minor"
+
+# The cache key covers everything that decides the binaries' content.
+key=$( { cat "$here/versions.env" "$here"/kube-apiserver/{go.mod,go.sum,main.go} \
+             "$here"/etcd/{go.mod,go.sum,main.go}; echo "$kube_ldflags"; go env GOVERSION; } \
+       | sha256sum | cut -c1-16)
 out="$cache_root/bin/$key"
 if [[ -x "$out/kube-apiserver" && -x "$out/etcd" ]]; then
+  ln -sfn "$key" "$cache_root/bin/current"
   echo "$out"
   exit 0
 fi
 mkdir -p "$out.tmp"
-
-major=${KUBERNETES_VERSION#v}; major=${major%%.*}
-minor=${KUBERNETES_VERSION#v*.}; minor=${minor%%.*}
-build_date=$(date -u -d "@${SOURCE_DATE_EPOCH:-0}" +%Y-%m-%dT%H:%M:%SZ)
-vpkg=k8s.io/component-base/version
-kube_ldflags="-s -w -X $vpkg.gitVersion=$KUBERNETES_VERSION -X $vpkg.gitMajor=$major -X $vpkg.gitMinor=$minor"
-kube_ldflags+=" -X $vpkg.gitTreeState=clean -X $vpkg.buildDate=$build_date"
-# client-go carries its own copy of the version variables (used in the user agent).
-cpkg=k8s.io/client-go/pkg/version
-kube_ldflags+=" -X $cpkg.gitVersion=$KUBERNETES_VERSION -X $cpkg.gitMajor=$major -X $cpkg.gitMinor=$minor"
 
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly -trimpath"
 echo "building kube-apiserver $KUBERNETES_VERSION and etcd $ETCD_VERSION into $out" >&2
@@ -38,7 +40,7 @@ echo "building kube-apiserver $KUBERNETES_VERSION and etcd $ETCD_VERSION into $o
 
 got=$("$out.tmp/kube-apiserver" --version)
 [[ "$got" == "Kubernetes $KUBERNETES_VERSION" ]] || { echo "kube-apiserver reports '$got', expected Kubernetes $KUBERNETES_VERSION" >&2; exit 1; }
-got=$("$out.tmp/etcd" --version | head -1)
+got=$("$out.tmp/etcd" --version); got=${got%%$'\n'*}
 [[ "$got" == "etcd Version: ${ETCD_VERSION#v}" ]] || { echo "etcd reports '$got', expected ${ETCD_VERSION#v}" >&2; exit 1; }
 
 rm -rf "$out" && mv "$out.tmp" "$out"
