@@ -9,7 +9,7 @@ namespace cpscale::engine {
 
 EventQueue::EventQueue(EventQueueOptions options)
     : widthLog2_(options.bucketWidthLog2),
-      bucketCount_(std::int64_t{1} << options.bucketCountLog2),
+      bucketCount_(std::int64_t{1} << std::clamp(options.bucketCountLog2, 0, 30)),
       bucketMask_(bucketCount_ - 1) {
   if (options.bucketWidthLog2 < 0 || options.bucketWidthLog2 > 40) {
     throw ConfigError("EventQueue", "bucketWidthLog2", "must be in [0, 40]");
@@ -17,17 +17,42 @@ EventQueue::EventQueue(EventQueueOptions options)
   if (options.bucketCountLog2 < 1 || options.bucketCountLog2 > 20) {
     throw ConfigError("EventQueue", "bucketCountLog2", "must be in [1, 20]");
   }
-  buckets_.resize(static_cast<std::size_t>(bucketCount_));
+  buckets_.assign(static_cast<std::size_t>(bucketCount_), nullptr);
+}
+
+EventQueue::~EventQueue() {
+  auto release = [](Chunk* c) {
+    while (c != nullptr) delete std::exchange(c, c->next);
+  };
+  for (Chunk* head : buckets_) release(head);
+  release(freeChunks_);
+}
+
+void EventQueue::appendToBucket(std::int64_t bucket, const QueuedEvent& e) {
+  Chunk*& head = buckets_[static_cast<std::size_t>(bucket & bucketMask_)];
+  if (head == nullptr || head->used == kChunkEntries) {
+    Chunk* c = freeChunks_;
+    if (c != nullptr) {
+      freeChunks_ = c->next;
+      c->used = 0;
+    } else {
+      c = new Chunk;
+      ++chunks_;
+    }
+    c->next = head;
+    head = c;
+  }
+  head->entries[head->used++] = e;
+  ++inBuckets_;
 }
 
 void EventQueue::push(const QueuedEvent& e) {
   const std::int64_t b = bucketOf(e.time);
   if (b <= current_) {
-    near_.push_back(e);
-    std::push_heap(near_.begin(), near_.end(), later);
+    late_.push_back(e);
+    std::push_heap(late_.begin(), late_.end(), later);
   } else if (b < current_ + bucketCount_) {
-    buckets_[static_cast<std::size_t>(b & bucketMask_)].push_back(e);
-    ++inBuckets_;
+    appendToBucket(b, e);
   } else {
     far_.push_back(e);
     std::push_heap(far_.begin(), far_.end(), later);
@@ -36,14 +61,18 @@ void EventQueue::push(const QueuedEvent& e) {
 }
 
 const QueuedEvent& EventQueue::top() {
-  if (near_.empty()) refill();
-  return near_.front();
+  if (!runHasNext() && late_.empty()) refill();
+  return nextFromRun() ? run_[runPos_] : late_.front();
 }
 
 void EventQueue::pop() {
-  if (near_.empty()) refill();
-  std::pop_heap(near_.begin(), near_.end(), later);
-  near_.pop_back();
+  if (!runHasNext() && late_.empty()) refill();
+  if (nextFromRun()) {
+    ++runPos_;
+  } else {
+    std::pop_heap(late_.begin(), late_.end(), later);
+    late_.pop_back();
+  }
   --size_;
 }
 
@@ -53,12 +82,11 @@ void EventQueue::admitOverflow() {
     const QueuedEvent e = far_.front();
     std::pop_heap(far_.begin(), far_.end(), later);
     far_.pop_back();
-    buckets_[static_cast<std::size_t>(bucketOf(e.time) & bucketMask_)].push_back(e);
-    ++inBuckets_;
+    appendToBucket(bucketOf(e.time), e);
   }
 }
 
-// Precondition: near_ is empty and size_ > 0.
+// Precondition: the run and the late heap are exhausted and size_ > 0.
 void EventQueue::refill() {
   if (inBuckets_ == 0) {
     // Nothing within the horizon: jump straight to the earliest overflow event.
@@ -67,20 +95,25 @@ void EventQueue::refill() {
     // The next non-empty bucket lies within the horizon, before any overflow event.
     do {
       ++current_;
-    } while (buckets_[static_cast<std::size_t>(current_ & bucketMask_)].empty());
+    } while (buckets_[static_cast<std::size_t>(current_ & bucketMask_)] == nullptr);
   }
   admitOverflow();
-  auto& bucket = buckets_[static_cast<std::size_t>(current_ & bucketMask_)];
-  inBuckets_ -= bucket.size();
-  near_.swap(bucket);  // the bucket inherits near_'s empty storage for reuse
-  std::make_heap(near_.begin(), near_.end(), later);
+  run_.clear();
+  runPos_ = 0;
+  Chunk*& head = buckets_[static_cast<std::size_t>(current_ & bucketMask_)];
+  while (head != nullptr) {
+    Chunk* c = std::exchange(head, head->next);
+    run_.insert(run_.end(), c->entries, c->entries + c->used);
+    inBuckets_ -= c->used;
+    c->next = freeChunks_;
+    freeChunks_ = c;
+  }
+  std::sort(run_.begin(), run_.end(), [](const QueuedEvent& a, const QueuedEvent& b) { return later(b, a); });
 }
 
 std::size_t EventQueue::memoryBytes() const {
-  std::size_t bytes = (near_.capacity() + far_.capacity()) * sizeof(QueuedEvent) +
-                      buckets_.capacity() * sizeof(std::vector<QueuedEvent>);
-  for (const auto& b : buckets_) bytes += b.capacity() * sizeof(QueuedEvent);
-  return bytes;
+  return (run_.capacity() + late_.capacity() + far_.capacity()) * sizeof(QueuedEvent) +
+         buckets_.capacity() * sizeof(Chunk*) + chunks_ * sizeof(Chunk);
 }
 
 }  // namespace cpscale::engine

@@ -63,8 +63,9 @@ class Simulator : public Scheduler {
   // Runs every event due at or before `t`, then leaves now() at `t` (paced: waits for it).
   virtual void runUntil(TimePoint t) = 0;
   void runFor(Duration d) { runUntil(now() + d); }
-  // Makes run()/runUntil() return after the current event. Safe from any thread; in
-  // paced mode it takes effect when the idle hook returns (make it wake the hook).
+  // Makes run()/runUntil() return after the current event, or the next call return at
+  // once if none is running. Safe from any thread; in paced mode it takes effect when
+  // the idle hook returns (make the hook wakeable, e.g. Transport::wakeup()).
   virtual void stop() = 0;
   // Live one-shot events plus armed timers (cancelled ones are not counted).
   virtual std::size_t pending() const = 0;

@@ -112,8 +112,27 @@ void SimulatorBase::dispatch(const QueuedEvent& e) {
   }
 }
 
+// With 10^6 timers, the slot, the timer and its actor of each event are cache misses
+// at random addresses. The queue knows which events come next, so their memory is
+// requested a few events early, in three stages because each address depends on the
+// previous load; the misses then overlap instead of stalling one after another.
+void SimulatorBase::prefetchUpcoming() const {
+  if (const QueuedEvent* e = queue_.peekAhead(12)) {
+    if (e->ref & kTimerRef) {
+      __builtin_prefetch(&timers_[e->ref & ~kTimerRef]);
+    } else {
+      __builtin_prefetch(&oneShots_[e->ref]);
+    }
+  }
+  if (const QueuedEvent* e = queue_.peekAhead(6); e != nullptr && (e->ref & kTimerRef)) {
+    if (const PeriodicTimer* t = timers_[e->ref & ~kTimerRef].timer) __builtin_prefetch(t);
+  }
+  if (const QueuedEvent* e = queue_.peekAhead(2); e != nullptr && (e->ref & kTimerRef)) {
+    if (const PeriodicTimer* t = timers_[e->ref & ~kTimerRef].timer) __builtin_prefetch(t->action_.target);
+  }
+}
+
 void SimulatorBase::loop(bool bounded, TimePoint until) {
-  stopRequested_.store(false, std::memory_order_relaxed);
   const std::int64_t end = until.time_since_epoch().count();
   while (!stopRequested()) {
     if (!dropStale()) {
@@ -129,9 +148,12 @@ void SimulatorBase::loop(bool bounded, TimePoint until) {
     }
     if (!reach(TimePoint{Duration{e.time}})) continue;
     queue_.pop();
+    prefetchUpcoming();
     dispatch(e);
   }
-  if (bounded && !stopRequested()) now_ = std::max(now_, end);
+  // Cleared on the way out, not on entry, so a stop() that races ahead of run() holds.
+  if (stopRequested_.exchange(false, std::memory_order_relaxed)) return;
+  if (bounded) now_ = std::max(now_, end);
 }
 
 std::size_t SimulatorBase::memoryBytes() const {

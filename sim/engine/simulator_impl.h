@@ -63,6 +63,7 @@ class SimulatorBase : public Simulator {
   // Pops entries whose event was cancelled; false when the queue is then empty.
   bool dropStale();
   void dispatch(const QueuedEvent& e);
+  void prefetchUpcoming() const;
   std::uint64_t nextSeq() { return seq_++; }
 
   EventQueue queue_;

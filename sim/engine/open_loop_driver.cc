@@ -1,0 +1,94 @@
+#include "sim/engine/open_loop_driver.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "sim/common/error.h"
+
+namespace cpscale::engine {
+
+OpenLoopDriver::OpenLoopDriver(kube::Transport& inner, Clock& clock, DriverOptions options)
+    : inner_(inner), clock_(clock), options_(options) {
+  if (options.maxInFlight == 0) throw ConfigError("OpenLoopDriver", "maxInFlight", "must be > 0");
+  if (options.connections == 0) throw ConfigError("OpenLoopDriver", "connections", "must be > 0");
+  if (options.maxInFlightPerConnection == 0) {
+    throw ConfigError("OpenLoopDriver", "maxInFlightPerConnection", "must be > 0");
+  }
+  if (!(options.lagQuantile > 0 && options.lagQuantile <= 1)) {
+    throw ConfigError("OpenLoopDriver", "lagQuantile", "must be in (0, 1]");
+  }
+  if (options.lagThreshold <= Duration{0}) {
+    throw ConfigError("OpenLoopDriver", "lagThreshold", "must be > 0");
+  }
+  bound_ = std::min(options.maxInFlight, options.connections * options.maxInFlightPerConnection);
+}
+
+OpenLoopDriver::~OpenLoopDriver() = default;
+
+kube::RequestId OpenLoopDriver::submit(kube::HttpRequest req, kube::ResponseHandler done) {
+  const kube::RequestId id = nextId_++;
+  const TimePoint submitted = clock_.now();
+  if (!req.intendedAt) req.intendedAt = submitted;
+  // FIFO: a request never overtakes one that is already waiting.
+  if (admitted_ < bound_ && queue_.empty()) {
+    send(id, std::move(req), std::move(done), submitted);
+  } else {
+    queue_.push_back(Waiting{id, std::move(req), std::move(done), submitted});
+  }
+  return id;
+}
+
+void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done,
+                          TimePoint submitted) {
+  const TimePoint now = clock_.now();
+  const TimePoint intended = *req.intendedAt;
+  stats_.recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
+  Flight& f = flights_[id];
+  f.intended = intended;
+  f.sent = now;
+  f.resource = req.statsResource.empty() ? "unknown" : req.statsResource;
+  f.verb = req.statsVerb.empty() ? req.method : req.statsVerb;
+  ++admitted_;
+  f.innerId = inner_.submit(std::move(req), [this, id, done = std::move(done)](kube::HttpResponse resp) {
+    const TimePoint end = clock_.now();
+    auto it = flights_.find(id);
+    Flight flight = std::move(it->second);
+    flights_.erase(it);
+    --admitted_;
+    stats_.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
+                                    classifyStatus(resp.ok(), resp.status)},
+                         end - flight.intended, end - flight.sent);
+    done(std::move(resp));
+    admitWaiting();
+  });
+}
+
+void OpenLoopDriver::admitWaiting() {
+  // A handler run by send() cannot complete synchronously, but guard anyway so a
+  // transport that does cannot recurse without bound.
+  if (admitting_) return;
+  admitting_ = true;
+  while (admitted_ < bound_ && !queue_.empty()) {
+    Waiting w = std::move(queue_.front());
+    queue_.pop_front();
+    send(w.id, std::move(w.req), std::move(w.done), w.submitted);
+  }
+  admitting_ = false;
+}
+
+void OpenLoopDriver::cancel(kube::RequestId id) {
+  if (auto it = flights_.find(id); it != flights_.end()) {
+    inner_.cancel(it->second.innerId);
+    return;
+  }
+  auto it = std::find_if(queue_.begin(), queue_.end(), [id](const Waiting& w) { return w.id == id; });
+  if (it == queue_.end()) return;
+  Waiting w = std::move(*it);
+  queue_.erase(it);
+  kube::HttpResponse aborted;
+  aborted.outcome = kube::TransportOutcome::kAborted;
+  aborted.detail = "cancelled while waiting for an in-flight slot";
+  w.done(std::move(aborted));
+}
+
+}  // namespace cpscale::engine

@@ -1,0 +1,87 @@
+// The open-loop request driver: a Transport decorator between the actors' ApiClient and
+// the real (or fake) transport. Actors submit at their scheduled time and never wait for
+// a response before their next send; the driver sends at once unless the in-flight
+// bound is reached, in which case requests wait in FIFO order with their scheduled time
+// kept. Each request's latency is recorded from its scheduled time and from its actual
+// send, per (resource, verb, outcome), so a generator that falls behind cannot hide
+// server stalls (coordinated omission), and its lag is reported rather than mistaken
+// for server latency.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <string>
+#include <unordered_map>
+
+#include "sim/engine/clock.h"
+#include "sim/engine/request_stats.h"
+#include "sim/kube/transport.h"
+
+namespace cpscale::engine {
+
+struct DriverOptions {
+  // Requests in flight across all connections.
+  std::size_t maxInFlight = 4096;
+  // Connections the wrapped transport uses and HTTP/2 streams allowed on each; the
+  // driver admits at most connections * maxInFlightPerConnection as well. Spreading
+  // streams over connections is the transport's job.
+  std::size_t connections = 1;
+  std::size_t maxInFlightPerConnection = 256;
+  // The run is generator-limited when this quantile of schedule lag exceeds lagThreshold.
+  double lagQuantile = 0.99;
+  Duration lagThreshold = std::chrono::milliseconds(50);
+};
+
+class OpenLoopDriver final : public kube::Transport {
+ public:
+  // `clock` gives actual send and completion times (the wall clock live). Throws
+  // ConfigError naming the field for a zero bound or a bad lag quantile/threshold.
+  OpenLoopDriver(kube::Transport& inner, Clock& clock, DriverOptions options = {});
+  ~OpenLoopDriver() override;
+
+  kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
+  // A queued request completes at once with kAborted; one in flight is cancelled below.
+  void cancel(kube::RequestId id) override;
+  std::size_t poll(Duration maxWait) override { return inner_.poll(maxWait); }
+  // Requests submitted and not yet completed, queued ones included.
+  std::size_t inFlight() const override { return admitted_ + queue_.size(); }
+  void wakeup() override { inner_.wakeup(); }
+  const std::string& server() const override { return inner_.server(); }
+
+  std::size_t admitted() const { return admitted_; }
+  std::size_t queued() const { return queue_.size(); }
+  std::size_t bound() const { return bound_; }
+  const RequestStats& stats() const { return stats_; }
+  GeneratorLimit limit() const { return generatorLimit(stats_, options_.lagQuantile, options_.lagThreshold); }
+
+ private:
+  struct Flight {
+    kube::RequestId innerId = 0;
+    TimePoint intended;
+    TimePoint sent;
+    std::string resource;
+    std::string verb;
+  };
+  struct Waiting {
+    kube::RequestId id;
+    kube::HttpRequest req;
+    kube::ResponseHandler done;
+    TimePoint submitted;
+  };
+
+  void send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done, TimePoint submitted);
+  void admitWaiting();
+
+  kube::Transport& inner_;
+  Clock& clock_;
+  DriverOptions options_;
+  std::size_t bound_;
+  std::size_t admitted_ = 0;
+  kube::RequestId nextId_ = 1;
+  std::deque<Waiting> queue_;
+  std::unordered_map<kube::RequestId, Flight> flights_;
+  bool admitting_ = false;
+  RequestStats stats_;
+};
+
+}  // namespace cpscale::engine

@@ -1,0 +1,96 @@
+// Scale in one process: N engine loops on N threads. Each worker owns a Simulator, a
+// transport made by the factory and an OpenLoopDriver around it, and the actors whose
+// id hashes to it (FNV-1a, so the split is the same on every run and machine). Workers
+// share nothing while running; their statistics are merged after they stop. With one
+// worker everything runs on the calling thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine/open_loop_driver.h"
+#include "sim/engine/request_stats.h"
+#include "sim/engine/simulator_impl.h"
+#include "sim/engine/stable_hash.h"
+
+namespace cpscale::engine {
+
+struct WorkerOptions {
+  std::size_t workers = 1;
+  SimulatorMode mode = SimulatorMode::kVirtual;
+  std::uint64_t seed = 0;
+  DriverOptions driver{};
+  // Paced mode: after the end time, how long to keep polling for responses still in
+  // flight (actors no longer run). Virtual runs end at the end time.
+  Duration drain = std::chrono::seconds(10);
+};
+
+// One engine loop's view, handed to the setup function on the worker's own thread.
+class Worker {
+ public:
+  std::size_t index() const { return index_; }
+  std::size_t workers() const { return workers_; }
+  Simulator& simulator() { return *sim_; }
+  // The open-loop driver to hand to this worker's ApiClient; null without a transport
+  // factory (pure model runs).
+  OpenLoopDriver* driver() { return driver_.get(); }
+  std::uint64_t seed() const { return seed_; }
+  // Whether the actor with this id belongs to this worker.
+  bool owns(std::string_view actorId) const { return shardOf(actorId, workers_) == index_; }
+  static std::size_t shardOf(std::string_view actorId, std::size_t workers) {
+    return static_cast<std::size_t>(fnv1a64(actorId) % workers);
+  }
+
+ private:
+  friend class WorkerPool;
+  std::size_t index_ = 0;
+  std::size_t workers_ = 1;
+  std::uint64_t seed_ = 0;
+  SimulatorPtr sim_;
+  kube::TransportPtr transport_;
+  std::unique_ptr<OpenLoopDriver> driver_;
+};
+
+// Makes a worker's own transport (each worker has its own connections). Called on the
+// constructing thread once the worker's simulator exists, so a fake transport can
+// deliver its replies as that simulator's events.
+using TransportFactory = std::function<kube::TransportPtr(Worker& worker)>;
+// Creates the worker's actors and schedules their first events. Runs on the worker's
+// thread; what it creates must outlive run(), e.g. owned by a per-worker container.
+using WorkerSetup = std::function<void(Worker&)>;
+
+class WorkerPool {
+ public:
+  // Throws ConfigError("workers") for zero workers and DriverOptions' errors.
+  explicit WorkerPool(WorkerOptions options, TransportFactory transports = nullptr);
+  ~WorkerPool();
+
+  // Runs setup, then every worker's simulator until `end`; paced runs then collect the
+  // responses still in flight.
+  // Rethrows the first exception a worker threw, after all workers stopped.
+  void run(const WorkerSetup& setup, TimePoint end);
+  // Asks every worker to stop after its current event (any thread).
+  void stop();
+
+  std::size_t size() const { return workers_.size(); }
+  Worker& worker(std::size_t i) { return *workers_[i]; }
+  // Statistics of all workers, merged. Call after run().
+  RequestStats requestStats() const;
+  // Engine lag of all workers, merged (paced mode: how late events ran).
+  HdrHistogram eventLag() const;
+  std::uint64_t eventsRun() const;
+  GeneratorLimit limit() const;
+
+ private:
+  void runOne(Worker& w, const WorkerSetup& setup, TimePoint end);
+
+  WorkerOptions options_;
+  WallClock wallClock_;  // one origin for every paced worker, so timelines agree
+  std::vector<std::unique_ptr<Worker>> workers_;
+};
+
+}  // namespace cpscale::engine
