@@ -1,0 +1,632 @@
+#include "sim/metrics/figures.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace cpscale::metrics {
+
+std::string_view toString(Source s) {
+  switch (s) {
+    case Source::kClient: return "client";
+    case Source::kApiserver: return "apiserver";
+    case Source::kEtcd: return "etcd";
+    case Source::kModel: return "model";
+  }
+  return "client";
+}
+
+Figure Figure::measured(std::string name, Labels labels, double value, std::string unit, Source source,
+                        TimeSeries overTime) {
+  Figure f;
+  f.name = std::move(name);
+  f.labels = std::move(labels);
+  f.value = value;
+  f.unit = std::move(unit);
+  f.source = source;
+  f.overTime = std::move(overTime);
+  return f;
+}
+
+Figure Figure::unavailable(std::string name, Labels labels, std::string unit, Source source, std::string reason) {
+  Figure f;
+  f.name = std::move(name);
+  f.labels = std::move(labels);
+  f.unit = std::move(unit);
+  f.source = source;
+  f.unavailableReason = std::move(reason);
+  return f;
+}
+
+const Figure* findFigure(std::span<const Figure> figures, std::string_view name, const Labels& labels) {
+  for (const Figure& f : figures) {
+    if (f.name != name) continue;
+    bool all = std::all_of(labels.begin(), labels.end(), [&](const Label& l) {
+      return std::any_of(f.labels.begin(), f.labels.end(), [&](const Label& m) { return m == l; });
+    });
+    if (all) return &f;
+  }
+  return nullptr;
+}
+
+bool isWriteVerb(std::string_view verb) {
+  return verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "APPLY" || verb == "DELETE" ||
+         verb == "DELETECOLLECTION";
+}
+
+namespace {
+
+constexpr std::string_view kRequestTotal = "apiserver_request_total";
+constexpr std::string_view kDurationBucket = "apiserver_request_duration_seconds_bucket";
+constexpr std::string_view kHeap = "go_memstats_heap_inuse_bytes";
+constexpr std::string_view kRss = "process_resident_memory_bytes";
+constexpr std::string_view kResourceObjects = "apiserver_resource_objects";
+constexpr std::string_view kStorageObjects = "apiserver_storage_objects";
+constexpr std::string_view kProposals = "etcd_server_proposals_committed_total";
+constexpr std::string_view kLeaseResource = "coordination.k8s.io/leases";
+
+Labels makeLabels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
+  Labels out;
+  for (auto& [k, v] : kv) out.push_back(Label{std::string(k), std::string(v)});
+  std::sort(out.begin(), out.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  return out;
+}
+
+Labels withLabel(Labels labels, std::string_view name, std::string_view value) {
+  labels.push_back(Label{std::string(name), std::string(value)});
+  std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  return labels;
+}
+
+std::string roleName(TargetRole r) { return r == TargetRole::kEtcd ? "etcd" : "kube-apiserver"; }
+
+std::vector<const TargetScrapes*> ofRole(std::span<const TargetScrapes> targets, TargetRole role) {
+  std::vector<const TargetScrapes*> out;
+  for (const TargetScrapes& t : targets) {
+    if (t.info.role == role) out.push_back(&t);
+  }
+  return out;
+}
+
+// Why a target gave fewer than `needed` scrapes, in words a report can show.
+std::string tooFewScrapes(const TargetScrapes& t, std::size_t needed) {
+  std::string s = roleName(t.info.role) + " " + t.info.name;
+  if (t.history.scrapes() == 0) {
+    if (t.status.attempts == 0) return s + " was never scraped";
+    return s + " never answered a scrape (" + std::to_string(t.status.failures) +
+           " failed; last error: " + t.status.lastError + ")";
+  }
+  return s + " answered " + std::to_string(t.history.scrapes()) + " scrape(s); this figure needs " +
+         std::to_string(needed);
+}
+
+// Empty when at least one target of the role has `needed` scrapes; otherwise why not.
+std::string whyNoRoleData(const std::vector<const TargetScrapes*>& ts, TargetRole role, std::size_t needed) {
+  if (ts.empty()) {
+    return role == TargetRole::kEtcd
+               ? "no etcd target was scraped (etcd of a user's cluster is usually not reachable)"
+               : "no kube-apiserver target was scraped";
+  }
+  std::string why;
+  for (const TargetScrapes* t : ts) {
+    if (t->history.scrapes() >= needed) return {};
+    why += (why.empty() ? "" : "; ") + tooFewScrapes(*t, needed);
+  }
+  return why;
+}
+
+// The scraped window of targets with at least two scrapes: earliest to latest scrape.
+std::optional<std::pair<engine::TimePoint, engine::TimePoint>> windowOf(const std::vector<const TargetScrapes*>& ts) {
+  std::optional<std::pair<engine::TimePoint, engine::TimePoint>> w;
+  for (const TargetScrapes* t : ts) {
+    const ScrapeHistory& h = t->history;
+    if (h.scrapes() < 2) continue;
+    engine::TimePoint a = h.time(0), b = h.time(h.scrapes() - 1);
+    if (!w) w = std::make_pair(a, b);
+    w->first = std::min(w->first, a);
+    w->second = std::max(w->second, b);
+  }
+  return w;
+}
+
+std::string resourceOf(const Labels& l) {
+  std::string r(labelValue(l, "resource"));
+  std::string_view sub = labelValue(l, "subresource");
+  if (!sub.empty()) r += "/" + std::string(sub);
+  return r;
+}
+
+using RequestKey = std::tuple<std::string, std::string, std::string>;  // group, resource, verb
+
+struct WriteData {
+  std::map<RequestKey, std::vector<TimeSeries>> byKey;
+  std::vector<TimeSeries> all;
+  std::vector<TimeSeries> leases;
+  std::optional<std::pair<engine::TimePoint, engine::TimePoint>> window;
+  std::string unavailable;  // why there is no write data at all
+};
+
+WriteData collectWrites(std::span<const TargetScrapes> targets) {
+  WriteData d;
+  auto apis = ofRole(targets, TargetRole::kApiserver);
+  d.unavailable = whyNoRoleData(apis, TargetRole::kApiserver, 2);
+  if (!d.unavailable.empty()) return d;
+  bool exposed = false;
+  for (const TargetScrapes* t : apis) {
+    const ScrapeHistory& h = t->history;
+    if (h.scrapes() < 2) continue;
+    exposed = exposed || h.hasFamily(kRequestTotal);
+    for (ScrapeHistory::SeriesId id : h.seriesNamed(kRequestTotal)) {
+      const Labels& l = h.key(id).labels;
+      std::string_view verb = labelValue(l, "verb");
+      if (!isWriteVerb(verb) || !labelValue(l, "dry_run").empty()) continue;
+      TimeSeries c = h.counter(id);
+      std::string group(labelValue(l, "group"));
+      std::string resource = resourceOf(l);
+      if (group + "/" + resource == kLeaseResource) d.leases.push_back(c);
+      d.all.push_back(c);
+      d.byKey[{group, resource, std::string(verb)}].push_back(std::move(c));
+    }
+  }
+  if (!exposed) {
+    d.unavailable = std::string(kRequestTotal) + " is not exposed by any kube-apiserver target";
+    return d;
+  }
+  d.window = windowOf(apis);
+  return d;
+}
+
+double sumTotals(const std::vector<TimeSeries>& counters) {
+  double s = 0;
+  for (const TimeSeries& c : counters) s += totalIncrease(c);
+  return s;
+}
+
+}  // namespace
+
+std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  WriteData d = collectWrites(targets);
+  if (!d.unavailable.empty()) {
+    out.push_back(Figure::unavailable("write_qps", {}, "1/s", Source::kApiserver, d.unavailable));
+    out.push_back(Figure::unavailable("write_requests", {}, "count", Source::kApiserver, d.unavailable));
+    return out;
+  }
+  double span = seconds(d.window->second - d.window->first);
+  auto add = [&](Labels labels, const std::vector<TimeSeries>& counters) {
+    double total = sumTotals(counters);
+    out.push_back(Figure::measured("write_qps", labels, total / span, "1/s", Source::kApiserver,
+                                   sumCounterRates(counters)));
+    out.push_back(Figure::measured("write_requests", std::move(labels), total, "count", Source::kApiserver));
+  };
+  add({}, d.all);
+  for (const auto& [key, counters] : d.byKey) {
+    const auto& [group, resource, verb] = key;
+    add(makeLabels({{"group", group}, {"resource", resource}, {"verb", verb}}), counters);
+  }
+  return out;
+}
+
+std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  WriteData d = collectWrites(targets);
+  if (!d.unavailable.empty()) {
+    out.push_back(Figure::unavailable("lease_write_share", {}, "ratio", Source::kApiserver, d.unavailable));
+  } else {
+    double all = sumTotals(d.all);
+    if (all == 0) {
+      out.push_back(Figure::unavailable("lease_write_share", {}, "ratio", Source::kApiserver,
+                                        "no write requests were counted in the scraped window"));
+    } else {
+      TimeSeries overTime = ratio(sumCounterRates(d.leases), sumCounterRates(d.all));
+      out.push_back(Figure::measured("lease_write_share", {}, sumTotals(d.leases) / all, "ratio",
+                                     Source::kApiserver, std::move(overTime)));
+    }
+  }
+
+  // etcd level: only when leases have an etcd cluster of their own can its proposals
+  // be told apart from everything else's.
+  const std::string name = "etcd_lease_proposal_share";
+  auto etcds = ofRole(targets, TargetRole::kEtcd);
+  std::string why = whyNoRoleData(etcds, TargetRole::kEtcd, 2);
+  if (!why.empty()) {
+    out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd, why));
+    return out;
+  }
+  // One representative member per cluster: the one with most scrapes.
+  std::map<std::string, const TargetScrapes*> clusters;
+  for (const TargetScrapes* t : etcds) {
+    std::string c = t->info.etcdCluster.empty() ? t->info.name : t->info.etcdCluster;
+    auto [it, inserted] = clusters.try_emplace(c, t);
+    if (!inserted && t->history.scrapes() > it->second->history.scrapes()) it->second = t;
+  }
+  std::vector<TimeSeries> leaseCounters, allCounters;
+  for (const auto& [cluster, t] : clusters) {
+    const auto& res = t->info.etcdResources;
+    bool leasesOnly = !res.empty() && std::all_of(res.begin(), res.end(), [](const std::string& r) { return r == kLeaseResource; });
+    if (t->history.scrapes() < 2) {
+      out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd,
+                                        "etcd cluster " + cluster + ": " + tooFewScrapes(*t, 2)));
+      return out;
+    }
+    const auto& ids = t->history.seriesNamed(kProposals);
+    if (ids.empty()) {
+      out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd,
+                                        std::string(kProposals) + " is not exposed by etcd " + t->info.name));
+      return out;
+    }
+    TimeSeries c = t->history.counter(ids.front());
+    if (leasesOnly) leaseCounters.push_back(c);
+    allCounters.push_back(std::move(c));
+  }
+  if (leaseCounters.empty()) {
+    out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd,
+                                      "no etcd cluster holds only coordination.k8s.io/leases, so lease proposals "
+                                      "cannot be told apart from other writes"));
+    return out;
+  }
+  double all = sumTotals(allCounters);
+  if (all == 0) {
+    out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd, "etcd committed no proposals in the window"));
+    return out;
+  }
+  out.push_back(Figure::measured(name, {}, sumTotals(leaseCounters) / all, "ratio", Source::kEtcd,
+                                 ratio(sumCounterRates(leaseCounters), sumCounterRates(allCounters))));
+  return out;
+}
+
+namespace {
+
+// The first series of a gauge family, or why there is none.
+struct GaugeOrWhy {
+  TimeSeries series;
+  std::string why;
+};
+GaugeOrWhy firstGauge(const TargetScrapes& t, std::string_view name) {
+  if (t.history.scrapes() == 0) return {{}, tooFewScrapes(t, 1)};
+  const auto& ids = t.history.seriesNamed(name);
+  if (ids.empty()) return {{}, std::string(name) + " is not exposed by " + roleName(t.info.role) + " " + t.info.name};
+  return {t.history.gauge(ids.front()), {}};
+}
+
+double peakOf(const TimeSeries& s) { return *std::max_element(s.values.begin(), s.values.end()); }
+
+// Per-target last value and peak of one gauge, and their total across targets
+// (unavailable unless every target has it: a total missing a replica is wrong).
+void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const TargetScrapes*>& ts,
+                            std::string_view metric, const std::string& figure, const std::string& unit,
+                            Source source, const std::string& targetLabel) {
+  std::vector<TimeSeries> all;
+  std::string totalWhy;
+  for (const TargetScrapes* t : ts) {
+    Labels l = makeLabels({{targetLabel, t->info.name}});
+    GaugeOrWhy g = firstGauge(*t, metric);
+    if (!g.why.empty()) {
+      out.push_back(Figure::unavailable(figure, l, unit, source, g.why));
+      out.push_back(Figure::unavailable(figure + "_peak", l, unit, source, g.why));
+      totalWhy += (totalWhy.empty() ? "" : "; ") + g.why;
+      continue;
+    }
+    double peak = peakOf(g.series);
+    out.push_back(Figure::measured(figure, l, g.series.values.back(), unit, source, g.series));
+    out.push_back(Figure::measured(figure + "_peak", l, peak, unit, source));
+    all.push_back(std::move(g.series));
+  }
+  std::string total = figure + "_all_replicas";
+  if (ts.empty()) totalWhy = "no " + std::string(source == Source::kEtcd ? "etcd" : "kube-apiserver") + " target was scraped";
+  if (!totalWhy.empty()) {
+    out.push_back(Figure::unavailable(total, {}, unit, source, totalWhy));
+    out.push_back(Figure::unavailable(total + "_peak", {}, unit, source, totalWhy));
+    return;
+  }
+  TimeSeries sum = sumGauges(all);
+  out.push_back(Figure::measured(total, {}, sum.values.back(), unit, source, sum));
+  out.push_back(Figure::measured(total + "_peak", {}, peakOf(sum), unit, source));
+}
+
+// (group, resource) of an object-count series: apiserver_resource_objects has both
+// labels; the deprecated apiserver_storage_objects has resource="leases.coordination.k8s.io".
+std::pair<std::string, std::string> objectKind(const SeriesKey& k) {
+  std::string resource(labelValue(k.labels, "resource"));
+  if (k.name == kResourceObjects) return {std::string(labelValue(k.labels, "group")), resource};
+  auto dot = resource.find('.');
+  if (dot == std::string::npos) return {"", resource};
+  return {resource.substr(dot + 1), resource.substr(0, dot)};
+}
+
+std::string_view objectMetric(const ScrapeHistory& h) {
+  return h.seriesNamed(kResourceObjects).empty() ? kStorageObjects : kResourceObjects;
+}
+
+bool isWatchFamilySample(std::string_view n) {
+  return n.starts_with("apiserver_watch_cache_") || n == "watch_cache_capacity" ||
+         n == "apiserver_watch_events_total" || n.starts_with("apiserver_watch_events_sizes");
+}
+
+void watchCacheFigures(std::vector<Figure>& out, const TargetScrapes& t) {
+  const ScrapeHistory& h = t.history;
+  // Histograms (e.g. apiserver_watch_events_sizes): the mean over the window from the
+  // increase of _sum over the increase of _count, per label set.
+  std::map<std::pair<std::string, Labels>, std::pair<double, double>, std::less<>> means;
+  for (ScrapeHistory::SeriesId id = 0; id < h.seriesCount(); ++id) {
+    const SeriesKey& k = h.key(id);
+    if (!isWatchFamilySample(k.name)) continue;
+    Labels l = withLabel(k.labels, "apiserver", t.info.name);
+    auto endsWith = [&](std::string_view s) { return k.name.size() > s.size() && k.name.ends_with(s); };
+    if (endsWith("_bucket")) continue;
+    if (endsWith("_sum") || endsWith("_count")) {
+      std::string fam = k.name.substr(0, k.name.rfind('_'));
+      if (h.familyType(fam) == MetricType::kHistogram || h.familyType(fam) == MetricType::kSummary) {
+        if (h.scrapes() < 2) continue;
+        auto& m = means[{fam + "_mean", l}];
+        (endsWith("_sum") ? m.first : m.second) += totalIncrease(h.counter(id));
+        continue;
+      }
+    }
+    if (h.familyType(k.name) == MetricType::kCounter) {
+      if (h.scrapes() < 2) {
+        out.push_back(Figure::unavailable(k.name + "_per_second", l, "1/s", Source::kApiserver, tooFewScrapes(t, 2)));
+        continue;
+      }
+      TimeSeries c = h.counter(id);
+      double span = seconds(h.time(h.scrapes() - 1) - h.time(0));
+      out.push_back(Figure::measured(k.name + "_per_second", l, totalIncrease(c) / span, "1/s", Source::kApiserver,
+                                     counterRates(c)));
+    } else {
+      TimeSeries g = h.gauge(id);
+      out.push_back(Figure::measured(k.name, l, g.values.back(), "", Source::kApiserver, g));
+    }
+  }
+  for (auto& [key, m] : means) {
+    if (m.second > 0) {
+      out.push_back(Figure::measured(key.first, key.second, m.first / m.second, "", Source::kApiserver));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  auto apis = ofRole(targets, TargetRole::kApiserver);
+  gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver");
+  gaugePerTargetAndTotal(out, apis, kRss, "apiserver_rss_bytes", "bytes", Source::kApiserver, "apiserver");
+  for (const TargetScrapes* t : apis) {
+    const ScrapeHistory& h = t->history;
+    Labels self = makeLabels({{"apiserver", t->info.name}});
+    if (h.scrapes() == 0) {
+      out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver, tooFewScrapes(*t, 1)));
+      continue;
+    }
+    std::string_view metric = objectMetric(h);
+    const auto& ids = h.seriesNamed(metric);
+    if (ids.empty()) {
+      out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver,
+                                        "neither apiserver_resource_objects nor apiserver_storage_objects is exposed by " +
+                                            t->info.name));
+    }
+    std::vector<TimeSeries> perResource;
+    for (ScrapeHistory::SeriesId id : ids) {
+      auto [group, resource] = objectKind(h.key(id));
+      TimeSeries g = h.gauge(id);
+      out.push_back(Figure::measured("apiserver_objects",
+                                     makeLabels({{"apiserver", t->info.name}, {"group", group}, {"resource", resource}}),
+                                     g.values.back(), "objects", Source::kApiserver, g));
+      perResource.push_back(std::move(g));
+    }
+    if (!ids.empty()) {
+      TimeSeries sum = sumGauges(perResource);
+      out.push_back(Figure::measured("apiserver_objects_total", self, sum.values.back(), "objects", Source::kApiserver, sum));
+    }
+    watchCacheFigures(out, *t);
+  }
+  return out;
+}
+
+std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& options) {
+  std::vector<Figure> out;
+  auto apis = ofRole(targets, TargetRole::kApiserver);
+  std::string allWhy = apis.empty() ? "no kube-apiserver target was scraped" : "";
+  double allSlope = 0;
+  for (const TargetScrapes* t : apis) {
+    const ScrapeHistory& h = t->history;
+    Labels self = makeLabels({{"apiserver", t->info.name}});
+    auto fail = [&](const std::string& why) {
+      for (const char* n : {"bytes_per_object", "heap_base_bytes", "bytes_per_object_r2"}) {
+        out.push_back(Figure::unavailable(n, self, n == std::string_view("bytes_per_object_r2") ? "ratio" : "bytes",
+                                          Source::kApiserver, why));
+      }
+      allWhy += (allWhy.empty() ? "" : "; ") + why;
+    };
+    std::vector<double> x, y;
+    const auto& heapIds = h.seriesNamed(kHeap);
+    const auto& objIds = h.seriesNamed(objectMetric(h));
+    if (h.scrapes() == 0) {
+      fail(tooFewScrapes(*t, options.minPoints));
+      continue;
+    }
+    if (heapIds.empty() || objIds.empty()) {
+      fail(std::string(heapIds.empty() ? kHeap : "apiserver_resource_objects") + " is not exposed by " + t->info.name);
+      continue;
+    }
+    for (std::size_t r = 0; r < h.scrapes(); ++r) {
+      if ((options.from && h.time(r) < *options.from) || (options.to && h.time(r) > *options.to)) continue;
+      auto heap = h.value(r, heapIds.front());
+      if (!heap) continue;
+      double objects = 0;
+      bool any = false;
+      for (auto id : objIds) {
+        if (auto v = h.value(r, id)) {
+          objects += *v;
+          any = true;
+        }
+      }
+      if (!any) continue;
+      x.push_back(objects);
+      y.push_back(*heap);
+    }
+    if (x.size() < std::max<std::size_t>(options.minPoints, 2)) {
+      fail(t->info.name + ": " + std::to_string(x.size()) + " scrape(s) with both heap and object counts in the window; "
+           "the fit needs " + std::to_string(std::max<std::size_t>(options.minPoints, 2)));
+      continue;
+    }
+    auto fit = fitLine(x, y);
+    if (!fit) {
+      fail(t->info.name + ": the object count did not change in the window, so there is no population ramp to fit");
+      continue;
+    }
+    out.push_back(Figure::measured("bytes_per_object", self, fit->slope, "bytes", Source::kApiserver));
+    out.push_back(Figure::measured("heap_base_bytes", self, fit->intercept, "bytes", Source::kApiserver));
+    out.push_back(Figure::measured("bytes_per_object_r2", self, fit->r2, "ratio", Source::kApiserver));
+    allSlope += fit->slope;
+  }
+  // What one more object costs the whole control plane: every replica caches it.
+  if (allWhy.empty()) {
+    out.push_back(Figure::measured("bytes_per_object_all_replicas", {}, allSlope, "bytes", Source::kApiserver));
+  } else {
+    out.push_back(Figure::unavailable("bytes_per_object_all_replicas", {}, "bytes", Source::kApiserver, allWhy));
+  }
+  return out;
+}
+
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  auto etcds = ofRole(targets, TargetRole::kEtcd);
+  struct Rate {
+    std::string_view metric, figure;
+  };
+  const Rate rates[] = {{kProposals, "etcd_proposals_committed_per_second"},
+                        {"etcd_debugging_lease_renewed_total", "etcd_lease_renewals_per_second"}};
+  struct Gauge {
+    std::string_view metric, figure, unit;
+  };
+  const Gauge gauges[] = {{"etcd_mvcc_db_total_size_in_bytes", "etcd_db_total_size_bytes", "bytes"},
+                          {"etcd_mvcc_db_total_size_in_use_in_bytes", "etcd_db_total_size_in_use_bytes", "bytes"},
+                          {"etcd_debugging_mvcc_keys_total", "etcd_keys", "count"},
+                          {"etcd_server_has_leader", "etcd_has_leader", ""}};
+  if (etcds.empty()) {
+    std::string why = whyNoRoleData(etcds, TargetRole::kEtcd, 1);
+    for (const Rate& r : rates) out.push_back(Figure::unavailable(std::string(r.figure), {}, "1/s", Source::kEtcd, why));
+    out.push_back(Figure::unavailable("etcd_lease_renewals", {}, "count", Source::kEtcd, why));
+    for (const Gauge& g : gauges) {
+      out.push_back(Figure::unavailable(std::string(g.figure), {}, std::string(g.unit), Source::kEtcd, why));
+    }
+    return out;
+  }
+  for (const TargetScrapes* t : etcds) {
+    const ScrapeHistory& h = t->history;
+    std::string cluster = t->info.etcdCluster.empty() ? t->info.name : t->info.etcdCluster;
+    Labels self = makeLabels({{"etcd", t->info.name}, {"cluster", cluster}});
+    for (const Rate& r : rates) {
+      std::string figure(r.figure);
+      const auto& ids = h.seriesNamed(r.metric);
+      std::string why = h.scrapes() < 2 ? tooFewScrapes(*t, 2)
+                        : ids.empty()    ? std::string(r.metric) + " is not exposed by etcd " + t->info.name
+                                         : "";
+      bool renewals = r.metric == "etcd_debugging_lease_renewed_total";
+      if (!why.empty()) {
+        out.push_back(Figure::unavailable(figure, self, "1/s", Source::kEtcd, why));
+        if (renewals) out.push_back(Figure::unavailable("etcd_lease_renewals", self, "count", Source::kEtcd, why));
+        continue;
+      }
+      TimeSeries c = h.counter(ids.front());
+      double total = totalIncrease(c);
+      out.push_back(Figure::measured(figure, self, total / seconds(h.time(h.scrapes() - 1) - h.time(0)), "1/s",
+                                     Source::kEtcd, counterRates(c)));
+      if (renewals) out.push_back(Figure::measured("etcd_lease_renewals", self, total, "count", Source::kEtcd));
+    }
+  }
+  for (const Gauge& g : gauges) {
+    gaugePerTargetAndTotal(out, etcds, g.metric, std::string(g.figure), std::string(g.unit), Source::kEtcd, "etcd");
+    // A sum across etcd members or clusters of these is not a figure anyone reads.
+    std::erase_if(out, [&](const Figure& f) { return f.name.starts_with(std::string(g.figure) + "_all_replicas"); });
+  }
+  return out;
+}
+
+std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  auto apis = ofRole(targets, TargetRole::kApiserver);
+  std::string why = whyNoRoleData(apis, TargetRole::kApiserver, 2);
+  if (!why.empty()) {
+    out.push_back(Figure::unavailable("server_latency_p99", {}, "s", Source::kApiserver, why));
+    return out;
+  }
+  std::map<RequestKey, std::map<double, double>> buckets;  // key -> le -> increase
+  for (const TargetScrapes* t : apis) {
+    const ScrapeHistory& h = t->history;
+    if (h.scrapes() < 2) continue;
+    for (ScrapeHistory::SeriesId id : h.seriesNamed(kDurationBucket)) {
+      const Labels& l = h.key(id).labels;
+      std::string_view verb = labelValue(l, "verb");
+      // A watch's "duration" is how long it stayed open, not a latency.
+      if (verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT") continue;
+      double le;
+      std::string_view leText = labelValue(l, "le");
+      if (leText == "+Inf") le = HUGE_VAL;
+      else le = std::strtod(std::string(leText).c_str(), nullptr);
+      buckets[{std::string(labelValue(l, "group")), resourceOf(l), std::string(verb)}][le] += totalIncrease(h.counter(id));
+    }
+  }
+  if (buckets.empty()) {
+    out.push_back(Figure::unavailable("server_latency_p99", {}, "s", Source::kApiserver,
+                                      "apiserver_request_duration_seconds is not exposed by any kube-apiserver target"));
+  }
+  const std::pair<const char*, double> quantiles[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
+  for (const auto& [key, byLe] : buckets) {
+    std::vector<Bucket> bs;
+    for (const auto& [le, count] : byLe) bs.push_back(Bucket{le, count});
+    if (bs.empty() || bs.back().cumulativeCount <= 0) continue;  // no requests of this kind in the window
+    const auto& [group, resource, verb] = key;
+    Labels l = makeLabels({{"group", group}, {"resource", resource}, {"verb", verb}});
+    for (const auto& [suffix, q] : quantiles) {
+      double v = histogramQuantile(q, bs);
+      std::string name = std::string("server_latency_") + suffix;
+      if (std::isnan(v)) out.push_back(Figure::unavailable(name, l, "s", Source::kApiserver, "buckets are not cumulative up to +Inf"));
+      else out.push_back(Figure::measured(name, l, v, "s", Source::kApiserver));
+    }
+    // The max is only known to within a bucket: report the bucket's upper bound.
+    double total = bs.back().cumulativeCount;
+    auto top = std::find_if(bs.begin(), bs.end(), [&](const Bucket& b) { return b.cumulativeCount >= total; });
+    if (std::isinf(top->upperBound)) {
+      out.push_back(Figure::unavailable("server_latency_max", l, "s", Source::kApiserver,
+                                        "the slowest request exceeded the highest finite bucket bound"));
+    } else {
+      out.push_back(Figure::measured("server_latency_max", l, top->upperBound, "s", Source::kApiserver));
+    }
+  }
+  return out;
+}
+
+std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  for (const TargetScrapes& t : targets) {
+    Labels l = makeLabels({{"target", t.info.name}, {"role", toString(t.info.role)}});
+    out.push_back(Figure::measured("scrape_attempts", l, static_cast<double>(t.status.attempts), "count", Source::kClient));
+    out.push_back(Figure::measured("scrape_failures", l, static_cast<double>(t.status.failures), "count", Source::kClient));
+    out.push_back(Figure::measured("scrape_overruns", l, static_cast<double>(t.status.overruns), "count", Source::kClient));
+    if (t.history.scrapes() == 0) {
+      out.push_back(Figure::unavailable("scrape_successes", l, "count", Source::kClient, tooFewScrapes(t, 1)));
+    } else {
+      out.push_back(Figure::measured("scrape_successes", l, static_cast<double>(t.history.scrapes()), "count", Source::kClient));
+    }
+  }
+  return out;
+}
+
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo) {
+  std::vector<Figure> out;
+  auto append = [&](std::vector<Figure> v) { std::move(v.begin(), v.end(), std::back_inserter(out)); };
+  append(writeFigures(targets));
+  append(leaseShareFigures(targets));
+  append(apiserverMemoryFigures(targets));
+  append(bytesPerObjectFigures(targets, bpo));
+  append(etcdFigures(targets));
+  append(serverLatencyFigures(targets));
+  append(scrapeHealthFigures(targets));
+  return out;
+}
+
+}  // namespace cpscale::metrics

@@ -1,0 +1,102 @@
+// The figures a report shows, derived from scrapes (and, in client_figures.h, from the
+// generator's own histograms). Every figure names its source, and one that cannot be
+// measured carries no number at all, only the reason: nothing here is filled in from
+// configuration or defaulted to 0.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/engine/clock.h"
+#include "sim/metrics/prometheus_text.h"
+#include "sim/metrics/scrape_history.h"
+#include "sim/metrics/time_series.h"
+
+namespace cpscale::metrics {
+
+enum class Source { kClient, kApiserver, kEtcd, kModel };
+std::string_view toString(Source s);
+
+struct Figure {
+  std::string name;   // e.g. "write_qps", "apiserver_heap_inuse_bytes"
+  Labels labels;      // e.g. {group, resource, verb} or {apiserver}; sorted by name
+  std::optional<double> value;  // nullopt: unavailable
+  std::string unit;   // "1/s", "bytes", "ratio", "s", "objects", "count"
+  Source source = Source::kApiserver;
+  std::string unavailableReason;  // set exactly when !value
+  TimeSeries overTime;            // empty for a figure that is one number
+
+  bool available() const { return value.has_value(); }
+  static Figure measured(std::string name, Labels labels, double value, std::string unit, Source source,
+                         TimeSeries overTime = {});
+  static Figure unavailable(std::string name, Labels labels, std::string unit, Source source,
+                            std::string reason);
+};
+
+// The first figure with this name whose labels include every given (name, value);
+// nullptr if none. For tests and renderers.
+const Figure* findFigure(std::span<const Figure> figures, std::string_view name, const Labels& labels = {});
+
+// Verbs of apiserver_request_total that change state. APPLY is how the apiserver
+// reports a server-side-apply PATCH, so it is a write too.
+bool isWriteVerb(std::string_view verb);
+
+// write_qps{group,resource,verb} (mean over the scraped window, with the rate over
+// time) and write_requests{...} (count), summed across every apiserver, from
+// apiserver_request_total deltas; resource includes the subresource ("nodes/status").
+// Dry-run requests are left out: they never reach storage. Also write_qps{} and
+// write_requests{} over all writes.
+std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets);
+
+// lease_write_share: writes to coordination.k8s.io/leases over all writes, over the
+// window and over time (apiserver source). etcd_lease_proposal_share: proposals
+// committed by etcd clusters that hold only leases over proposals of all clusters;
+// unavailable unless leases have an etcd of their own and every cluster answered.
+std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets);
+
+// Per apiserver: heap in use (go_memstats_heap_inuse_bytes) and RSS
+// (process_resident_memory_bytes), last value and peak, over time; their totals across
+// apiserver replicas; objects per (group, resource) (apiserver_resource_objects, or
+// the deprecated apiserver_storage_objects when it is all there is); watch-cache
+// capacity and event rates (apiserver_watch_cache_*, watch_cache_capacity,
+// apiserver_watch_events_total).
+std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets);
+
+struct BytesPerObjectOptions {
+  // Fewer scrapes than this make the fit meaningless.
+  std::size_t minPoints = 5;
+  // The population ramp: only scrapes within [from, to] are used when set.
+  std::optional<engine::TimePoint> from;
+  std::optional<engine::TimePoint> to;
+};
+// Per apiserver, the least-squares fit of heap in use against the total object count:
+// bytes_per_object (slope), heap_base_bytes (intercept) and bytes_per_object_r2 (fit
+// quality). Unavailable with fewer than minPoints scrapes or when the object count
+// did not change (no ramp to learn from).
+std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets,
+                                          const BytesPerObjectOptions& options = {});
+
+// Per etcd member: proposals committed per second, db size and in-use size (last and
+// peak), keys, lease renewals per second and in total, has_leader. Without an etcd
+// target (a user's cluster whose etcd is not reachable) each figure is present but
+// unavailable, with that reason.
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets);
+
+// Server-side latency per (group, resource, verb) from apiserver_request_duration_seconds
+// buckets: the increase of each bucket over the window, summed across apiservers, then
+// histogramQuantile for p50/p90/p99/p99.9, and max as the upper bound of the highest
+// bucket that received an observation. Names: server_latency_p50, ... , _max (s).
+std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets);
+
+// Scrape health per target: scrape_attempts, scrape_failures, and (as an unavailable
+// figure carrying the reason) scrape_last_error when the target never answered.
+std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
+
+// Every figure above, in that order.
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo = {});
+
+}  // namespace cpscale::metrics

@@ -1,0 +1,106 @@
+// Everything scraped from one target over a run, and what is known about the target:
+// the input of every apiserver and etcd figure. Stored column-wise (a table of series,
+// one row of doubles per scrape) so an hour of 5 s scrapes of a few thousand series
+// costs tens of MB, not a copy of every parsed sample.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/engine/clock.h"
+#include "sim/metrics/prometheus_text.h"
+#include "sim/metrics/time_series.h"
+
+namespace cpscale::metrics {
+
+enum class TargetRole { kApiserver, kEtcd };
+std::string_view toString(TargetRole r);
+
+// What a target is, independent of how it is reached.
+struct TargetInfo {
+  std::string name;  // kube-apiserver-0, etcd-main, ...
+  TargetRole role = TargetRole::kApiserver;
+  // etcd only: the etcd cluster the member belongs to. Members of one cluster report
+  // the same committed proposals, so figures take one member per cluster, never a sum.
+  std::string etcdCluster;
+  // etcd only: the resources routed to this cluster by --etcd-servers-overrides, as
+  // "group/resource" ("coordination.k8s.io/leases", "/events"); empty for the main
+  // etcd holding everything else.
+  std::vector<std::string> etcdResources;
+};
+
+// Scrape outcomes of one target. A failure is counted, never fatal.
+struct TargetStatus {
+  std::uint64_t attempts = 0;
+  std::uint64_t successes = 0;
+  std::uint64_t failures = 0;
+  // Rounds skipped because the previous scrape of the target was still in flight.
+  std::uint64_t overruns = 0;
+  std::string lastError;  // never contains credentials
+  std::optional<engine::TimePoint> lastSuccessAt;
+  std::optional<engine::TimePoint> lastFailureAt;
+};
+
+struct SeriesKey {
+  std::string name;  // sample name, e.g. apiserver_request_duration_seconds_bucket
+  Labels labels;
+};
+
+class ScrapeHistory {
+ public:
+  using SeriesId = std::size_t;
+
+  // Appends one successful scrape taken at `at` (later than the previous one).
+  void record(engine::TimePoint at, const FamilyMap& families);
+
+  std::size_t scrapes() const { return times_.size(); }
+  engine::TimePoint time(std::size_t scrape) const { return times_[scrape]; }
+  std::size_t seriesCount() const { return keys_.size(); }
+  const SeriesKey& key(SeriesId id) const { return keys_[id]; }
+  // nullopt when the series was not in that scrape.
+  std::optional<double> value(std::size_t scrape, SeriesId id) const;
+  // Series with this sample name, in order of first appearance.
+  const std::vector<SeriesId>& seriesNamed(std::string_view name) const;
+  bool hasFamily(std::string_view family) const { return types_.contains(family); }
+  // kUntyped for a family never seen.
+  MetricType familyType(std::string_view family) const;
+
+  // The scrapes that held the series, as a gauge.
+  TimeSeries gauge(SeriesId id) const;
+  // As a counter: a scrape that did not hold the series, directly before one that
+  // did, reads 0 there, because apiservers create a series on its first increment
+  // (and again after a restart): its first count is an increase within the run.
+  TimeSeries counter(SeriesId id) const;
+
+  // Heap bytes held, for keeping an eye on long runs.
+  std::size_t memoryBytes() const;
+
+ private:
+  static std::string canonical(std::string_view name, const Labels& labels);
+
+  std::vector<SeriesKey> keys_;
+  std::unordered_map<std::string, SeriesId> index_;
+  std::map<std::string, std::vector<SeriesId>, std::less<>> byName_;
+  std::map<std::string, MetricType, std::less<>> types_;
+  std::vector<engine::TimePoint> times_;
+  // rows_[scrape][series]; shorter rows and absent values are kAbsent.
+  std::vector<std::vector<double>> rows_;
+  // The series order of the last scrape: servers write series in a stable order, so
+  // the next scrape usually matches it position by position without hashing.
+  std::vector<SeriesId> lastOrder_;
+};
+
+// One target's identity, outcomes and data: what figures are computed from.
+struct TargetScrapes {
+  TargetInfo info;
+  TargetStatus status;
+  ScrapeHistory history;
+};
+
+}  // namespace cpscale::metrics

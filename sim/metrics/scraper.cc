@@ -1,0 +1,175 @@
+#include "sim/metrics/scraper.h"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "sim/common/error.h"
+
+namespace cpscale::metrics {
+
+bool isFigureFamily(std::string_view family) {
+  static constexpr std::array<std::string_view, 24> kExact = {
+      "apiserver_request_total",
+      "apiserver_request_duration_seconds",
+      "apiserver_resource_objects",
+      "apiserver_storage_objects",
+      "apiserver_storage_size_bytes",
+      "apiserver_watch_events_total",
+      "apiserver_watch_events_sizes",
+      "apiserver_current_inflight_requests",
+      "apiserver_flowcontrol_rejected_requests_total",
+      "watch_cache_capacity",
+      "process_resident_memory_bytes",
+      "process_start_time_seconds",
+      "go_memstats_heap_inuse_bytes",
+      "etcd_server_proposals_committed_total",
+      "etcd_server_proposals_applied_total",
+      "etcd_server_proposals_failed_total",
+      "etcd_server_proposals_pending",
+      "etcd_server_has_leader",
+      "etcd_server_leader_changes_seen_total",
+      "etcd_mvcc_db_total_size_in_bytes",
+      "etcd_mvcc_db_total_size_in_use_in_bytes",
+      "etcd_debugging_mvcc_keys_total",
+      "etcd_debugging_lease_renewed_total",
+      "etcd_mvcc_put_total",
+  };
+  if (std::find(kExact.begin(), kExact.end(), family) != kExact.end()) return true;
+  return family.starts_with("apiserver_watch_cache_");
+}
+
+namespace {
+// A status body may be long and multi-line (an HTML error page from a proxy).
+std::string firstLine(std::string_view s, std::size_t max = 200) {
+  s = s.substr(0, std::min(s.find('\n'), max));
+  return std::string(s);
+}
+}  // namespace
+
+Scraper::Scraper(engine::Scheduler& scheduler, std::vector<ScrapeTarget> targets, ScraperOptions options)
+    : scheduler_(scheduler), options_(std::move(options)), self_(std::make_shared<Scraper*>(this)) {
+  if (options_.interval <= engine::Duration::zero()) throw ConfigError("scraper", "interval", "must be positive");
+  if (options_.timeout < engine::Duration::zero()) throw ConfigError("scraper", "timeout", "must not be negative");
+  if (options_.timeout == engine::Duration::zero()) options_.timeout = options_.interval;
+  if (!options_.keep) options_.keep = isFigureFamily;
+  std::set<std::string> names;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    ScrapeTarget& t = targets[i];
+    std::string where = "scrape target " + std::to_string(i);
+    if (t.info.name.empty()) throw ConfigError(where, "name", "is empty");
+    if (!t.transport) throw ConfigError(where + " (" + t.info.name + ")", "transport", "is not set");
+    if (!names.insert(t.info.name).second) throw ConfigError(where, "name", "'" + t.info.name + "' is used twice");
+    if (t.path.empty() || t.path.front() != '/') throw ConfigError(where, "path", "must start with '/'");
+    data_.push_back(TargetScrapes{std::move(t.info), {}, {}});
+    slots_.push_back(Slot{std::move(t.transport), std::move(t.path)});
+  }
+}
+
+Scraper::~Scraper() {
+  stop();
+  self_.reset();  // handlers that still run see the scraper gone
+  for (Slot& s : slots_) {
+    if (s.busy) s.transport->cancel(s.request);
+  }
+}
+
+void Scraper::start() {
+  stop();
+  nextRoundAt_ = scheduler_.now();
+  nextRound_ = scheduler_.scheduleAt(nextRoundAt_, [this] { round(); });
+}
+
+void Scraper::stop() {
+  if (nextRound_ != 0) scheduler_.cancel(nextRound_);
+  nextRound_ = 0;
+}
+
+void Scraper::round() {
+  // The next round is due an interval after this one was *scheduled*, so a late
+  // round (paced engine behind) does not shift the grid the rates are computed on.
+  engine::TimePoint at = nextRoundAt_;
+  nextRoundAt_ = at + options_.interval;
+  nextRound_ = scheduler_.scheduleAt(nextRoundAt_, [this] { round(); });
+  for (std::size_t i = 0; i < slots_.size(); ++i) scrapeTarget(i, at);
+}
+
+void Scraper::scrapeNow() {
+  engine::TimePoint at = scheduler_.now();
+  for (std::size_t i = 0; i < slots_.size(); ++i) scrapeTarget(i, at);
+}
+
+void Scraper::scrapeTarget(std::size_t index, engine::TimePoint roundAt) {
+  Slot& slot = slots_[index];
+  TargetStatus& status = data_[index].status;
+  if (slot.busy) {
+    ++status.overruns;
+    return;
+  }
+  ScrapeHistory& history = data_[index].history;
+  if (history.scrapes() > 0 && roundAt <= history.time(history.scrapes() - 1)) return;  // scraped at this instant
+  ++status.attempts;
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = slot.path;
+  // Ask for the 0.0.4 text format explicitly: servers may otherwise negotiate
+  // OpenMetrics or protobuf.
+  req.headers.push_back({"Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1"});
+  req.timeout = options_.timeout;
+  req.statsResource = "metrics";
+  req.statsVerb = "GET";
+  slot.busy = true;
+  std::weak_ptr<Scraper*> weak = self_;
+  slot.request = slot.transport->submit(std::move(req), [weak, index, roundAt](kube::HttpResponse resp) {
+    if (auto self = weak.lock()) (*self)->onResponse(index, roundAt, std::move(resp));
+  });
+}
+
+void Scraper::onResponse(std::size_t index, engine::TimePoint roundAt, kube::HttpResponse response) {
+  Slot& slot = slots_[index];
+  TargetScrapes& target = data_[index];
+  slot.busy = false;
+  slot.request = 0;
+  auto failed = [&](std::string why) {
+    ++target.status.failures;
+    target.status.lastError = std::move(why);
+    target.status.lastFailureAt = scheduler_.now();
+  };
+  if (!response.ok()) {
+    std::string why(kube::toString(response.outcome));
+    if (!response.detail.empty()) why += ": " + firstLine(response.detail);
+    return failed(std::move(why));
+  }
+  if (response.status != 200) {
+    std::string why = "HTTP " + std::to_string(response.status);
+    if (!response.body.empty()) why += ": " + firstLine(response.body);
+    return failed(std::move(why));
+  }
+  ParseResult parsed = parsePrometheusText(response.body, options_.keep);
+  if (!parsed.ok()) return failed("malformed exposition: " + parsed.error->describe());
+  if (target.history.scrapes() > 0 && roundAt <= target.history.time(target.history.scrapes() - 1)) {
+    return failed("scrape answered out of order");  // cannot happen while one is in flight
+  }
+  target.history.record(roundAt, parsed.families);
+  ++target.status.successes;
+  target.status.lastSuccessAt = scheduler_.now();
+}
+
+std::size_t Scraper::pollTransports() {
+  std::size_t handled = 0;
+  std::vector<kube::Transport*> polled;
+  for (Slot& s : slots_) {
+    if (!s.busy) continue;
+    kube::Transport* t = s.transport.get();
+    if (std::find(polled.begin(), polled.end(), t) != polled.end()) continue;
+    polled.push_back(t);
+    handled += t->poll(engine::Duration::zero());
+  }
+  return handled;
+}
+
+std::size_t Scraper::inFlight() const {
+  return static_cast<std::size_t>(std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.busy; }));
+}
+
+}  // namespace cpscale::metrics

@@ -1,0 +1,318 @@
+#include "sim/metrics/figures.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace cpscale::metrics {
+namespace {
+
+using std::chrono::seconds;
+engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
+
+// A target whose scrapes are the given exposition bodies at the given seconds.
+TargetScrapes target(std::string name, TargetRole role, std::vector<std::pair<int, std::string>> scrapes) {
+  TargetScrapes t;
+  t.info.name = std::move(name);
+  t.info.role = role;
+  for (auto& [s, body] : scrapes) {
+    ParseResult r = parsePrometheusText(body);
+    EXPECT_TRUE(r.ok()) << r.error->describe();
+    t.history.record(at(s), r.families);
+    ++t.status.attempts;
+    ++t.status.successes;
+  }
+  return t;
+}
+
+TargetScrapes etcd(std::string name, std::vector<std::string> resources, std::vector<std::pair<int, std::string>> scrapes) {
+  TargetScrapes t = target(name, TargetRole::kEtcd, std::move(scrapes));
+  t.info.etcdCluster = name;
+  t.info.etcdResources = std::move(resources);
+  return t;
+}
+
+std::string requests(std::string group, std::string resource, std::string sub, std::string verb, double v,
+                     std::string dryRun = "") {
+  return "apiserver_request_total{code=\"200\",component=\"apiserver\",dry_run=\"" + dryRun + "\",group=\"" + group +
+         "\",resource=\"" + resource + "\",scope=\"resource\",subresource=\"" + sub + "\",verb=\"" + verb +
+         "\",version=\"v1\"} " + std::to_string(v) + "\n";
+}
+const std::string kReqType = "# TYPE apiserver_request_total counter\n";
+
+std::string leases(double v) { return requests("coordination.k8s.io", "leases", "", "PUT", v); }
+std::string nodeStatus(double v) { return requests("", "nodes", "status", "PATCH", v); }
+std::string podGets(double v) { return requests("", "pods", "", "GET", v); }
+std::string podDryRuns(double v) { return requests("", "pods", "", "POST", v, "All"); }
+
+std::vector<TargetScrapes> twoApiservers() {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, kReqType + leases(0) + nodeStatus(50) + podGets(0) + podDryRuns(0)},
+                       {10, kReqType + leases(100) + nodeStatus(50) + podGets(1000) + podDryRuns(10)},
+                       {20, kReqType + leases(300) + nodeStatus(150) + podGets(2000) + podDryRuns(20)}}));
+  // api-1 restarts between 10 and 20 (leases counter drops to 50) and creates the
+  // configmaps series at its first POST.
+  ts.push_back(target("api-1", TargetRole::kApiserver,
+                      {{0, kReqType + leases(1000)},
+                       {10, kReqType + leases(1100)},
+                       {20, kReqType + leases(50) + requests("", "configmaps", "", "POST", 40)}}));
+  return ts;
+}
+
+double valueOf(const std::vector<Figure>& figs, std::string_view name, const Labels& labels = {}) {
+  const Figure* f = findFigure(figs, name, labels);
+  if (!f) throw std::runtime_error("no figure " + std::string(name));
+  if (!f->value) throw std::runtime_error(std::string(name) + " unavailable: " + f->unavailableReason);
+  return *f->value;
+}
+
+TEST(Figures, WriteQpsByResourceAcrossApiservers) {
+  auto ts = twoApiservers();
+  auto figs = writeFigures(ts);
+  // leases: 300 on api-0, 100 + 50 (after the restart) on api-1; nodes/status 100;
+  // configmaps 40 (its series appeared with 40); GETs and dry runs are not writes.
+  EXPECT_EQ(valueOf(figs, "write_requests", {{"resource", "leases"}, {"verb", "PUT"}}), 450);
+  EXPECT_EQ(valueOf(figs, "write_requests", {{"resource", "nodes/status"}, {"verb", "PATCH"}}), 100);
+  EXPECT_EQ(valueOf(figs, "write_requests", {{"resource", "configmaps"}, {"verb", "POST"}}), 40);
+  EXPECT_EQ(findFigure(figs, "write_requests", {{"resource", "pods"}}), nullptr);
+  EXPECT_EQ(valueOf(figs, "write_requests"), 590);
+  EXPECT_EQ(valueOf(figs, "write_qps"), 29.5);
+  EXPECT_EQ(valueOf(figs, "write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}}), 22.5);
+  const Figure* all = findFigure(figs, "write_qps");
+  ASSERT_NE(all, nullptr);
+  EXPECT_EQ(all->source, Source::kApiserver);
+  EXPECT_EQ(all->unit, "1/s");
+  TimeSeries expected;
+  expected.push(at(10), 20);  // leases 10/s + 10/s
+  expected.push(at(20), 39);  // leases 20/s + 5/s, nodes/status 10/s, configmaps 4/s
+  EXPECT_EQ(all->overTime, expected);
+}
+
+TEST(Figures, LeaseShareOverallAndOverTime) {
+  auto ts = twoApiservers();
+  auto figs = leaseShareFigures(ts);
+  const Figure* share = findFigure(figs, "lease_write_share");
+  ASSERT_TRUE(share && share->value);
+  EXPECT_DOUBLE_EQ(*share->value, 450.0 / 590.0);
+  TimeSeries expected;
+  expected.push(at(10), 1.0);
+  expected.push(at(20), 25.0 / 39.0);
+  EXPECT_EQ(share->overTime, expected);
+  // No etcd target: the etcd-level share is unavailable, with the reason, never 0.
+  const Figure* etcdShare = findFigure(figs, "etcd_lease_proposal_share");
+  ASSERT_NE(etcdShare, nullptr);
+  EXPECT_FALSE(etcdShare->value);
+  EXPECT_NE(etcdShare->unavailableReason.find("no etcd target"), std::string::npos);
+}
+
+std::string proposals(double v) {
+  return "# TYPE etcd_server_proposals_committed_total gauge\netcd_server_proposals_committed_total " +
+         std::to_string(v) + "\n";
+}
+
+TEST(Figures, EtcdLeaseShareNeedsLeasesOnTheirOwnEtcd) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(etcd("main", {}, {{0, proposals(1000)}, {10, proposals(1100)}}));
+  ts.push_back(etcd("leases", {"coordination.k8s.io/leases"}, {{0, proposals(5)}, {10, proposals(305)}}));
+  auto figs = leaseShareFigures(ts);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "etcd_lease_proposal_share"), 0.75);
+
+  ts.pop_back();
+  figs = leaseShareFigures(ts);
+  const Figure* f = findFigure(figs, "etcd_lease_proposal_share");
+  ASSERT_TRUE(f && !f->value);
+  EXPECT_NE(f->unavailableReason.find("no etcd cluster holds only coordination.k8s.io/leases"), std::string::npos);
+}
+
+std::string etcdBody(double proposalsV, double db, double inUse, double keys, double renewals) {
+  return "# TYPE etcd_server_proposals_committed_total gauge\netcd_server_proposals_committed_total " +
+         std::to_string(proposalsV) + "\n# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes " +
+         std::to_string(db) + "\netcd_mvcc_db_total_size_in_use_in_bytes " + std::to_string(inUse) +
+         "\netcd_debugging_mvcc_keys_total " + std::to_string(keys) +
+         "\n# TYPE etcd_debugging_lease_renewed_total counter\netcd_debugging_lease_renewed_total " +
+         std::to_string(renewals) + "\netcd_server_has_leader 1\n";
+}
+
+TEST(Figures, EtcdFigures) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(etcd("main", {}, {{0, etcdBody(100, 4096, 2048, 10, 0)}, {20, etcdBody(500, 8192, 4096, 30, 60)}}));
+  auto figs = etcdFigures(ts);
+  Labels self{{"etcd", "main"}};
+  EXPECT_EQ(valueOf(figs, "etcd_proposals_committed_per_second", self), 20);
+  EXPECT_EQ(valueOf(figs, "etcd_db_total_size_bytes", self), 8192);
+  EXPECT_EQ(valueOf(figs, "etcd_db_total_size_bytes_peak", self), 8192);
+  EXPECT_EQ(valueOf(figs, "etcd_db_total_size_in_use_bytes", self), 4096);
+  EXPECT_EQ(valueOf(figs, "etcd_keys", self), 30);
+  EXPECT_EQ(valueOf(figs, "etcd_lease_renewals_per_second", self), 3);
+  EXPECT_EQ(valueOf(figs, "etcd_lease_renewals", self), 60);
+  EXPECT_EQ(valueOf(figs, "etcd_has_leader", self), 1);
+  for (const Figure& f : figs) EXPECT_EQ(f.source, Source::kEtcd) << f.name;
+}
+
+TEST(Figures, NoEtcdTargetMakesEtcdFiguresUnavailableNotZero) {
+  auto ts = twoApiservers();
+  auto figs = etcdFigures(ts);
+  ASSERT_GE(figs.size(), 7u);
+  for (const Figure& f : figs) {
+    EXPECT_FALSE(f.value) << f.name;
+    EXPECT_NE(f.unavailableReason.find("no etcd target was scraped"), std::string::npos) << f.name;
+    EXPECT_EQ(f.source, Source::kEtcd);
+  }
+  EXPECT_NE(findFigure(figs, "etcd_proposals_committed_per_second"), nullptr);
+  EXPECT_NE(findFigure(figs, "etcd_db_total_size_bytes"), nullptr);
+}
+
+TEST(Figures, TargetThatNeverAnsweredGivesItsError) {
+  TargetScrapes dead;
+  dead.info = TargetInfo{"etcd-main", TargetRole::kEtcd, "main", {}};
+  dead.status.attempts = 3;
+  dead.status.failures = 3;
+  dead.status.lastError = "connect failed: Connection refused";
+  std::vector<TargetScrapes> ts{dead};
+  for (const Figure& f : etcdFigures(ts)) {
+    EXPECT_FALSE(f.value) << f.name;
+    EXPECT_NE(f.unavailableReason.find("never answered a scrape (3 failed; last error: connect failed"),
+              std::string::npos)
+        << f.unavailableReason;
+  }
+  auto health = scrapeHealthFigures(ts);
+  EXPECT_EQ(valueOf(health, "scrape_failures", {{"target", "etcd-main"}}), 3);
+  EXPECT_FALSE(findFigure(health, "scrape_successes")->value);
+
+  TargetScrapes api;
+  api.info.name = "api-0";
+  api.status.attempts = 1;
+  api.status.failures = 1;
+  api.status.lastError = "HTTP 403: forbidden";
+  std::vector<TargetScrapes> apis{api};
+  const Figure* w = findFigure(writeFigures(apis), "write_qps");
+  ASSERT_TRUE(w && !w->value);
+  EXPECT_NE(w->unavailableReason.find("HTTP 403"), std::string::npos);
+}
+
+std::string memBody(double heap, double rss) {
+  return "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes " + std::to_string(heap) +
+         "\n# TYPE process_resident_memory_bytes gauge\nprocess_resident_memory_bytes " + std::to_string(rss) + "\n";
+}
+
+TEST(Figures, HeapAndRssPerApiserverAndAcrossReplicas) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, memBody(100, 10)}, {10, memBody(200, 20)}, {20, memBody(150, 30)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, memBody(1000, 1)}, {20, memBody(1100, 2)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_bytes", {{"apiserver", "api-0"}}), 150);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_bytes_peak", {{"apiserver", "api-0"}}), 200);
+  EXPECT_EQ(valueOf(figs, "apiserver_rss_bytes", {{"apiserver", "api-1"}}), 2);
+  const Figure* total = findFigure(figs, "apiserver_heap_inuse_bytes_all_replicas");
+  ASSERT_TRUE(total && total->value);
+  EXPECT_EQ(*total->value, 1250);
+  TimeSeries expected;
+  expected.push(at(0), 1100);
+  expected.push(at(10), 1200);  // api-1 missed this scrape: its last value carries
+  expected.push(at(20), 1250);
+  EXPECT_EQ(total->overTime, expected);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_bytes_all_replicas_peak"), 1250);
+
+  // A replica whose heap is unknown makes the total unknown, not smaller.
+  TargetScrapes dead;
+  dead.info.name = "api-2";
+  dead.status.attempts = 1;
+  dead.status.failures = 1;
+  dead.status.lastError = "timeout";
+  ts.push_back(dead);
+  figs = apiserverMemoryFigures(ts);
+  const Figure* partial = findFigure(figs, "apiserver_heap_inuse_bytes_all_replicas");
+  ASSERT_TRUE(partial && !partial->value);
+  EXPECT_NE(partial->unavailableReason.find("api-2"), std::string::npos);
+}
+
+std::string objects(double pods, double leasesV) {
+  return "# TYPE apiserver_resource_objects gauge\napiserver_resource_objects{group=\"\",resource=\"pods\"} " +
+         std::to_string(pods) + "\napiserver_resource_objects{group=\"coordination.k8s.io\",resource=\"leases\"} " +
+         std::to_string(leasesV) + "\n";
+}
+
+TEST(Figures, ObjectsPerResourceWithDeprecatedFallback) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, objects(3, 4)}}));
+  ts.push_back(target("api-old", TargetRole::kApiserver,
+                      {{0, "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 9\n"
+                           "apiserver_storage_objects{resource=\"pods\"} 2\n"}}));
+  auto figs = apiserverMemoryFigures(ts);
+  EXPECT_EQ(valueOf(figs, "apiserver_objects", {{"apiserver", "api-0"}, {"resource", "pods"}}), 3);
+  EXPECT_EQ(valueOf(figs, "apiserver_objects_total", {{"apiserver", "api-0"}}), 7);
+  EXPECT_EQ(valueOf(figs, "apiserver_objects",
+                    {{"apiserver", "api-old"}, {"group", "coordination.k8s.io"}, {"resource", "leases"}}),
+            9);
+  EXPECT_EQ(valueOf(figs, "apiserver_objects", {{"apiserver", "api-old"}, {"group", ""}, {"resource", "pods"}}), 2);
+}
+
+TEST(Figures, BytesPerObjectByRegression) {
+  std::vector<std::pair<int, std::string>> scrapes;
+  for (int i = 0; i <= 5; ++i) {
+    double n = 1000.0 * i;
+    scrapes.push_back({i * 5, objects(n * 0.75, n * 0.25) + memBody(1e8 + 2000 * n, 0)});
+  }
+  std::vector<TargetScrapes> ts{target("api-0", TargetRole::kApiserver, scrapes)};
+  auto figs = bytesPerObjectFigures(ts);
+  EXPECT_NEAR(valueOf(figs, "bytes_per_object", {{"apiserver", "api-0"}}), 2000, 1e-6);
+  EXPECT_NEAR(valueOf(figs, "heap_base_bytes", {{"apiserver", "api-0"}}), 1e8, 1e-3);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "bytes_per_object_r2", {{"apiserver", "api-0"}}), 1.0);
+  EXPECT_NEAR(valueOf(figs, "bytes_per_object_all_replicas"), 2000, 1e-6);
+
+  // The ramp window: only scrapes 10..20 s (3 points) -> too few for minPoints 5.
+  BytesPerObjectOptions window;
+  window.from = at(10);
+  window.to = at(20);
+  auto windowed = bytesPerObjectFigures(ts, window);
+  const Figure* f = findFigure(windowed, "bytes_per_object");
+  ASSERT_TRUE(f && !f->value);
+  EXPECT_NE(f->unavailableReason.find("3 scrape(s)"), std::string::npos) << f->unavailableReason;
+  window.minPoints = 3;
+  EXPECT_NEAR(valueOf(bytesPerObjectFigures(ts, window), "bytes_per_object"), 2000, 1e-6);
+
+  // No ramp: the object count never changes.
+  std::vector<std::pair<int, std::string>> flat;
+  for (int i = 0; i < 6; ++i) flat.push_back({i * 5, objects(10, 10) + memBody(1e8 + i, 0)});
+  std::vector<TargetScrapes> flatTs{target("api-0", TargetRole::kApiserver, flat)};
+  auto flatFigs = bytesPerObjectFigures(flatTs);
+  f = findFigure(flatFigs, "bytes_per_object");
+  ASSERT_TRUE(f && !f->value);
+  EXPECT_NE(f->unavailableReason.find("did not change"), std::string::npos);
+}
+
+const std::string kDurationType = "# TYPE apiserver_request_duration_seconds histogram\n";
+std::string durations(const std::string& verb, const std::string& resource, std::vector<std::pair<std::string, double>> buckets) {
+  std::string s;
+  for (auto& [le, v] : buckets) {
+    s += "apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"" +
+         resource + "\",scope=\"resource\",subresource=\"\",verb=\"" + verb + "\",version=\"v1\",le=\"" + le + "\"} " +
+         std::to_string(v) + "\n";
+  }
+  return s;
+}
+
+TEST(Figures, ServerLatencyFromBucketDeltasAcrossApiservers) {
+  std::vector<TargetScrapes> ts;
+  // Before the window: 1000 fast requests that must not count.
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, kDurationType + durations("PUT", "pods", {{"0.1", 1000}, {"0.5", 1000}, {"1", 1000}, {"+Inf", 1000}})},
+                       {10, kDurationType + durations("PUT", "pods", {{"0.1", 1030}, {"0.5", 1060}, {"1", 1060}, {"+Inf", 1060}})}}));
+  // A restart in the window: its counts start again from 0.
+  ts.push_back(target("api-1", TargetRole::kApiserver,
+                      {{0, kDurationType + durations("PUT", "pods", {{"0.1", 500}, {"0.5", 600}, {"1", 700}, {"+Inf", 700}})},
+                       {10, kDurationType + durations("PUT", "pods", {{"0.1", 20}, {"0.5", 30}, {"1", 40}, {"+Inf", 40}}) +
+                                durations("WATCH", "pods", {{"0.1", 0}, {"+Inf", 5}})}}));
+  // In the window: <=0.1: 50, (0.1,0.5]: 40, (0.5,1]: 10, total 100.
+  auto figs = serverLatencyFigures(ts);
+  Labels pods{{"resource", "pods"}, {"verb", "PUT"}};
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p50", pods), 0.1);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p90", pods), 0.5);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p99", pods), 0.5 + 0.5 * 9.0 / 10.0);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_max", pods), 1.0);
+  EXPECT_EQ(findFigure(figs, "server_latency_p50", {{"verb", "WATCH"}}), nullptr);
+}
+
+}  // namespace
+}  // namespace cpscale::metrics
