@@ -21,7 +21,7 @@ export CPSCALE_CACHE
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
-  nghttp2-server nghttp2-client
+  nghttp2-server nghttp2-client iproute2 procps
 
 CPSCALE := $(BUILD_DIR)/cpscale
 UPSTREAM_BUILD := sim/controlplane/upstream/build.sh

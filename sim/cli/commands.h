@@ -14,5 +14,6 @@ int up(const Args& args);
 int down(const Args& args);
 int status(const Args& args);
 int version(const Args& args);
+int check(const Args& args);
 
 }  // namespace cpscale::cli

@@ -18,6 +18,7 @@ const std::map<std::string, Command>& commands() {
       {"up", {cpscale::cli::up, "start the local vanilla control plane and write its kubeconfig"}},
       {"down", {cpscale::cli::down, "stop the local control plane started by `up`"}},
       {"status", {cpscale::cli::status, "show the local control plane and whether each member runs"}},
+      {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };
   return table;

@@ -8,6 +8,7 @@
 #include <iostream>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
@@ -16,10 +17,7 @@ namespace cpscale::cli {
 namespace fs = std::filesystem;
 using controlplane::PlaneRecord;
 
-namespace {
-
-// cxxopts wants argc/argv; Args holds what follows the command name.
-cxxopts::ParseResult parse(cxxopts::Options& opts, const Args& args) {
+cxxopts::ParseResult parseArgs(cxxopts::Options& opts, const Args& args) {
   std::vector<const char*> argv{opts.program().c_str()};
   for (const auto& a : args) argv.push_back(a.c_str());
   opts.allow_unrecognised_options();
@@ -29,10 +27,19 @@ cxxopts::ParseResult parse(cxxopts::Options& opts, const Args& args) {
   return result;
 }
 
+namespace {
+
 void addPlaneOptions(cxxopts::Options& opts) {
   opts.add_options()("name", "name of the local plane", cxxopts::value<std::string>()->default_value("cpscale"))(
       "state-dir", "state directory (default: $CPSCALE_STATE_DIR or ~/.local/state/cpscale/<name>)",
       cxxopts::value<std::string>())("h,help", "show this help");
+}
+
+// How to name this plane again on the command line ("", "--name x", "--state-dir d").
+std::string planeSelector(const cxxopts::ParseResult& r) {
+  if (r.count("state-dir")) return " --state-dir " + fs::absolute(r["state-dir"].as<std::string>()).string();
+  std::string name = r["name"].as<std::string>();
+  return name == "cpscale" ? "" : " --name " + name;
 }
 
 fs::path stateDirOf(const cxxopts::ParseResult& r) {
@@ -77,7 +84,7 @@ int up(const Args& args) {
       "bin-dir", "directory with the pinned kube-apiserver and etcd (default: $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
       cxxopts::value<std::string>())("timeout", "seconds to wait for readiness",
                                      cxxopts::value<int>()->default_value("180"));
-  auto r = parse(opts, args);
+  auto r = parseArgs(opts, args);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;
@@ -104,8 +111,7 @@ int up(const Args& args) {
                 << existing->startedAt << "):\n";
       printPlane(std::cerr, *existing, true);
       std::cerr << "Use it (KUBECONFIG=" << existing->kubeconfig.string()
-                << "), or stop it first with `cpscale down`"
-                << (po.name != "cpscale" ? " --name " + po.name : std::string()) << ".\n";
+                << "), or stop it first with `cpscale down" << planeSelector(r) << "`.\n";
       return static_cast<int>(ExitCode::kBadInput);
     }
     // A plane that died without `down` (machine restart, kill -9): its record is stale.
@@ -122,8 +128,8 @@ int up(const Args& args) {
   std::cout << "Local control plane \"" << rec.name << "\" is ready (profile " << rec.profileName << "):\n";
   printPlane(std::cout, rec, false);
   std::cout << "\nUse it:\n  export KUBECONFIG=" << rec.kubeconfig.string() << "\n  kubectl get --raw /readyz\n"
-            << "Logs: " << (rec.stateDir / "logs").string() << "\nStop it:\n  cpscale down"
-            << (rec.name != "cpscale" ? " --name " + rec.name : std::string()) << "\n";
+            << "Logs: " << (rec.stateDir / "logs").string() << "\nStop it:\n  cpscale down" << planeSelector(r)
+            << "\n";
   return 0;
 }
 
@@ -131,7 +137,7 @@ int down(const Args& args) {
   cxxopts::Options opts("cpscale down", "Stop the local control plane started by `cpscale up`.");
   addPlaneOptions(opts);
   opts.add_options()("purge", "also remove the state directory (PKI, etcd data, logs)");
-  auto r = parse(opts, args);
+  auto r = parseArgs(opts, args);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;
@@ -155,7 +161,7 @@ int down(const Args& args) {
 int status(const Args& args) {
   cxxopts::Options opts("cpscale status", "Show the local control plane and whether each member runs.");
   addPlaneOptions(opts);
-  auto r = parse(opts, args);
+  auto r = parseArgs(opts, args);
   if (r.count("help")) {
     std::cout << opts.help() << "\n";
     return 0;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -55,6 +56,13 @@ TEST_F(CliTest, UpStatusDownLifecycle) {
   auto kubectl = runCommand("kubectl --kubeconfig " + (dir / "kubeconfig").string() + " get ns kube-node-lease -o name");
   EXPECT_EQ(kubectl.exitCode, 0) << kubectl.output;
   EXPECT_EQ(kubectl.output, "namespace/kube-node-lease\n");
+
+  // `check` reaches it with the written kubeconfig, over HTTP/2.
+  auto check = runCommand(cpscale("check --kubeconfig " + (dir / "kubeconfig").string()));
+  EXPECT_EQ(check.exitCode, 0) << check.output;
+  EXPECT_NE(check.output.find("version     " CPSCALE_KUBERNETES_VERSION), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("protocol    HTTP/2"), std::string::npos) << check.output;
+  EXPECT_NE(check.output.find("readyz      ok"), std::string::npos) << check.output;
 
   // A second `up` refuses and shows the running plane.
   auto again = runCommand(cpscale("up " + stateArgs()));
@@ -154,6 +162,34 @@ TEST_F(CliTest, HaProfileStartsThreeApiserversEachReachableByContext) {
     EXPECT_EQ(r.output, "ok") << ctx;
   }
   EXPECT_EQ(runCommand(cpscale("down --state-dir " + dir.string())).exitCode, 0);
+}
+
+TEST(CliCheckTest, KubeconfigProblemsAreBadInputAndAnUnreachableServerIsUnavailable) {
+  fs::path dir = makeTempDir("check");
+  fs::path kc = dir / "kubeconfig";
+  std::ofstream(kc) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+                       "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
+                       "users:\n- name: u\n  user:\n    token: s3cr3t-t0ken-value\n";
+  auto unreachable = runCommand(cpscale("check --kubeconfig " + kc.string()));
+  EXPECT_EQ(unreachable.exitCode, 3) << unreachable.output;
+  EXPECT_NE(unreachable.output.find("cannot reach https://127.0.0.1:1"), std::string::npos) << unreachable.output;
+  EXPECT_EQ(unreachable.output.find("s3cr3t-t0ken-value"), std::string::npos) << "credential leaked into output";
+
+  auto context = runCommand(cpscale("check --kubeconfig " + kc.string() + " --context nope"));
+  EXPECT_EQ(context.exitCode, 2) << context.output;
+  EXPECT_NE(context.output.find("context 'nope' not found"), std::string::npos) << context.output;
+
+  auto missing = runCommand(cpscale("check --kubeconfig " + (dir / "absent").string()));
+  EXPECT_EQ(missing.exitCode, 2) << missing.output;
+  EXPECT_NE(missing.output.find((dir / "absent").string()), std::string::npos) << missing.output;
+
+  std::ofstream(kc) << "apiVersion: v1\nclusters: [\n";
+  auto malformed = runCommand(cpscale("check --kubeconfig " + kc.string()));
+  EXPECT_EQ(malformed.exitCode, 2) << malformed.output;
+  EXPECT_NE(malformed.output.find(kc.string() + ":"), std::string::npos) << malformed.output;
+  // One clear line, not a dump.
+  EXPECT_EQ(std::count(malformed.output.begin(), malformed.output.end(), '\n'), 1) << malformed.output;
+  fs::remove_all(dir);
 }
 
 TEST(CliUsageTest, UnknownCommandAndOptionAreUsageErrors) {

@@ -1,0 +1,73 @@
+// check: can cpscale reach and use this cluster? Loads the kubeconfig as kubectl does,
+// asks /version and /readyz, and says which protocol it spoke. Read-only.
+#include <cstdlib>
+#include <cxxopts.hpp>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/common/error.h"
+#include "sim/engine/clock.h"
+#include "sim/kube/curl_transport.h"
+#include "sim/kube/kubeconfig.h"
+
+namespace cpscale::cli {
+
+kube::RestConfig loadTarget(const cxxopts::ParseResult& r) {
+  kube::LoadOptions lo;
+  if (r.count("kubeconfig")) lo.explicitPath = r["kubeconfig"].as<std::string>();
+  if (r.count("context")) lo.context = r["context"].as<std::string>();
+  if (const char* env = std::getenv("KUBECONFIG")) lo.kubeconfigEnv = env;
+  if (const char* home = std::getenv("HOME")) lo.homeDir = home;
+  return kube::loadKubeconfig(lo);
+}
+
+void addTargetOptions(cxxopts::Options& opts) {
+  opts.add_options()("kubeconfig", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
+                     cxxopts::value<std::string>())("context", "kubeconfig context (default: current-context)",
+                                                    cxxopts::value<std::string>());
+}
+
+int check(const Args& args) {
+  cxxopts::Options opts("cpscale check", "Check that a cluster is reachable with the given kubeconfig (read-only).");
+  addTargetOptions(opts);
+  opts.add_options()("h,help", "show this help");
+  auto r = parseArgs(opts, args);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  kube::RestConfig config = loadTarget(r);
+  kube::CurlTransportOptions to;
+  to.connectTimeout = std::chrono::seconds(5);
+  to.defaultTimeout = std::chrono::seconds(10);
+  kube::CurlTransport transport(config, to);
+
+  kube::HttpRequest version;
+  version.method = "GET";
+  version.path = "/version";
+  kube::HttpResponse v = kube::roundTrip(transport, version);
+  if (!v.ok())
+    throw UnavailableError("cannot reach " + config.server + " (context " + config.contextName + " in " +
+                           config.sourceFile + "): " + std::string(kube::toString(v.outcome)) + ": " + v.detail);
+  if (v.status == 401 || v.status == 403)
+    throw UnavailableError(config.server + " refused the credentials of context " + config.contextName + " (HTTP " +
+                           std::to_string(v.status) + ")");
+  std::string gitVersion = "unknown";
+  try {
+    gitVersion = nlohmann::json::parse(v.body).value("gitVersion", "unknown");
+  } catch (const nlohmann::json::exception&) {
+  }
+  kube::HttpRequest ready;
+  ready.method = "GET";
+  ready.path = "/readyz";
+  kube::HttpResponse rz = kube::roundTrip(transport, ready);
+  std::cout << "server      " << config.server << "\ncontext     " << config.contextName << " (" << config.sourceFile
+            << ")\nversion     " << gitVersion << "\nprotocol    HTTP/" << v.httpVersion << "\nreadyz      "
+            << (rz.ok() ? (rz.status == 200 ? std::string("ok") : "HTTP " + std::to_string(rz.status)) : rz.detail)
+            << "\n";
+  return rz.ok() && rz.status == 200 ? 0 : static_cast<int>(ExitCode::kUnavailable);
+}
+
+}  // namespace cpscale::cli
