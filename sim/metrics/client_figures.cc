@@ -1,0 +1,104 @@
+#include "sim/metrics/client_figures.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace cpscale::metrics {
+
+namespace {
+
+Labels sorted(Labels l) {
+  std::sort(l.begin(), l.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  return l;
+}
+
+double nsToSeconds(std::uint64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+void quantileFigures(std::vector<Figure>& out, const std::string& prefix, const engine::HdrHistogram& h,
+                     const Labels& labels) {
+  const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
+  for (const auto& [suffix, q] : qs) {
+    std::string name = prefix + suffix;
+    if (h.count() == 0) out.push_back(Figure::unavailable(name, labels, "s", Source::kClient, "no samples"));
+    else out.push_back(Figure::measured(name, labels, nsToSeconds(h.quantile(q)), "s", Source::kClient));
+  }
+  if (h.count() == 0) out.push_back(Figure::unavailable(prefix + "max", labels, "s", Source::kClient, "no samples"));
+  else out.push_back(Figure::measured(prefix + "max", labels, nsToSeconds(h.max()), "s", Source::kClient));
+}
+
+}  // namespace
+
+std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats) {
+  // Merge outcome classes per (resource, verb).
+  std::map<std::pair<std::string, std::string>, engine::RequestLatency> merged;
+  for (const auto& [key, lat] : stats.latency()) {
+    auto& m = merged[{key.resource, key.verb}];
+    if (key.outcome == engine::OutcomeClass::kTransportError) continue;  // no server latency to speak of
+    m.fromScheduled.merge(lat.fromScheduled);
+    m.fromSent.merge(lat.fromSent);
+  }
+  std::vector<Figure> out;
+  for (const auto& [rv, lat] : merged) {
+    for (const auto& [from, h] : {std::pair<const char*, const engine::HdrHistogram*>{"scheduled", &lat.fromScheduled},
+                                  {"sent", &lat.fromSent}}) {
+      Labels l = sorted({{"resource", rv.first}, {"verb", rv.second}, {"measured_from", from}});
+      if (h->count() == 0) {
+        for (const char* s : {"p50", "p90", "p99", "p99.9", "max"}) {
+          out.push_back(Figure::unavailable(std::string("client_latency_") + s, l, "s", Source::kClient,
+                                            "every request of this kind failed without an HTTP response"));
+        }
+        continue;
+      }
+      quantileFigures(out, "client_latency_", *h, l);
+    }
+  }
+  return out;
+}
+
+std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine::Duration window) {
+  std::vector<Figure> out;
+  std::map<std::pair<std::string, std::string>, double> writes;
+  std::map<std::string, double> errors;
+  for (const auto& [key, lat] : stats.latency()) {
+    double n = static_cast<double>(lat.fromSent.count());
+    std::string outcome(engine::toString(key.outcome));
+    out.push_back(Figure::measured("client_requests", sorted({{"resource", key.resource}, {"verb", key.verb}, {"outcome", outcome}}),
+                                   n, "count", Source::kClient));
+    if (isWriteVerb(key.verb)) writes[{key.resource, key.verb}] += n;
+    if (key.outcome != engine::OutcomeClass::kSuccess) errors[outcome] += n;
+  }
+  double secs = seconds(window);
+  for (const auto& [rv, n] : writes) {
+    Labels l = sorted({{"resource", rv.first}, {"verb", rv.second}});
+    out.push_back(Figure::measured("client_write_requests", l, n, "count", Source::kClient));
+    if (secs > 0) out.push_back(Figure::measured("client_write_qps", l, n / secs, "1/s", Source::kClient));
+    else out.push_back(Figure::unavailable("client_write_qps", l, "1/s", Source::kClient, "the measured window is empty"));
+  }
+  for (const auto& [outcome, n] : errors) {
+    out.push_back(Figure::measured("client_errors", {{"outcome", outcome}}, n, "count", Source::kClient));
+  }
+  return out;
+}
+
+std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, const GeneratorHealthOptions& options) {
+  std::vector<Figure> out;
+  const engine::HdrHistogram& lag = stats.scheduleLag();
+  if (lag.count() == 0) {
+    for (const char* n : {"schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max"}) {
+      out.push_back(Figure::unavailable(n, {}, "s", Source::kClient, "no request was sent"));
+    }
+    out.push_back(Figure::unavailable("generator_limited", {}, "", Source::kClient, "no request was sent"));
+    return out;
+  }
+  out.push_back(Figure::measured("schedule_lag_p50", {}, nsToSeconds(lag.quantile(0.5)), "s", Source::kClient));
+  out.push_back(Figure::measured("schedule_lag_p99", {}, nsToSeconds(lag.quantile(0.99)), "s", Source::kClient));
+  out.push_back(Figure::measured("schedule_lag_max", {}, nsToSeconds(lag.max()), "s", Source::kClient));
+  engine::GeneratorLimit limit = engine::generatorLimit(stats, options.quantile, options.lagThreshold);
+  out.push_back(Figure::measured("generator_limited", {{"limit", std::string(engine::toString(limit))}},
+                                 limit == engine::GeneratorLimit::kNone ? 0 : 1, "", Source::kClient));
+  return out;
+}
+
+}  // namespace cpscale::metrics

@@ -1,0 +1,67 @@
+#include "sim/metrics/client_figures.h"
+
+#include <gtest/gtest.h>
+
+namespace cpscale::metrics {
+namespace {
+
+using std::chrono::milliseconds;
+using engine::OutcomeClass;
+
+TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
+  engine::RequestStats s;
+  // 100 lease PUTs: the server took 10 ms each; the generator sent the last 10 late by
+  // 1 s, which only the latency from the scheduled time shows.
+  for (int i = 0; i < 100; ++i) {
+    s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(i < 90 ? 10 : 1010), milliseconds(10));
+  }
+  s.recordLatency({"leases", "PUT", OutcomeClass::kTransportError}, milliseconds(5000), milliseconds(5000));
+  auto figs = clientLatencyFigures(s);
+  auto v = [&](const char* name, const char* from) {
+    const Figure* f = findFigure(figs, name, {{"measured_from", from}, {"resource", "leases"}, {"verb", "PUT"}});
+    EXPECT_TRUE(f && f->value) << name << " " << from;
+    EXPECT_EQ(f->source, Source::kClient);
+    return f && f->value ? *f->value : -1;
+  };
+  EXPECT_NEAR(v("client_latency_p50", "sent"), 0.010, 0.010 / 1000);
+  EXPECT_NEAR(v("client_latency_p99", "sent"), 0.010, 0.010 / 1000);
+  EXPECT_NEAR(v("client_latency_p50", "scheduled"), 0.010, 0.010 / 1000);
+  EXPECT_NEAR(v("client_latency_p99", "scheduled"), 1.010, 1.010 / 1000);
+  EXPECT_NEAR(v("client_latency_max", "scheduled"), 1.010, 1.010 / 1000);  // the 5 s transport error is excluded
+}
+
+TEST(ClientFigures, CountsBesideApiserverAndErrorsByOutcome) {
+  engine::RequestStats s;
+  for (int i = 0; i < 30; ++i) s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(1), milliseconds(1));
+  for (int i = 0; i < 6; ++i) s.recordLatency({"leases", "PUT", OutcomeClass::kClientError}, milliseconds(1), milliseconds(1));
+  s.recordLatency({"pods", "GET", OutcomeClass::kServerError}, milliseconds(1), milliseconds(1));
+  auto figs = clientCountFigures(s, std::chrono::seconds(12));
+  EXPECT_EQ(*findFigure(figs, "client_write_requests", {{"resource", "leases"}, {"verb", "PUT"}})->value, 36);
+  EXPECT_EQ(*findFigure(figs, "client_write_qps", {{"resource", "leases"}})->value, 3);
+  EXPECT_EQ(findFigure(figs, "client_write_requests", {{"resource", "pods"}}), nullptr);
+  EXPECT_EQ(*findFigure(figs, "client_errors", {{"outcome", "4xx"}})->value, 6);
+  EXPECT_EQ(*findFigure(figs, "client_errors", {{"outcome", "5xx"}})->value, 1);
+  EXPECT_EQ(*findFigure(figs, "client_requests", {{"outcome", "2xx"}, {"verb", "PUT"}})->value, 30);
+}
+
+TEST(ClientFigures, GeneratorHealth) {
+  engine::RequestStats idle;
+  auto none = generatorHealthFigures(idle);
+  for (const Figure& f : none) EXPECT_FALSE(f.value) << f.name;
+
+  engine::RequestStats late;
+  for (int i = 0; i < 100; ++i) late.recordSend(milliseconds(500), milliseconds(0));
+  auto figs = generatorHealthFigures(late);
+  const Figure* limited = findFigure(figs, "generator_limited");
+  ASSERT_TRUE(limited && limited->value);
+  EXPECT_EQ(*limited->value, 1);
+  EXPECT_EQ(labelValue(limited->labels, "limit"), "schedule");
+  EXPECT_NEAR(*findFigure(figs, "schedule_lag_p99")->value, 0.5, 0.5 / 1000);
+
+  engine::RequestStats onTime;
+  for (int i = 0; i < 100; ++i) onTime.recordSend(milliseconds(1), milliseconds(0));
+  EXPECT_EQ(*findFigure(generatorHealthFigures(onTime), "generator_limited")->value, 0);
+}
+
+}  // namespace
+}  // namespace cpscale::metrics
