@@ -1,0 +1,72 @@
+#include "sim/common/duration.h"
+
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+
+namespace cpscale {
+
+std::optional<engine::Duration> parseDuration(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  bool negative = false;
+  if (s.front() == '-' || s.front() == '+') {
+    negative = s.front() == '-';
+    s.remove_prefix(1);
+  }
+  if (s == "0") return engine::Duration{0};
+  long double total = 0;
+  bool any = false;
+  while (!s.empty()) {
+    std::size_t i = 0;
+    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) ++i;
+    if (i == 0) return std::nullopt;
+    std::string number(s.substr(0, i));
+    if (number.find('.') != number.rfind('.') || number == ".") return std::nullopt;
+    s.remove_prefix(i);
+    std::size_t j = 0;
+    while (j < s.size() && std::isalpha(static_cast<unsigned char>(s[j]))) ++j;
+    std::string_view unit = s.substr(0, j);
+    s.remove_prefix(j);
+    long double scale;
+    if (unit == "ns") scale = 1;
+    else if (unit == "us" || unit == "µs") scale = 1e3;
+    else if (unit == "ms") scale = 1e6;
+    else if (unit == "s") scale = 1e9;
+    else if (unit == "m") scale = 60e9;
+    else if (unit == "h") scale = 3600e9;
+    else return std::nullopt;
+    total += std::stold(number) * scale;
+    any = true;
+  }
+  if (!any || total > static_cast<long double>(INT64_MAX)) return std::nullopt;
+  auto ns = static_cast<std::int64_t>(std::llround(total));
+  return engine::Duration{negative ? -ns : ns};
+}
+
+std::string formatDuration(engine::Duration d) {
+  std::int64_t ns = d.count();
+  if (ns == 0) return "0s";
+  std::string out = ns < 0 ? "-" : "";
+  std::uint64_t v = ns < 0 ? static_cast<std::uint64_t>(-ns) : static_cast<std::uint64_t>(ns);
+  if (v % 1'000'000'000 != 0) {
+    // Sub-second: one unit, the largest that is exact.
+    if (v % 1'000'000 == 0) return out + std::to_string(v / 1'000'000) + "ms";
+    if (v % 1'000 == 0) return out + std::to_string(v / 1'000) + "us";
+    return out + std::to_string(v) + "ns";
+  }
+  std::uint64_t s = v / 1'000'000'000;
+  if (s >= 3600) out += std::to_string(s / 3600) + "h", s %= 3600;
+  if (s >= 60) out += std::to_string(s / 60) + "m", s %= 60;
+  if (s > 0) out += std::to_string(s) + "s";
+  return out;
+}
+
+engine::Duration asDuration(const YamlField& field, bool positive) {
+  std::string text = field.asString();
+  auto d = parseDuration(text);
+  if (!d) throw field.error("expected a duration such as 250ms, 10s or 5m, found '" + text + "'");
+  if (positive && d->count() <= 0) throw field.error("must be a positive duration, found '" + text + "'");
+  return *d;
+}
+
+}  // namespace cpscale

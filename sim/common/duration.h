@@ -1,0 +1,23 @@
+// Durations as people write them in YAML and on the command line, Go style:
+// "250ms", "10s", "5m", "1h30m", "1.5s". Bare numbers are not accepted: a unit is
+// always required, so "10" is never silently read as 10 ns or 10 s.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "sim/common/yaml_reader.h"
+#include "sim/engine/clock.h"
+
+namespace cpscale {
+
+// nullopt if `text` is not a duration.
+std::optional<engine::Duration> parseDuration(std::string_view text);
+// "1m30s", "250ms", "0s": the shortest exact form.
+std::string formatDuration(engine::Duration d);
+// A YAML field holding a duration; ConfigError naming file:line and field otherwise.
+// With `positive`, zero and negative durations are rejected too.
+engine::Duration asDuration(const YamlField& field, bool positive = true);
+
+}  // namespace cpscale
