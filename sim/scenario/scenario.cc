@@ -1,0 +1,200 @@
+#include "sim/scenario/scenario.h"
+
+#include <climits>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/common/duration.h"
+#include "sim/common/error.h"
+#include "sim/common/yaml_reader.h"
+
+namespace cpscale::scenario {
+namespace {
+
+std::vector<std::string> splitPath(const std::string& path) {
+  // "workloads[0].count" -> {"workloads", "[0]", "count"}
+  std::vector<std::string> out;
+  std::string cur;
+  for (char c : path) {
+    if (c == '.') {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else if (c == '[') {
+      if (!cur.empty()) out.push_back(cur);
+      cur = "[";
+    } else if (c == ']') {
+      out.push_back(cur + "]");
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+void applyOverride(YAML::Node root, const Override& o) {
+  auto segments = splitPath(o.path);
+  if (segments.empty()) throw ConfigError("--set", o.path, "empty path");
+  YAML::Node node = root;
+  std::string walked;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const std::string& seg = segments[i];
+    bool last = i + 1 == segments.size();
+    YAML::Node next;
+    if (seg.front() == '[') {
+      if (!node.IsSequence()) throw ConfigError("--set", o.path, "'" + walked + "' is not a list");
+      std::size_t idx;
+      try {
+        idx = std::stoul(seg.substr(1, seg.size() - 2));
+      } catch (...) {
+        throw ConfigError("--set", o.path, "bad list index " + seg);
+      }
+      if (idx >= node.size())
+        throw ConfigError("--set", o.path, "'" + walked + "' has " + std::to_string(node.size()) + " items, no " + seg);
+      if (last) {
+        node[idx] = YAML::Load(o.value);
+        return;
+      }
+      next = node[idx];
+    } else if (node.IsSequence()) {
+      // A named item of a list (workloads.fleet): match `name`, then `kind`.
+      std::string names;
+      for (const char* key : {"name", "kind"}) {
+        for (std::size_t k = 0; k < node.size() && !next; ++k)
+          if (node[k].IsMap() && node[k][key] && node[k][key].Scalar() == seg) next = node[k];
+      }
+      if (!next) {
+        for (std::size_t k = 0; k < node.size(); ++k)
+          if (node[k].IsMap() && node[k]["name"]) names += (names.empty() ? "" : ", ") + node[k]["name"].Scalar();
+        throw ConfigError("--set", o.path, "no item named '" + seg + "' in '" + walked + "'" +
+                                               (names.empty() ? "" : " (names: " + names + ")"));
+      }
+    } else {
+      if (!node.IsMap() && !(node.IsNull() || !node.IsDefined()))
+        throw ConfigError("--set", o.path, "'" + walked + "' is not a map");
+      if (last) {
+        YAML::Node value;
+        try {
+          value = YAML::Load(o.value);
+        } catch (const YAML::Exception& e) {
+          throw ConfigError("--set", o.path, "value is not valid YAML: " + e.msg);
+        }
+        node[seg] = value;
+        return;
+      }
+      if (!node[seg]) node[seg] = YAML::Node(YAML::NodeType::Map);
+      next = node[seg];
+    }
+    if (last) throw ConfigError("--set", o.path, "names a whole list item; set one of its fields instead");
+    walked += (walked.empty() || seg.front() == '[' ? "" : ".") + seg;
+    node.reset(next);
+  }
+}
+
+std::string readAll(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path.string(), "", "cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+Override parseOverride(const std::string& text) {
+  auto eq = text.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw ConfigError("--set", text, "expected path.to.field=value (e.g. workloads.fleet.count=500)");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+nlohmann::json yamlToJson(const YAML::Node& node) {
+  if (!node || node.IsNull()) return nullptr;
+  if (node.IsSequence()) {
+    auto arr = nlohmann::json::array();
+    for (const auto& n : node) arr.push_back(yamlToJson(n));
+    return arr;
+  }
+  if (node.IsMap()) {
+    auto obj = nlohmann::json::object();
+    for (const auto& kv : node) obj[kv.first.Scalar()] = yamlToJson(kv.second);
+    return obj;
+  }
+  const std::string& s = node.Scalar();
+  if (node.Tag() == "!") return s;  // quoted in the file: keep as a string
+  long long i;
+  double d;
+  bool b;
+  if (YAML::convert<long long>::decode(node, i)) return i;
+  if (YAML::convert<double>::decode(node, d)) return d;
+  if (YAML::convert<bool>::decode(node, b)) return b;
+  return s;
+}
+
+Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides) {
+  // Parse, apply overrides to the tree, then validate: an override is checked exactly
+  // like the file's own fields.
+  YamlField parsed = loadYamlString(readAll(path), path.string());
+  YAML::Node root = parsed.node();
+  if (!root.IsMap()) throw parsed.error("a scenario file must be a map");
+  for (const auto& o : overrides) applyOverride(root, o);
+  YamlField top(root, path.string(), "");
+
+  top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval",
+                 "driver", "drain", "workloads", "gates"});
+  if (auto f = top.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
+    throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
+  if (auto f = top.get("kind"); f && f->asString() != "Scenario")
+    throw f->error("expected kind Scenario, found '" + f->asString() + "'");
+
+  Scenario s;
+  s.source = path.string();
+  s.name = top.require("name").asString();
+  if (auto f = top.get("description")) s.description = f->asString();
+  s.duration = asDuration(top.require("duration"));
+  if (auto f = top.get("seed")) s.seed = static_cast<std::uint64_t>(f->asInt(0, INT64_MAX));
+  if (auto f = top.get("workers")) s.workers = static_cast<std::size_t>(f->asInt(1, 64));
+  if (auto f = top.get("scrapeInterval")) s.scrapeInterval = asDuration(*f);
+  if (auto f = top.get("drain")) s.drain = asDuration(*f, false);
+  if (auto f = top.get("driver")) {
+    f->expectMap({"maxInFlight", "connections", "maxInFlightPerConnection", "lagThreshold", "lagQuantile"});
+    if (auto g = f->get("maxInFlight")) s.driver.maxInFlight = static_cast<std::size_t>(g->asInt(1, 1'000'000));
+    if (auto g = f->get("connections")) s.driver.connections = static_cast<std::size_t>(g->asInt(1, 1024));
+    if (auto g = f->get("maxInFlightPerConnection"))
+      s.driver.maxInFlightPerConnection = static_cast<std::size_t>(g->asInt(1, 100'000));
+    if (auto g = f->get("lagThreshold")) s.driver.lagThreshold = asDuration(*g);
+    if (auto g = f->get("lagQuantile")) {
+      double q = g->asDouble();
+      if (q <= 0 || q >= 1) throw g->error("must be between 0 and 1 (exclusive)");
+      s.driver.lagQuantile = q;
+    }
+  }
+  auto list = top.require("workloads").items();
+  if (list.empty()) throw top.require("workloads").error("at least one workload is required");
+  std::set<std::string> names;
+  for (const auto& w : list) {
+    auto workload = workloads::makeWorkload(w);
+    if (!names.insert(workload->name()).second)
+      throw w.error("duplicate workload name '" + workload->name() + "' (give each a distinct `name`)");
+    s.workloads.push_back(std::move(workload));
+  }
+  if (auto f = top.get("gates")) {
+    for (const auto& g : f->items()) {
+      // A gate is a string, or {expr: "..."} for room to grow (names, descriptions).
+      std::string text;
+      if (g.isMap()) {
+        g.expectMap({"expr"});
+        text = g.require("expr").asString();
+      } else {
+        text = g.asString();
+      }
+      s.gates.push_back(parseGate(text, g.where(), g.path()));
+    }
+  }
+  s.effective = yamlToJson(root);
+  return s;
+}
+
+}  // namespace cpscale::scenario
