@@ -19,8 +19,11 @@
 
 namespace cpscale::workloads {
 
-// The label every object a run creates carries; its value is the run id.
+// The label every object a run creates carries; its value is the run id. CRDs a run
+// installs carry it too, which is how cleanup finds them.
 inline constexpr const char* kRunLabel = "cpscale.io/run";
+// Which scenario entry created an object (its `name`), for reading results by workload.
+inline constexpr const char* kWorkloadLabel = "cpscale.io/workload";
 
 // What a workload's actors run on: one engine worker's simulator and client.
 struct WorkloadContext {
@@ -32,10 +35,20 @@ struct WorkloadContext {
   // Actors are sharded across workers: an instance creates only the actors whose id
   // the worker owns. Null: this instance owns every actor.
   const engine::Worker* worker = nullptr;
+  // Unix time (ns) of the run's TimePoint 0: timestamps written into objects (a Lease's
+  // renewTime, condition heartbeats) are epochUnixNanos + sim.now(). Set it from the
+  // system clock for live runs; virtual runs may leave it at 0.
+  std::int64_t epochUnixNanos = 0;
   bool owns(const std::string& actorId) const { return worker == nullptr || worker->owns(actorId); }
+  // This instance's share of a population-wide rate (rates are split evenly).
+  double share(double rate) const { return worker == nullptr ? rate : rate / static_cast<double>(worker->workers()); }
+  std::size_t workerIndex() const { return worker == nullptr ? 0 : worker->index(); }
+  std::size_t workers() const { return worker == nullptr ? 1 : worker->workers(); }
 };
 
 // One worker's share of a workload's actors.
+// Owns its actors; `ctx.sim` and `ctx.api` must outlive it. Destroying it cancels the
+// calls its actors still have in flight (their handlers then only count).
 class WorkloadInstance {
  public:
   virtual ~WorkloadInstance() = default;
@@ -54,16 +67,21 @@ class Workload {
   // The scenario's `name` for this entry (defaults to the kind).
   virtual std::string name() const = 0;
   // Once, before the clock starts, synchronously: namespaces, CRDs (waiting until they
-  // are Established). Throws UnavailableError when the server refuses.
-  virtual void prepare(kube::ApiClient& api, const std::string& runId) = 0;
+  // are Established, polling on `clock`). Throws UnavailableError when the server
+  // refuses, ConfigError for a run id that cannot name objects.
+  virtual void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) = 0;
   // Creates this worker's actors and schedules their first events from ctx.sim.now().
   virtual std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) = 0;
   // Every resource this workload may create objects of (for cleanup by label).
   virtual std::vector<kube::GroupVersionResource> resources() const = 0;
 };
 
+using WorkloadPtr = std::unique_ptr<Workload>;
+
 // Builds a workload from one entry of a scenario's `workloads:` list, validating every
-// parameter. Throws ConfigError naming the file, line and field.
-std::unique_ptr<Workload> makeWorkload(const YamlField& spec);
+// parameter (templates included) without touching the server. Throws ConfigError
+// naming the file, line and field. The entry's fields are documented in
+// workloads/README.md and at the top of each workload's header.
+WorkloadPtr makeWorkload(const YamlField& spec);
 
 }  // namespace cpscale::workloads

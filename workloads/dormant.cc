@@ -1,0 +1,447 @@
+#include "workloads/dormant.h"
+
+#include <cinttypes>
+#include <cstdio>
+
+#include "workloads/call_tracker.h"
+#include "workloads/setup.h"
+
+namespace cpscale::workloads {
+
+namespace {
+
+using engine::Duration;
+using nlohmann::json;
+
+// After a failed LIST or an unexpected watch end: client-go's reflector backs off
+// before trying again instead of hammering the server.
+constexpr Duration kWatchBackoff = std::chrono::seconds(1);
+
+}  // namespace
+
+DormantParams DormantParams::read(const YamlField& e) {
+  e.expectMap({"kind", "name", "crdKinds", "objectsPerKind", "objectBytes", "namespaces", "roles", "roleBindings",
+               "clusterRoles", "clusterRoleBindings", "serviceAccounts", "configMaps", "secrets", "createQps",
+               "createBurst", "updatesPerSecond", "watchers", "crdTemplate"});
+  DormantParams p;
+  if (auto f = e.get("name")) {
+    p.name = f->asString();
+    if (!isDnsLabel(p.name, 20)) throw f->error("must be 1-20 lower-case letters, digits or '-'");
+  }
+  auto count = [&](const char* key, std::int64_t& out, std::int64_t max) {
+    if (auto f = e.get(key)) {
+      out = f->asInt();
+      if (out < 0) throw f->error("must not be negative, found " + std::to_string(out));
+      if (out > max) throw f->error("at most " + std::to_string(max));
+    }
+  };
+  count("crdKinds", p.crdKinds, 1000);
+  count("objectsPerKind", p.objectsPerKind, 10'000'000);
+  count("roles", p.roles, 10'000'000);
+  count("roleBindings", p.roleBindings, 10'000'000);
+  count("clusterRoles", p.clusterRoles, 10'000'000);
+  count("clusterRoleBindings", p.clusterRoleBindings, 10'000'000);
+  count("serviceAccounts", p.serviceAccounts, 10'000'000);
+  count("configMaps", p.configMaps, 10'000'000);
+  count("secrets", p.secrets, 10'000'000);
+  if (auto f = e.get("namespaces")) p.namespaces = f->asInt(1, 10'000);
+  if (auto f = e.get("objectBytes")) p.objectBytes = Distribution::read(*f, false, 0, 1'000'000);
+  if (auto q = e.get("createQps"); q && q->asDouble() == 0 && p.totalObjects() > 0) {
+    throw q->error("a creation rate of 0 cannot create " + std::to_string(p.totalObjects()) + " objects");
+  }
+  p.create = readRateLimit(e, "createQps", "createBurst", 50);
+  if (auto f = e.get("updatesPerSecond")) {
+    p.updatesPerSecond = f->asDouble();
+    if (!(p.updatesPerSecond >= 0 && p.updatesPerSecond <= 1e6)) throw f->error("must be in [0, 1e6]");
+  }
+  if (auto w = e.get("watchers")) {
+    w->expectMap({"perKind", "shards", "timeout", "pageSize"});
+    if (auto f = w->get("perKind")) p.watchers.perKind = f->asInt(0, 10'000);
+    if (auto f = w->get("shards")) p.watchers.shards = f->asInt(0, 1024);
+    if (auto f = w->get("timeout")) p.watchers.timeout = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(1));
+    if (auto f = w->get("pageSize")) p.watchers.pageSize = f->asInt(1, 100'000);
+    if (p.watchers.perKind > 0 && p.crdKinds == 0) throw w->error("watchers need at least one CRD kind (crdKinds)");
+  }
+  p.crdTemplate =
+      e.get("crdTemplate") ? ObjectTemplate::load(*e.get("crdTemplate")) : ObjectTemplate::load("dormant-crd.yaml");
+  return p;
+}
+
+std::int64_t DormantParams::totalObjects() const {
+  return crdKinds * objectsPerKind + roles + roleBindings + clusterRoles + clusterRoleBindings + serviceAccounts +
+         configMaps + secrets;
+}
+
+std::string shardSelector(std::int64_t shard, std::int64_t shards) {
+  const unsigned __int128 span = (static_cast<unsigned __int128>(1) << 64) / static_cast<unsigned __int128>(shards);
+  const auto lo = static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard));
+  const std::uint64_t hi = shard + 1 == shards ? ~std::uint64_t{0}
+                                               : static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard + 1));
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "shardRange(object.metadata.uid, 0x%" PRIx64 ", 0x%" PRIx64 ")", lo, hi);
+  return buf;
+}
+
+DormantWorkload::DormantWorkload(DormantParams params) : params_(std::move(params)) {
+  if (!params_.crdTemplate) params_.crdTemplate = ObjectTemplate::load("dormant-crd.yaml");
+}
+
+kube::GroupVersionResource DormantWorkload::crdResource(std::int64_t k) {
+  return {"op" + std::to_string(k) + ".dormant.cpscale.io", "v1", "widgets", true};
+}
+
+std::string DormantWorkload::namespaceName(const std::string& runId, const std::string& workload, std::int64_t k) {
+  return "cpscale-" + runId + "-" + workload + "-" + std::to_string(k);
+}
+
+void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) {
+  validateRunId(runId);
+  for (std::int64_t k = 0; k < params_.namespaces; ++k) {
+    ensureNamespace(api, namespaceName(runId, params_.name, k), runId, params_.name);
+  }
+  for (std::int64_t k = 0; k < params_.crdKinds; ++k) {
+    auto g = crdResource(k);
+    installCrd(api, clock,
+               params_.crdTemplate->fill({{"group", g.group}, {"plural", g.resource}, {"singular", "widget"},
+                                          {"kind", "Widget"}}),
+               runId, params_.name);
+  }
+}
+
+std::vector<kube::GroupVersionResource> DormantWorkload::resources() const {
+  std::vector<kube::GroupVersionResource> r;
+  for (std::int64_t k = 0; k < params_.crdKinds; ++k) r.push_back(crdResource(k));
+  r.insert(r.end(), {kube::gvr::kRoles, kube::gvr::kRoleBindings, kube::gvr::kClusterRoles,
+                     kube::gvr::kClusterRoleBindings, kube::gvr::kServiceAccounts, kube::gvr::kConfigMaps,
+                     kube::gvr::kSecrets});
+  return r;
+}
+
+namespace {
+
+// The objects of a population, enumerated without storing them: item i is
+// (segment, j) where segments are the CRD kinds, then each built-in kind.
+struct Segment {
+  enum class Type { kWidget, kRole, kRoleBinding, kClusterRole, kClusterRoleBinding, kServiceAccount, kConfigMap, kSecret };
+  Type type;
+  kube::GroupVersionResource gvr;
+  std::int64_t count;
+  std::int64_t first;  // index of its first item
+};
+
+class DormantInstance;
+
+struct Watcher {
+  std::int64_t kind;
+  std::int64_t index;
+  std::string rv;
+  std::string continueToken;
+  kube::CallId watch = 0;
+  bool gone = false;  // the stream said 410: relist when it closes
+  std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0, listed = 0;
+};
+
+class DormantInstance final : public WorkloadInstance {
+ public:
+  DormantInstance(const DormantParams& p, WorkloadContext ctx)
+      : p_(p),
+        ctx_(std::move(ctx)),
+        calls_(ctx_.api),
+        events_(ctx_.sim),
+        bucket_(ctx_.share(p.create.qps), std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now()),
+        rng_(ctx_.seed, "dormant/" + p.name + "/" + std::to_string(ctx_.workerIndex())),
+        prefix_("cpscale-" + ctx_.runId + "-" + p.name + "-") {
+    validateRunId(ctx_.runId);
+    std::int64_t first = 0;
+    auto add = [&](Segment::Type t, kube::GroupVersionResource g, std::int64_t n) {
+      if (n > 0) segments_.push_back({t, std::move(g), n, first});
+      first += n;
+    };
+    for (std::int64_t k = 0; k < p.crdKinds; ++k) add(Segment::Type::kWidget, DormantWorkload::crdResource(k), p.objectsPerKind);
+    add(Segment::Type::kServiceAccount, kube::gvr::kServiceAccounts, p.serviceAccounts);
+    add(Segment::Type::kRole, kube::gvr::kRoles, p.roles);
+    add(Segment::Type::kRoleBinding, kube::gvr::kRoleBindings, p.roleBindings);
+    add(Segment::Type::kClusterRole, kube::gvr::kClusterRoles, p.clusterRoles);
+    add(Segment::Type::kClusterRoleBinding, kube::gvr::kClusterRoleBindings, p.clusterRoleBindings);
+    add(Segment::Type::kConfigMap, kube::gvr::kConfigMaps, p.configMaps);
+    add(Segment::Type::kSecret, kube::gvr::kSecrets, p.secrets);
+    total_ = first;
+    scheduleCreate();
+    for (std::int64_t k = 0; k < p.crdKinds; ++k) {
+      for (std::int64_t w = 0; w < p.watchers.perKind; ++w) {
+        if (!ctx_.owns("watcher/" + p.name + "/" + std::to_string(k) + "/" + std::to_string(w))) continue;
+        watchers_.push_back(std::make_unique<Watcher>());
+        watchers_.back()->kind = k;
+        watchers_.back()->index = w;
+        list(*watchers_.back());
+      }
+    }
+  }
+  ~DormantInstance() override { stop(); }
+
+  void stop() override {
+    stopped_ = true;
+    events_.cancelAll();
+    calls_.cancelAll();
+    for (auto& w : watchers_) {
+      if (w->watch != 0) ctx_.api.cancel(std::exchange(w->watch, 0));
+    }
+  }
+
+  json summary() const override {
+    json s = {{"objects", total_},   {"created", c_.created},   {"createFailures", c_.createFailed},
+              {"updates", c_.updates}, {"updateFailures", c_.updateFailed}, {"watchers", watchers_.size()}};
+    std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
+    for (const auto& w : watchers_) {
+      lists += w->lists, relists += w->relists, watches += w->watches, events += w->events;
+      bookmarks += w->bookmarks, expired += w->expired, errors += w->errors;
+    }
+    s["watchLists"] = lists;
+    s["watchRelists"] = relists;
+    s["watchStreams"] = watches;
+    s["watchEvents"] = events;
+    s["watchBookmarks"] = bookmarks;
+    s["watchExpired"] = expired;
+    s["watchErrors"] = errors;
+    return s;
+  }
+
+  // ---- creation ----
+
+  std::string itemKey(std::int64_t i) const { return "dormant/" + p_.name + "/" + std::to_string(i); }
+
+  void scheduleCreate() {
+    while (next_ < total_ && !ctx_.owns(itemKey(next_))) ++next_;
+    if (next_ >= total_) {
+      startUpdates();
+      return;
+    }
+    events_.at(bucket_.reserve(ctx_.sim.now()), [this] {
+      createItem(next_++);
+      scheduleCreate();
+    });
+  }
+
+  const Segment& segmentOf(std::int64_t i) const {
+    for (const auto& s : segments_) {
+      if (i < s.first + s.count) return s;
+    }
+    return segments_.back();
+  }
+
+  std::string ns(std::int64_t j) const { return DormantWorkload::namespaceName(ctx_.runId, p_.name, j % p_.namespaces); }
+
+  // (collection, name) of item i.
+  std::pair<kube::ResourceRef, std::string> where(std::int64_t i) const {
+    const Segment& s = segmentOf(i);
+    const std::int64_t j = i - s.first;
+    kube::ResourceRef r(s.gvr);
+    if (!s.gvr.namespaced) return {r, prefix_ + std::to_string(j)};
+    static constexpr const char* kPrefix[] = {"widget-", "role-", "rolebinding-", "", "", "sa-", "cm-", "secret-"};
+    return {r.in(ns(j)), kPrefix[static_cast<int>(s.type)] + std::to_string(j)};
+  }
+
+  void createItem(std::int64_t i) {
+    const Segment& s = segmentOf(i);
+    const std::int64_t j = i - s.first;
+    auto [collection, name] = where(i);
+    json meta = {{"name", name}, {"labels", runLabels(ctx_.runId, p_.name)}};
+    if (s.gvr.namespaced) meta["namespace"] = collection.ns;
+    const std::string apiVersion = s.gvr.group.empty() ? s.gvr.version : s.gvr.group + "/" + s.gvr.version;
+    json obj = {{"apiVersion", apiVersion}, {"metadata", meta}};
+    auto payload = [&] {
+      return filler(static_cast<std::size_t>(p_.objectBytes.sample(rng_)), engine::streamSeed(ctx_.seed, itemKey(i)));
+    };
+    const std::string sa = "sa-" + std::to_string(p_.serviceAccounts > 0 ? j % p_.serviceAccounts : 0);
+    switch (s.type) {
+      case Segment::Type::kWidget:
+        obj["kind"] = "Widget";
+        obj["spec"] = {{"replicas", j % 5}, {"tier", j % 2 ? "backend" : "frontend"}, {"config", payload()}};
+        break;
+      case Segment::Type::kServiceAccount: obj["kind"] = "ServiceAccount"; break;
+      case Segment::Type::kRole:
+        obj["kind"] = "Role";
+        obj["rules"] = json::array({{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}},
+                                     {"verbs", {"get", "list", "watch"}}},
+                                    {{"apiGroups", {"apps"}}, {"resources", {"deployments"}},
+                                     {"verbs", {"get", "list", "watch", "update", "patch"}}}});
+        break;
+      case Segment::Type::kRoleBinding:
+        obj["kind"] = "RoleBinding";
+        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"},
+                          {"name", "role-" + std::to_string(p_.roles > 0 ? j % p_.roles : 0)}};
+        obj["subjects"] = json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", collection.ns}}});
+        break;
+      case Segment::Type::kClusterRole:
+        obj["kind"] = "ClusterRole";
+        obj["rules"] = json::array(
+            {{{"apiGroups", {"op" + std::to_string(p_.crdKinds > 0 ? j % p_.crdKinds : 0) + ".dormant.cpscale.io"}},
+              {"resources", {"widgets", "widgets/status"}},
+              {"verbs", {"get", "list", "watch", "create", "update", "patch", "delete"}}},
+             {{"apiGroups", {""}}, {"resources", {"events"}}, {"verbs", {"create", "patch"}}}});
+        break;
+      case Segment::Type::kClusterRoleBinding:
+        obj["kind"] = "ClusterRoleBinding";
+        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"},
+                          {"name", prefix_ + std::to_string(p_.clusterRoles > 0 ? j % p_.clusterRoles : 0)}};
+        obj["subjects"] = json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns(j)}}});
+        break;
+      case Segment::Type::kConfigMap:
+        obj["kind"] = "ConfigMap";
+        obj["data"] = {{"config.yaml", payload()}};
+        break;
+      case Segment::Type::kSecret:
+        obj["kind"] = "Secret";
+        obj["type"] = "Opaque";
+        obj["stringData"] = {{"token", payload()}};
+        break;
+    }
+    auto req = kube::ApiRequest::create(collection, obj);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, i](kube::ApiResult r) {
+      if (r.ok() || r.alreadyExists()) {
+        ++c_.created;
+        created_.push_back(static_cast<std::uint32_t>(i));
+      } else {
+        ++c_.createFailed;
+      }
+    });
+  }
+
+  // ---- background updates ----
+
+  void startUpdates() {
+    if (p_.updatesPerSecond <= 0 || updating_) return;
+    updating_ = true;
+    scheduleUpdate();
+  }
+
+  void scheduleUpdate() {
+    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.updatesPerSecond)), [this] {
+      if (!created_.empty()) {
+        const std::int64_t i = created_[rng_.below(created_.size())];
+        auto [collection, name] = where(i);
+        auto req = kube::ApiRequest::patch(
+            collection.named(name), kube::PatchType::kMerge,
+            {{"metadata", {{"annotations", {{"cpscale.io/touched", rfc3339(ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count())}}}}}});
+        req.intendedAt = ctx_.sim.now();
+        calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.updates : ++c_.updateFailed; });
+      }
+      scheduleUpdate();
+    });
+  }
+
+  // ---- watchers ----
+
+  void addShard(const Watcher& w, kube::ListOptions& o) const {
+    if (p_.watchers.shards > 0) o.extra.emplace_back("shardSelector", shardSelector(w.index % p_.watchers.shards, p_.watchers.shards));
+  }
+
+  void list(Watcher& w) {
+    if (stopped_) return;
+    kube::ListOptions o;
+    o.limit = p_.watchers.pageSize;
+    o.continueToken = w.continueToken;
+    addShard(w, o);
+    if (w.continueToken.empty()) {
+      ++w.lists;
+      w.listed = 0;
+    }
+    auto req = kube::ApiRequest::list(kube::ResourceRef(DormantWorkload::crdResource(w.kind)), o);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &w](kube::ApiResult r) {
+      if (!r.ok()) {
+        ++w.errors;
+        // An expired continue token means the snapshot is gone: start over.
+        w.continueToken.clear();
+        backoff(w, [this, &w] { list(w); });
+        return;
+      }
+      if (auto items = r.body.find("items"); items != r.body.end()) w.listed += items->size();
+      std::string cont = r.body.value("/metadata/continue"_json_pointer, std::string());
+      if (!cont.empty()) {
+        w.continueToken = std::move(cont);
+        list(w);
+        return;
+      }
+      w.continueToken.clear();
+      w.rv = r.body.value("/metadata/resourceVersion"_json_pointer, std::string());
+      watch(w);
+    });
+  }
+
+  template <class Fn>
+  void backoff(Watcher&, Fn fn) {
+    events_.at(ctx_.sim.now() + kWatchBackoff, std::move(fn));
+  }
+
+  void watch(Watcher& w) {
+    if (stopped_) return;
+    kube::ListOptions o;
+    o.resourceVersion = w.rv;
+    o.allowWatchBookmarks = true;
+    // Reflectors spread their watch timeouts over [min, 2 min) so streams do not all
+    // end together.
+    const double base = std::chrono::duration<double>(p_.watchers.timeout).count();
+    o.timeoutSeconds = static_cast<std::int64_t>(base * (1 + rng_.uniform()));
+    addShard(w, o);
+    ++w.watches;
+    w.gone = false;
+    w.watch = ctx_.api.watch(
+        kube::ResourceRef(DormantWorkload::crdResource(w.kind)), o,
+        [&w](kube::WatchEvent&& ev) {
+          if (ev.type == kube::WatchEventType::kError) {
+            if (ev.object.value("code", 0) == 410) w.gone = true;
+            return;
+          }
+          std::string rv = ev.object.value("/metadata/resourceVersion"_json_pointer, std::string());
+          if (!rv.empty()) w.rv = std::move(rv);
+          ev.type == kube::WatchEventType::kBookmark ? ++w.bookmarks : ++w.events;
+        },
+        [this, &w](const kube::ApiResult& r) {
+          w.watch = 0;
+          if (stopped_ || r.outcome == kube::TransportOutcome::kAborted) return;
+          if (w.gone || r.gone()) {
+            // The resourceVersion fell out of the watch cache's window: relist.
+            ++w.expired;
+            ++w.relists;
+            list(w);
+            return;
+          }
+          if (r.outcome == kube::TransportOutcome::kOk && r.status == 200) {
+            watch(w);  // the server's timeout: resume from the last event or bookmark
+            return;
+          }
+          ++w.errors;
+          backoff(w, [this, &w] { watch(w); });
+        });
+  }
+
+ private:
+  struct Counts {
+    std::uint64_t created = 0, createFailed = 0, updates = 0, updateFailed = 0;
+  };
+  const DormantParams& p_;
+  WorkloadContext ctx_;
+  CallTracker calls_;
+  EventTracker events_;
+  TokenBucket bucket_;
+  engine::RandomStream rng_;
+  std::string prefix_;
+  std::vector<Segment> segments_;
+  std::int64_t total_ = 0;
+  std::int64_t next_ = 0;
+  std::vector<std::uint32_t> created_;
+  bool updating_ = false;
+  bool stopped_ = false;
+  std::vector<std::unique_ptr<Watcher>> watchers_;
+  Counts c_;
+};
+
+}  // namespace
+
+std::unique_ptr<WorkloadInstance> DormantWorkload::start(WorkloadContext& ctx) {
+  return std::make_unique<DormantInstance>(params_, ctx);
+}
+
+}  // namespace cpscale::workloads

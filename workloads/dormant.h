@@ -1,0 +1,90 @@
+// The state-bound population: what a platform cluster with many operators holds at
+// rest. K CRD kinds (one API group per operator), M objects of each, RBAC objects,
+// ServiceAccounts, ConfigMaps and Secrets, created at a bounded rate and then mostly
+// idle, with an optional low background update rate. Optional watchers emulate the
+// operators' informers: W per kind, each a paginated LIST then a WATCH with bookmarks,
+// re-watching from the last resourceVersion when the server ends the stream and
+// relisting on 410 Gone; optionally sharded with KEP-5866's shardSelector.
+//
+// Scenario entry:
+//   - kind: dormant
+//     name: platform              # default "dormant"
+//     crdKinds: 20                # groups op<k>.dormant.cpscale.io, kind Widget
+//     objectsPerKind: 50
+//     objectBytes: {lognormal: {median: 2048, sigma: 0.8}, max: 65536}
+//     namespaces: 10              # cpscale-<run>-<name>-<k>
+//     roles: 0                    # per kind of object, population-wide counts
+//     roleBindings: 0
+//     clusterRoles: 0
+//     clusterRoleBindings: 0
+//     serviceAccounts: 0
+//     configMaps: 0
+//     secrets: 0
+//     createQps: 50               # client-side token bucket for creations
+//     createBurst: 50
+//     updatesPerSecond: 0         # background PATCHes once created (Poisson)
+//     watchers:
+//       perKind: 0                # informer-like clients per CRD kind
+//       shards: 0                 # 0: unsharded; N: watcher w takes hash range w mod N
+//       timeout: 5m               # watch timeoutSeconds, drawn from [t, 2t) as reflectors do
+//       pageSize: 500
+//     crdTemplate: dormant-crd.yaml
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/params.h"
+#include "workloads/templates.h"
+#include "workloads/workload.h"
+
+namespace cpscale::workloads {
+
+struct DormantParams {
+  std::string name = "dormant";
+  std::int64_t crdKinds = 20;
+  std::int64_t objectsPerKind = 50;
+  Distribution objectBytes = Distribution::lognormal(2048, 0.8).capAt(65536);
+  std::int64_t namespaces = 10;
+  std::int64_t roles = 0, roleBindings = 0, clusterRoles = 0, clusterRoleBindings = 0, serviceAccounts = 0,
+               configMaps = 0, secrets = 0;
+  RateLimit create{50, 50};
+  double updatesPerSecond = 0;
+  struct Watchers {
+    std::int64_t perKind = 0;
+    std::int64_t shards = 0;
+    engine::Duration timeout = std::chrono::minutes(5);
+    std::int64_t pageSize = 500;
+  } watchers;
+  std::optional<ObjectTemplate> crdTemplate;
+
+  static DormantParams read(const YamlField& entry);
+  std::int64_t totalObjects() const;
+};
+
+// KEP-5866's selector for shard `shard` of `shards` equal ranges of the 64-bit
+// FNV-1a hash of metadata.uid: "shardRange(object.metadata.uid, 0x.., 0x..)". The
+// last range ends at 0xffffffffffffffff.
+std::string shardSelector(std::int64_t shard, std::int64_t shards);
+
+class DormantWorkload final : public Workload {
+ public:
+  explicit DormantWorkload(DormantParams params);
+  std::string kind() const override { return "dormant"; }
+  std::string name() const override { return params_.name; }
+  void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) override;
+  std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) override;
+  std::vector<kube::GroupVersionResource> resources() const override;
+  const DormantParams& params() const { return params_; }
+
+  static kube::GroupVersionResource crdResource(std::int64_t k);
+  static std::string namespaceName(const std::string& runId, const std::string& workload, std::int64_t k);
+
+ private:
+  DormantParams params_;
+};
+
+}  // namespace cpscale::workloads

@@ -1,0 +1,619 @@
+#include "workloads/kubelet_fleet.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "sim/engine/periodic_timer.h"
+#include "workloads/call_tracker.h"
+#include "workloads/setup.h"
+
+namespace cpscale::workloads {
+
+namespace {
+
+using engine::Duration;
+using engine::TimePoint;
+using nlohmann::json;
+
+constexpr const char* kRvMarker = "@@cpscale-rv@@";
+constexpr const char* kRenewMarker = "@@cpscale-renew@@";
+// How long a kubelet waits before registering again after a failure (its own
+// registration backoff caps at 7 s).
+constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
+
+}  // namespace
+
+// ---- parameters ------------------------------------------------------------------
+
+KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
+  e.expectMap({"kind", "name", "count", "registrationQps", "registrationBurst", "leaseDurationSeconds",
+               "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "nodeImages",
+               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "failures", "churn", "nodeTemplate",
+               "leaseTemplate", "podTemplate"});
+  KubeletFleetParams p;
+  if (auto f = e.get("name")) {
+    p.name = f->asString();
+    if (!isDnsLabel(p.name, 20)) throw f->error("must be 1-20 lower-case letters, digits or '-'");
+  }
+  YamlField count = e.require("count");
+  p.count = count.asInt();
+  if (p.count < 0) throw count.error("must not be negative, found " + std::to_string(p.count));
+  if (p.count > 10'000'000) throw count.error("at most 10,000,000 nodes");
+  p.registration = readRateLimit(e, "registrationQps", "registrationBurst", 20);
+  if (auto f = e.get("leaseDurationSeconds")) p.leaseDurationSeconds = f->asInt(4, 3600);
+  if (auto f = e.get("nodeStatusUpdateFrequency")) {
+    p.statusUpdateFrequency = readDuration(*f, std::chrono::milliseconds(100), std::chrono::hours(1));
+  }
+  if (auto f = e.get("statusReportFrequency")) {
+    p.statusReportFrequency = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(24));
+    if (p.statusReportFrequency < p.statusUpdateFrequency) {
+      throw f->error("must not be shorter than nodeStatusUpdateFrequency (" +
+                     formatDuration(p.statusUpdateFrequency) + ")");
+    }
+  }
+  if (auto f = e.get("statusChangeProbability")) {
+    p.statusChangeProbability = f->asDouble();
+    if (!(p.statusChangeProbability >= 0 && p.statusChangeProbability <= 1)) throw f->error("must be in [0, 1]");
+  }
+  if (auto f = e.get("nodeImages")) p.nodeImages = f->asInt(0, 1000);
+  if (auto f = e.get("podsPerNode")) p.podsPerNode = f->asInt(0, 250);
+  if (auto f = e.get("podStatusInterval")) {
+    p.podStatusInterval = readDuration(*f, std::chrono::milliseconds(100), std::chrono::hours(24));
+  }
+  p.pods = readRateLimit(e, "podQps", "podBurst", 20);
+  if (auto f = e.get("failures")) {
+    f->expectMap({"fraction", "at", "returnAfter"});
+    YamlField frac = f->require("fraction");
+    p.failures.fraction = frac.asDouble();
+    if (!(p.failures.fraction >= 0 && p.failures.fraction <= 1)) throw frac.error("must be in [0, 1]");
+    p.failures.at = readDuration(f->require("at"));
+    if (auto r = f->get("returnAfter")) p.failures.returnAfter = readDuration(*r, std::chrono::milliseconds(1));
+  }
+  if (auto f = e.get("churn")) {
+    f->expectMap({"joinsPerMinute", "leavesPerMinute"});
+    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute}}) {
+      if (auto r = f->get(key)) {
+        *out = r->asDouble();
+        if (!(*out >= 0 && *out <= 1e6)) throw r->error("must be a rate in [0, 1e6]");
+      }
+    }
+    if (p.count == 0 && p.leavesPerMinute > 0 && p.joinsPerMinute == 0) {
+      throw f->error("nodes cannot leave a fleet of 0 that nobody joins");
+    }
+  }
+  p.nodeTemplate = e.get("nodeTemplate") ? ObjectTemplate::load(*e.get("nodeTemplate")) : ObjectTemplate::load("node.json");
+  p.leaseTemplate =
+      e.get("leaseTemplate") ? ObjectTemplate::load(*e.get("leaseTemplate")) : ObjectTemplate::load("lease.json");
+  if (p.podsPerNode > 0) {
+    p.podTemplate = e.get("podTemplate") ? ObjectTemplate::load(*e.get("podTemplate")) : ObjectTemplate::load("pod.json");
+  }
+  return p;
+}
+
+bool failsAt(std::int64_t index, double fraction) {
+  // Node i fails when floor((i+1)f) > floor(i f): exactly floor(n f) of the first n.
+  return std::floor(static_cast<double>(index + 1) * fraction) > std::floor(static_cast<double>(index) * fraction);
+}
+
+// ---- the fleet -------------------------------------------------------------------
+
+KubeletFleet::KubeletFleet(KubeletFleetParams params) : params_(std::move(params)) {
+  if (!params_.nodeTemplate) params_.nodeTemplate = ObjectTemplate::load("node.json");
+  if (!params_.leaseTemplate) params_.leaseTemplate = ObjectTemplate::load("lease.json");
+  if (params_.podsPerNode > 0 && !params_.podTemplate) params_.podTemplate = ObjectTemplate::load("pod.json");
+}
+
+std::string KubeletFleet::nodeName(const std::string& runId, const std::string& workload, std::int64_t index) {
+  return "cpscale-" + runId + "-" + workload + "-" + std::to_string(index);
+}
+
+std::string KubeletFleet::podNamespace(const std::string& runId, const std::string& workload) {
+  return "cpscale-" + runId + "-" + workload + "-pods";
+}
+
+void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::string& runId) {
+  validateRunId(runId);
+  if (params_.podsPerNode > 0) ensureNamespace(api, podNamespace(runId, params_.name), runId, params_.name, true);
+}
+
+std::vector<kube::GroupVersionResource> KubeletFleet::resources() const {
+  std::vector<kube::GroupVersionResource> r{kube::gvr::kNodes, kube::gvr::kLeases};
+  if (params_.podsPerNode > 0) r.push_back(kube::gvr::kPods);
+  return r;
+}
+
+namespace {
+
+class FleetInstance;
+
+enum class NodeState : std::uint8_t { kNew, kRegistering, kRunning, kFailed, kGone };
+
+// One synthetic kubelet. Kept small: an idle one is its two timers, the cached Lease
+// bytes and a few words; its name is rebuilt from the index when needed.
+struct Kubelet {
+  Kubelet(FleetInstance& f, std::int64_t idx, std::uint64_t seed);
+  void onLeaseTimer();
+  void onStatusTimer();
+  void onPodTimer();
+
+  FleetInstance* fleet;
+  engine::PeriodicTimer leaseTimer;
+  engine::PeriodicTimer statusTimer;
+  // The cached Lease as it will be PUT: JSON text with the resourceVersion and
+  // renewTime spliced in place, so a renewal rewrites 27 bytes instead of a document.
+  std::string lease;
+  std::uint32_t rvPos = 0;
+  std::uint32_t rvLen = 0;
+  std::uint32_t renewPos = 0;
+  std::uint32_t index;
+  TimePoint lastReport{};
+  engine::SplitMix64 rng;  // status-change draws
+  NodeState state = NodeState::kNew;
+  bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
+  bool reporting = false;  // a status PATCH is in flight
+  struct Pods {
+    Pods(Kubelet& k, Duration gap, std::uint64_t seed)
+        : timer(*k.fleet_sim(), engine::PeriodicTimer::bind<&Kubelet::onPodTimer>(&k), gap, gap / 25, seed) {}
+    engine::PeriodicTimer timer;
+    std::uint32_t next = 0;
+    std::uint32_t created = 0;
+  };
+  std::unique_ptr<Pods> pods;
+
+  engine::Simulator* fleet_sim();
+};
+
+class FleetInstance final : public WorkloadInstance {
+ public:
+  FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx)
+      : p_(p),
+        ctx_(ctx),
+        calls_(ctx.api),
+        events_(ctx.sim),
+        regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))), ctx.sim.now()),
+        podBucket_(ctx.share(p.pods.qps), std::max(1.0, std::ceil(ctx.share(p.pods.burst))), ctx.sim.now()),
+        rng_(ctx.seed, "kubelets/" + p.name + "/" + std::to_string(ctx.workerIndex())),
+        prefix_("cpscale-" + ctx.runId + "-" + p.name + "-"),
+        leases_(kube::ResourceRef(kube::gvr::kLeases).in("kube-node-lease")),
+        nodes_(kube::gvr::kNodes),
+        pods_(kube::ResourceRef(kube::gvr::kPods).in(KubeletFleet::podNamespace(ctx.runId, p.name))) {
+    validateRunId(ctx.runId);
+    for (std::int64_t i = 0; i < p.count; ++i) {
+      if (ctx.owns(nodeName(i))) kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
+    }
+    scheduleRegistration();
+    const TimePoint t0 = ctx.sim.now();
+    if (p.failures.fraction > 0) {
+      events_.at(t0 + p.failures.at, [this] { failSome(); });
+      if (p.failures.returnAfter) events_.at(t0 + p.failures.at + *p.failures.returnAfter, [this] { returnSome(); });
+    }
+    if (p.joinsPerMinute > 0) scheduleJoin();
+    if (p.leavesPerMinute > 0) scheduleLeave();
+  }
+
+  ~FleetInstance() override { stop(); }
+
+  void stop() override {
+    stopped_ = true;
+    events_.cancelAll();
+    for (auto& k : kubelets_) {
+      k->leaseTimer.stop();
+      k->statusTimer.stop();
+      if (k->pods) k->pods->timer.stop();
+    }
+    calls_.cancelAll();
+  }
+
+  json summary() const override {
+    return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
+            {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
+            {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
+            {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
+            {"statusPatches", c_.statusPatches},    {"statusFailures", c_.statusFailed},
+            {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
+            {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
+            {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
+            {"podFailures", c_.podFailed}};
+  }
+
+  engine::Simulator& sim() { return ctx_.sim; }
+  const KubeletFleetParams& params() const { return p_; }
+  std::string nodeName(std::int64_t i) const { return prefix_ + std::to_string(i); }
+  std::uint64_t seedFor(std::int64_t i) const { return engine::streamSeed(ctx_.seed, nodeName(i)); }
+  std::int64_t unixNow() const { return ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count(); }
+
+  // ---- registration ----
+
+  void scheduleRegistration() {
+    if (nextToRegister_ >= kubelets_.size() || stopped_) return;
+    events_.at(regBucket_.reserve(ctx_.sim.now()), [this] {
+      registerNode(*kubelets_[nextToRegister_++]);
+      scheduleRegistration();
+    });
+  }
+
+  void registerNode(Kubelet& k) {
+    if (k.state == NodeState::kGone) return;
+    k.state = NodeState::kRegistering;
+    const std::string name = nodeName(k.index);
+    const std::string now = rfc3339(unixNow());
+    const unsigned a = (k.index >> 16) & 0xff, b = (k.index >> 8) & 0xff, c = k.index & 0xff;
+    char ip[32], cidr[32], id[40];
+    std::snprintf(ip, sizeof ip, "10.%u.%u.%u", 64 + a % 64, b, c);
+    std::snprintf(cidr, sizeof cidr, "10.%u.%u.0/24", 128 + a % 64, (c + b * 7) & 0xff);
+    std::snprintf(id, sizeof id, "%016llx%016llx", static_cast<unsigned long long>(seedFor(k.index)),
+                  static_cast<unsigned long long>(k.rng.state()));
+    json node = p_.nodeTemplate->fill({{"name", name},
+                                       {"zone", "cpscale-zone-" + std::to_string(k.index % 3)},
+                                       {"ip", ip},
+                                       {"podCIDR", cidr},
+                                       {"machineID", std::string(id, 32)},
+                                       {"bootID", std::string(id + 4, 28) + "boot"},
+                                       {"now", now}});
+    node["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    json& images = node["status"]["images"];
+    if (!images.is_array()) images = json::array();
+    for (std::int64_t i = 0; i < p_.nodeImages; ++i) {
+      // Sized like real entries: a tag and a digest reference, ~250 bytes each.
+      std::string repo = "registry.cpscale.io/platform/service-" + std::to_string(i);
+      images.push_back({{"names",
+                         {repo + "@sha256:" + filler(64, static_cast<std::uint64_t>(i) * 2654435761u),
+                          repo + ":v1." + std::to_string(i % 17) + "." + std::to_string(i % 5)}},
+                        {"sizeBytes", 20'000'000 + i * 1'234'567}});
+    }
+    auto req = kube::ApiRequest::create(nodes_, node);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+      if (k.state != NodeState::kRegistering) return;
+      if (!r.ok() && !r.alreadyExists()) {
+        ++c_.regFailed;
+        events_.at(ctx_.sim.now() + kRegistrationRetry, [this, &k] { registerNode(k); });
+        return;
+      }
+      ++c_.registered;
+      std::string uid = r.ok() ? r.body.value("/metadata/uid"_json_pointer, std::string()) : std::string();
+      createLease(k, uid);
+      // The kubelet's status loop starts with registration, which itself reported.
+      k.state = NodeState::kRunning;
+      k.lastReport = ctx_.sim.now();
+      k.statusTimer.start(ctx_.sim.now() + p_.statusUpdateFrequency);
+      if (p_.podsPerNode > 0) createPods(k);
+    });
+  }
+
+  void createLease(Kubelet& k, const std::string& nodeUid) {
+    const std::string name = nodeName(k.index);
+    json lease = p_.leaseTemplate->fill(
+        {{"name", name}, {"leaseDurationSeconds", p_.leaseDurationSeconds}, {"renewTime", microTime(unixNow())}});
+    lease["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    if (!nodeUid.empty()) {
+      // As the kubelet does, so garbage collection removes the Lease with its Node.
+      lease["metadata"]["ownerReferences"] = json::array(
+          {{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}, {"uid", nodeUid}}});
+    }
+    auto req = kube::ApiRequest::create(leases_, lease);
+    req.intendedAt = ctx_.sim.now();
+    k.renewing = true;
+    calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+      k.renewing = false;
+      if (r.ok()) {
+        ++c_.leasesCreated;
+        cacheLease(k, std::move(r.body));
+      } else if (r.alreadyExists()) {
+        // Left by an earlier run with this id: adopt it, as a restarted kubelet does.
+        refetchLease(k, false);
+      } else {
+        ++c_.renewFailed;
+      }
+      if (k.state == NodeState::kRunning && !k.leaseTimer.armed()) k.leaseTimer.start(ctx_.sim.now() + p_.renewPeriod());
+    });
+  }
+
+  // Caches the server's copy of the Lease as the next PUT's body.
+  void cacheLease(Kubelet& k, json obj) {
+    if (!obj.is_object()) return;
+    std::string rv = obj.value("/metadata/resourceVersion"_json_pointer, std::string());
+    obj["metadata"]["resourceVersion"] = kRvMarker;
+    obj["spec"]["renewTime"] = kRenewMarker;
+    std::string s = obj.dump();
+    std::size_t rvAt = s.find(kRvMarker);
+    s.replace(rvAt, std::strlen(kRvMarker), rv);
+    std::size_t renewAt = s.find(kRenewMarker);
+    s.replace(renewAt, std::strlen(kRenewMarker), std::string(kMicroTimeLength, '0'));
+    k.lease = std::move(s);
+    k.lease.shrink_to_fit();
+    k.rvPos = static_cast<std::uint32_t>(rvAt);
+    k.rvLen = static_cast<std::uint32_t>(rv.size());
+    k.renewPos = static_cast<std::uint32_t>(renewAt);
+  }
+
+  static void setResourceVersion(Kubelet& k, std::string_view rv) {
+    if (rv.size() == k.rvLen) {
+      k.lease.replace(k.rvPos, k.rvLen, rv);
+      return;
+    }
+    k.lease.replace(k.rvPos, k.rvLen, rv);
+    if (k.renewPos > k.rvPos) k.renewPos = static_cast<std::uint32_t>(k.renewPos + rv.size() - k.rvLen);
+    k.rvLen = static_cast<std::uint32_t>(rv.size());
+  }
+
+  // ---- the heartbeat paths ----
+
+  void renew(Kubelet& k) {
+    if (k.lease.empty()) return;  // creation still in flight or failed: next period
+    if (k.renewing) {
+      // The previous renewal has not come back within a period; a kubelet's loop would
+      // still be blocked in it, so this tick is not a request.
+      ++c_.renewSkipped;
+      return;
+    }
+    putLease(k, /*afterConflict=*/false);
+  }
+
+  void putLease(Kubelet& k, bool afterConflict) {
+    formatMicroTime(unixNow(), k.lease.data() + k.renewPos);
+    kube::ApiRequest req;
+    req.verb = kube::Verb::kUpdate;
+    req.ref = leases_.named(nodeName(k.index));
+    req.body = k.lease;
+    req.intendedAt = ctx_.sim.now();
+    k.renewing = true;
+    calls_.call(std::move(req), [this, &k, afterConflict](kube::ApiResult r) {
+      k.renewing = false;
+      if (r.ok()) {
+        ++c_.renewals;
+        if (auto rv = r.body.find("metadata"); rv != r.body.end()) {
+          if (auto v = rv->find("resourceVersion"); v != rv->end() && v->is_string()) {
+            setResourceVersion(k, v->get_ref<const std::string&>());
+          }
+        }
+        return;
+      }
+      if (r.conflict() && !afterConflict) {
+        // The only time the kubelet reads its Lease: fetch the latest and retry once.
+        ++c_.conflicts;
+        refetchLease(k, true);
+        return;
+      }
+      if (r.notFound() && k.state == NodeState::kRunning) {
+        // Someone deleted it; the kubelet creates a new one.
+        ++c_.renewFailed;
+        k.lease.clear();
+        createLease(k, "");
+        return;
+      }
+      ++c_.renewFailed;
+    });
+  }
+
+  void refetchLease(Kubelet& k, bool thenPut) {
+    auto req = kube::ApiRequest::get(leases_.named(nodeName(k.index)));
+    req.intendedAt = ctx_.sim.now();
+    k.renewing = true;
+    calls_.call(std::move(req), [this, &k, thenPut](kube::ApiResult r) {
+      k.renewing = false;
+      if (!r.ok()) {
+        ++c_.renewFailed;
+        return;
+      }
+      cacheLease(k, std::move(r.body));
+      if (thenPut && k.state == NodeState::kRunning) putLease(k, /*afterConflict=*/true);
+    });
+  }
+
+  void computeStatus(Kubelet& k) {
+    const bool changed = p_.statusChangeProbability > 0 &&
+                         engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability;
+    // The kubelet compares against the last report time with its own tick: a tick that
+    // lands on the frequency boundary reports.
+    const bool due = ctx_.sim.now() - k.lastReport >= p_.statusReportFrequency;
+    if (!changed && !due) return;
+    if (k.reporting) return;
+    patchStatus(k);
+  }
+
+  void patchStatus(Kubelet& k) {
+    const std::string t = rfc3339(unixNow());
+    std::string body;
+    body.reserve(520);
+    body += R"({"status":{"$setElementOrder/conditions":[{"type":"MemoryPressure"},{"type":"DiskPressure"},)"
+            R"({"type":"PIDPressure"},{"type":"Ready"}],"conditions":[)";
+    const char* types[] = {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"};
+    for (int i = 0; i < 4; ++i) {
+      body += i ? "," : "";
+      body += R"({"lastHeartbeatTime":")" + t + R"(","type":")" + types[i] + "\"}";
+    }
+    body += "]}}";
+    kube::ApiRequest req;
+    req.verb = kube::Verb::kPatch;
+    req.patchType = kube::PatchType::kStrategicMerge;
+    req.ref = kube::ResourceRef(nodes_).named(nodeName(k.index)).sub("status");
+    req.body = std::move(body);
+    req.intendedAt = ctx_.sim.now();
+    k.reporting = true;
+    k.lastReport = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+      k.reporting = false;
+      r.ok() ? ++c_.statusPatches : ++c_.statusFailed;
+    });
+  }
+
+  // ---- pods ----
+
+  void createPods(Kubelet& k) {
+    if (!k.pods) {
+      Duration gap = p_.podStatusInterval / p_.podsPerNode;
+      k.pods = std::make_unique<Kubelet::Pods>(k, gap, seedFor(k.index) ^ 0x9e37);
+    }
+    for (std::int64_t i = 0; i < p_.podsPerNode; ++i) {
+      events_.at(podBucket_.reserve(ctx_.sim.now()), [this, &k, i] {
+        if (k.state != NodeState::kRunning && k.state != NodeState::kFailed) return;
+        const std::string node = nodeName(k.index);
+        json pod = p_.podTemplate->fill(
+            {{"name", node + "-p" + std::to_string(i)}, {"namespace", pods_.ns}, {"node", node}});
+        pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+        auto req = kube::ApiRequest::create(pods_, pod);
+        req.intendedAt = ctx_.sim.now();
+        calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+          if (!r.ok() && !r.alreadyExists()) {
+            ++c_.podFailed;
+            return;
+          }
+          ++c_.podsCreated;
+          if (++k.pods->created == 1 && k.state == NodeState::kRunning) k.pods->timer.start(ctx_.sim.now());
+        });
+      });
+    }
+  }
+
+  void podStatus(Kubelet& k) {
+    Kubelet::Pods& pods = *k.pods;
+    if (pods.created == 0) return;
+    const std::uint32_t i = pods.next++ % pods.created;
+    const std::string t = rfc3339(unixNow());
+    // What the kubelet's status manager sends: a strategic merge of the pod's status.
+    std::string body = R"({"status":{"phase":"Running","startTime":")" + t +
+                       R"(","conditions":[{"type":"Ready","status":"True","lastProbeTime":")" + t +
+                       R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" +
+                       std::to_string(k.index & 0xff) + "." + std::to_string(i) + "\"}}";
+    kube::ApiRequest req;
+    req.verb = kube::Verb::kPatch;
+    req.patchType = kube::PatchType::kStrategicMerge;
+    req.ref = pods_.named(nodeName(k.index) + "-p" + std::to_string(i)).sub("status");
+    req.body = std::move(body);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.podUpdates : ++c_.podFailed; });
+  }
+
+  // ---- failures and churn ----
+
+  void failSome() {
+    for (auto& k : kubelets_) {
+      if (k->index >= static_cast<std::uint64_t>(p_.count) || !failsAt(k->index, p_.failures.fraction)) continue;
+      if (k->state == NodeState::kGone) continue;
+      k->state = NodeState::kFailed;
+      k->leaseTimer.stop();
+      k->statusTimer.stop();
+      if (k->pods) k->pods->timer.stop();
+      ++c_.failed;
+    }
+  }
+
+  void returnSome() {
+    for (auto& k : kubelets_) {
+      if (k->state != NodeState::kFailed) continue;
+      // A restarted kubelet renews and reports at once, then settles into its periods.
+      k->state = NodeState::kRunning;
+      k->leaseTimer.start(ctx_.sim.now());
+      k->lastReport = TimePoint{} - p_.statusReportFrequency;
+      k->statusTimer.start(ctx_.sim.now());
+      if (k->pods && k->pods->created > 0) k->pods->timer.start(ctx_.sim.now());
+      ++c_.returned;
+    }
+  }
+
+  void scheduleJoin() {
+    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.joinsPerMinute / 60.0)), [this] {
+      // Joined nodes take indices past `count`, interleaved by worker so they never clash.
+      const std::int64_t idx = p_.count + static_cast<std::int64_t>(joined_++ * ctx_.workers() + ctx_.workerIndex());
+      kubelets_.push_back(std::make_unique<Kubelet>(*this, idx, seedFor(idx)));
+      Kubelet& k = *kubelets_.back();
+      ++c_.joined;
+      events_.at(regBucket_.reserve(ctx_.sim.now()), [this, &k] { registerNode(k); });
+      scheduleJoin();
+    });
+  }
+
+  void scheduleLeave() {
+    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.leavesPerMinute / 60.0)), [this] {
+      if (Kubelet* k = pickLive()) leave(*k);
+      scheduleLeave();
+    });
+  }
+
+  Kubelet* pickLive() {
+    if (kubelets_.empty()) return nullptr;
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      Kubelet& k = *kubelets_[rng_.below(kubelets_.size())];
+      if (k.state == NodeState::kRunning) return &k;
+    }
+    for (auto& k : kubelets_) {
+      if (k->state == NodeState::kRunning) return k.get();
+    }
+    return nullptr;
+  }
+
+  void leave(Kubelet& k) {
+    k.state = NodeState::kGone;
+    k.leaseTimer.stop();
+    k.statusTimer.stop();
+    const std::string name = nodeName(k.index);
+    // A node scaled down: its Node is deleted (and with it, by owner, its Lease; the
+    // plane may lack a garbage collector, so the Lease is deleted explicitly too).
+    for (auto ref : {kube::ResourceRef(nodes_).named(name), leases_.named(name)}) {
+      auto req = kube::ApiRequest::remove(ref);
+      req.intendedAt = ctx_.sim.now();
+      calls_.call(std::move(req), [](kube::ApiResult) {});
+    }
+    if (k.pods) {
+      k.pods->timer.stop();
+      kube::DeleteOptions force;
+      force.gracePeriodSeconds = 0;  // no kubelet is left to confirm termination
+      for (std::uint32_t i = 0; i < k.pods->created; ++i) {
+        auto req = kube::ApiRequest::remove(pods_.named(name + "-p" + std::to_string(i)), force);
+        req.intendedAt = ctx_.sim.now();
+        calls_.call(std::move(req), [](kube::ApiResult) {});
+      }
+    }
+    k.lease.clear();
+    k.lease.shrink_to_fit();
+    ++c_.left;
+  }
+
+ private:
+  struct Counts {
+    std::uint64_t registered = 0, regFailed = 0, leasesCreated = 0, renewals = 0, renewFailed = 0, conflicts = 0,
+                  renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0,
+                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0;
+  };
+
+  const KubeletFleetParams& p_;
+  WorkloadContext ctx_;  // a copy: the caller's may be a temporary
+  CallTracker calls_;
+  EventTracker events_;
+  TokenBucket regBucket_;
+  TokenBucket podBucket_;
+  engine::RandomStream rng_;
+  std::string prefix_;
+  kube::ResourceRef leases_;
+  kube::ResourceRef nodes_;
+  kube::ResourceRef pods_;
+  std::vector<std::unique_ptr<Kubelet>> kubelets_;
+  std::size_t nextToRegister_ = 0;
+  std::uint64_t joined_ = 0;
+  bool stopped_ = false;
+  Counts c_;
+};
+
+Kubelet::Kubelet(FleetInstance& f, std::int64_t idx, std::uint64_t seed)
+    : fleet(&f),
+      leaseTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onLeaseTimer>(this), f.params().renewPeriod(),
+                 f.params().renewJitter(), seed),
+      // The kubelet's status loop is wait.Until: a fixed period, no jitter.
+      statusTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onStatusTimer>(this),
+                  f.params().statusUpdateFrequency),
+      index(static_cast<std::uint32_t>(idx)),
+      rng(seed ^ 0x5bd1e995) {}
+
+engine::Simulator* Kubelet::fleet_sim() { return &fleet->sim(); }
+void Kubelet::onLeaseTimer() { fleet->renew(*this); }
+void Kubelet::onStatusTimer() { fleet->computeStatus(*this); }
+void Kubelet::onPodTimer() { fleet->podStatus(*this); }
+
+}  // namespace
+
+std::unique_ptr<WorkloadInstance> KubeletFleet::start(WorkloadContext& ctx) {
+  return std::make_unique<FleetInstance>(params_, ctx);
+}
+
+}  // namespace cpscale::workloads

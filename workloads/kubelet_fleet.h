@@ -1,0 +1,97 @@
+// The node-bound population: N synthetic kubelets, each with a realistic Node object
+// and a Lease in kube-node-lease, behaving as the kubelet does on the wire:
+//  - Lease renewal every leaseDurationSeconds/4 + U[0, 4%) (wait.JitterUntil with 0.04)
+//    by a PUT of the cached Lease with only renewTime changed, no GET first; after a 409
+//    Conflict exactly one GET and a retried PUT (nodelease controller);
+//  - node status computed every nodeStatusUpdateFrequency (10 s) and PATCHed to
+//    nodes/<n>/status only when it changed or nodeStatusReportFrequency (5 m) passed.
+// Registration is the only throttled path (registrationQps/Burst); heartbeats are not,
+// as a real kubelet's are not throttled by anybody else's traffic.
+//
+// Scenario entry (every field but `kind` and `count` is optional):
+//   - kind: kubelets
+//     name: fleet                     # object names cpscale-<run>-fleet-<i>; default "kubelets"
+//     count: 200                      # nodes at start, >= 0
+//     registrationQps: 20             # node registrations per second (ramp), > 0
+//     registrationBurst: 20
+//     leaseDurationSeconds: 40        # renewal period = duration / 4
+//     nodeStatusUpdateFrequency: 10s  # how often status is computed
+//     statusReportFrequency: 5m       # PATCH at least this often when nothing changed
+//     statusChangeProbability: 0      # chance a computed status differs, per computation
+//     nodeImages: 40                  # status.images entries (~250 B each): node size
+//     podsPerNode: 0                  # pods bound to each node, with a status stream
+//     podStatusInterval: 60s          # per pod, between status updates
+//     podQps: 20                      # pod creations per second (with podBurst)
+//     failures: {fraction: 0.1, at: 2m, returnAfter: 1m}   # stop renewing, then return
+//     churn: {joinsPerMinute: 6, leavesPerMinute: 6}       # Poisson node joins/leaves
+//     nodeTemplate: node.json         # templates, relative to workloads/templates
+//     leaseTemplate: lease.json
+//     podTemplate: pod.json
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workloads/params.h"
+#include "workloads/templates.h"
+#include "workloads/workload.h"
+
+namespace cpscale::workloads {
+
+struct KubeletFleetParams {
+  std::string name = "kubelets";
+  std::int64_t count = 0;
+  RateLimit registration{20, 20};
+  std::int64_t leaseDurationSeconds = 40;
+  engine::Duration statusUpdateFrequency = std::chrono::seconds(10);
+  engine::Duration statusReportFrequency = std::chrono::minutes(5);
+  double statusChangeProbability = 0;
+  std::int64_t nodeImages = 40;
+  std::int64_t podsPerNode = 0;
+  engine::Duration podStatusInterval = std::chrono::seconds(60);
+  RateLimit pods{20, 20};
+  struct Failures {
+    double fraction = 0;
+    engine::Duration at{0};
+    std::optional<engine::Duration> returnAfter;
+  } failures;
+  double joinsPerMinute = 0;
+  double leavesPerMinute = 0;
+  std::optional<ObjectTemplate> nodeTemplate;
+  std::optional<ObjectTemplate> leaseTemplate;
+  std::optional<ObjectTemplate> podTemplate;
+
+  // The renewal period and its jitter bound, as the kubelet derives them.
+  engine::Duration renewPeriod() const { return std::chrono::seconds(leaseDurationSeconds) / 4; }
+  engine::Duration renewJitter() const { return renewPeriod() * 4 / 100; }
+
+  // Throws ConfigError naming file, line and field.
+  static KubeletFleetParams read(const YamlField& entry);
+};
+
+// Whether node `index` of a fleet of `count` is one of the `fraction` that fail: the
+// same floor(count * fraction) nodes, spread evenly, whichever worker owns them.
+bool failsAt(std::int64_t index, double fraction);
+
+class KubeletFleet final : public Workload {
+ public:
+  explicit KubeletFleet(KubeletFleetParams params);
+  std::string kind() const override { return "kubelets"; }
+  std::string name() const override { return params_.name; }
+  void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) override;
+  std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) override;
+  std::vector<kube::GroupVersionResource> resources() const override;
+  const KubeletFleetParams& params() const { return params_; }
+
+  // Names, so tests and the CLI can find objects: "cpscale-<run>-<name>-<i>".
+  static std::string nodeName(const std::string& runId, const std::string& workload, std::int64_t index);
+  static std::string podNamespace(const std::string& runId, const std::string& workload);
+
+ private:
+  KubeletFleetParams params_;
+};
+
+}  // namespace cpscale::workloads
