@@ -108,11 +108,56 @@ void EventQueue::refill() {
     c->next = freeChunks_;
     freeChunks_ = c;
   }
-  std::sort(run_.begin(), run_.end(), [](const QueuedEvent& a, const QueuedEvent& b) { return later(b, a); });
+  sortRun();
+}
+
+// Every entry of the run lies in bucket current_ (or, after a jump over an empty
+// calendar, in the one bucket admitted), so its time is bucketStart + an offset of
+// widthLog2_ bits. Small runs take a comparison sort; large ones a stable LSD radix
+// sort on the offset, 8 bits a pass (passes where every entry has the same digit are
+// skipped), after which only equal times can be out of order: each such group is put
+// in sequence order. The result is the same (time, seq) order std::sort would give.
+void EventQueue::sortRun() {
+  const std::size_t n = run_.size();
+  if (n < 256) {
+    std::sort(run_.begin(), run_.end(), [](const QueuedEvent& a, const QueuedEvent& b) { return later(b, a); });
+    return;
+  }
+  const std::int64_t base = current_ << widthLog2_;
+  // Offsets within the bucket; a bucket reached by a jump still holds one bucket only.
+  std::uint64_t span = 0;
+  for (const QueuedEvent& e : run_) span |= static_cast<std::uint64_t>(e.time - base);
+  scratch_.resize(n);
+  QueuedEvent* src = run_.data();
+  QueuedEvent* dst = scratch_.data();
+  for (int shift = 0; (span >> shift) != 0; shift += 8) {
+    std::uint32_t count[256] = {};
+    for (std::size_t i = 0; i < n; ++i) ++count[(static_cast<std::uint64_t>(src[i].time - base) >> shift) & 0xff];
+    if (count[(static_cast<std::uint64_t>(src[0].time - base) >> shift) & 0xff] == n) continue;
+    std::uint32_t sum = 0;
+    for (std::uint32_t& c : count) sum += std::exchange(c, sum);
+    for (std::size_t i = 0; i < n; ++i) {
+      dst[count[(static_cast<std::uint64_t>(src[i].time - base) >> shift) & 0xff]++] = src[i];
+    }
+    std::swap(src, dst);
+  }
+  if (src != run_.data()) std::copy(src, src + n, run_.data());
+  // Equal times: order by sequence (insertion sort; such groups are short).
+  QueuedEvent* r = run_.data();
+  for (std::size_t i = 1; i < n; ++i) {
+    if (r[i].time != r[i - 1].time || r[i].seq > r[i - 1].seq) continue;
+    const QueuedEvent e = r[i];
+    std::size_t j = i;
+    while (j > 0 && r[j - 1].time == e.time && r[j - 1].seq > e.seq) {
+      r[j] = r[j - 1];
+      --j;
+    }
+    r[j] = e;
+  }
 }
 
 std::size_t EventQueue::memoryBytes() const {
-  return (run_.capacity() + late_.capacity() + far_.capacity()) * sizeof(QueuedEvent) +
+  return (run_.capacity() + scratch_.capacity() + late_.capacity() + far_.capacity()) * sizeof(QueuedEvent) +
          buckets_.capacity() * sizeof(Chunk*) + chunks_ * sizeof(Chunk);
 }
 

@@ -11,9 +11,10 @@
 //                                allocate if its captures exceed 16 bytes
 //   cancel                       O(1): flags the event, the stale entry is dropped lazily
 //   PeriodicTimer fire + re-arm  O(1) amortized, no allocation
-//   run loop, per event          O(log c), c = events in the current 16.8 ms bucket
-//   memory                       24 B per queued entry; 40 B per one-shot slot and
-//                                16 B per timer slot (slots are reused)
+//   run loop, per event          O(1) amortized (each 16.8 ms bucket is radix-sorted
+//                                once when reached)
+//   memory                       32 B per queued entry; 40 B per one-shot slot and
+//                                8 B per timer slot (slots are reused)
 //   measured (bench_engine, 1 core): see test/bench/README.md
 #pragma once
 
