@@ -125,7 +125,10 @@ void SimulatorBase::dispatch(const QueuedEvent& e) {
       __builtin_prefetch(&oneShots_[e->ref]);
     }
   }
-  if (const QueuedEvent* e = queue_.peekAhead(kPrefetchActor); e != nullptr && (e->ref & kTimerRef)) {
+  // Reading the timer needs it alive: a live generation says it has not been stopped
+  // (a destroyed timer stops itself), so its memory is still the timer.
+  if (const QueuedEvent* e = queue_.peekAhead(kPrefetchActor);
+      e != nullptr && (e->ref & kTimerRef) && timers_[e->ref & ~kTimerRef].gen == e->gen) {
     __builtin_prefetch(static_cast<const PeriodicTimer*>(e->target)->action_.target, 1);
   }
 }
