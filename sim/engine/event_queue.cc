@@ -60,12 +60,12 @@ void EventQueue::push(const QueuedEvent& e) {
   ++size_;
 }
 
-const QueuedEvent& EventQueue::top() {
+const QueuedEvent& EventQueue::topSlow() {
   if (!runHasNext() && late_.empty()) refill();
   return nextFromRun() ? run_[runPos_] : late_.front();
 }
 
-void EventQueue::pop() {
+void EventQueue::popSlow() {
   if (!runHasNext() && late_.empty()) refill();
   if (nextFromRun()) {
     ++runPos_;
@@ -113,46 +113,49 @@ void EventQueue::refill() {
 
 // Every entry of the run lies in bucket current_ (or, after a jump over an empty
 // calendar, in the one bucket admitted), so its time is bucketStart + an offset of
-// widthLog2_ bits. Small runs take a comparison sort; large ones a stable LSD radix
+// widthLog2_ bits. Runs under 64 entries take a comparison sort; large ones a stable LSD radix
 // sort on the offset, 8 bits a pass (passes where every entry has the same digit are
 // skipped), after which only equal times can be out of order: each such group is put
 // in sequence order. The result is the same (time, seq) order std::sort would give.
 void EventQueue::sortRun() {
   const std::size_t n = run_.size();
-  if (n < 256) {
+  if (n < 64) {
     std::sort(run_.begin(), run_.end(), [](const QueuedEvent& a, const QueuedEvent& b) { return later(b, a); });
     return;
   }
   const std::int64_t base = current_ << widthLog2_;
-  // Offsets within the bucket; a bucket reached by a jump still holds one bucket only.
-  std::uint64_t span = 0;
-  for (const QueuedEvent& e : run_) span |= static_cast<std::uint64_t>(e.time - base);
+  // One read pass builds every digit's histogram (a bucket's offsets have widthLog2_
+  // <= 40 bits: at most 5 digits).
+  constexpr int kMaxDigits = 5;
+  const int digits = (widthLog2_ + 7) / 8;
+  std::uint32_t count[kMaxDigits][256] = {};
+  for (const QueuedEvent& e : run_) {
+    const auto offset = static_cast<std::uint64_t>(e.time - base);
+    for (int d = 0; d < digits; ++d) ++count[d][(offset >> (8 * d)) & 0xff];
+  }
   scratch_.resize(n);
   QueuedEvent* src = run_.data();
   QueuedEvent* dst = scratch_.data();
-  for (int shift = 0; (span >> shift) != 0; shift += 8) {
-    std::uint32_t count[256] = {};
-    for (std::size_t i = 0; i < n; ++i) ++count[(static_cast<std::uint64_t>(src[i].time - base) >> shift) & 0xff];
-    if (count[(static_cast<std::uint64_t>(src[0].time - base) >> shift) & 0xff] == n) continue;
+  for (int d = 0; d < digits; ++d) {
+    std::uint32_t* c = count[d];
+    if (c[(static_cast<std::uint64_t>(src[0].time - base) >> (8 * d)) & 0xff] == n) continue;
     std::uint32_t sum = 0;
-    for (std::uint32_t& c : count) sum += std::exchange(c, sum);
+    for (int i = 0; i < 256; ++i) sum += std::exchange(c[i], sum);
     for (std::size_t i = 0; i < n; ++i) {
-      dst[count[(static_cast<std::uint64_t>(src[i].time - base) >> shift) & 0xff]++] = src[i];
+      dst[c[(static_cast<std::uint64_t>(src[i].time - base) >> (8 * d)) & 0xff]++] = src[i];
     }
     std::swap(src, dst);
   }
   if (src != run_.data()) std::copy(src, src + n, run_.data());
-  // Equal times: order by sequence (insertion sort; such groups are short).
+  // Equal times keep their bucket order, which is not always sequence order (chunks
+  // are stacked newest first, overflow events join late): sort each such group by seq.
   QueuedEvent* r = run_.data();
   for (std::size_t i = 1; i < n; ++i) {
-    if (r[i].time != r[i - 1].time || r[i].seq > r[i - 1].seq) continue;
-    const QueuedEvent e = r[i];
-    std::size_t j = i;
-    while (j > 0 && r[j - 1].time == e.time && r[j - 1].seq > e.seq) {
-      r[j] = r[j - 1];
-      --j;
-    }
-    r[j] = e;
+    if (r[i].time != r[i - 1].time) continue;
+    std::size_t j = i + 1;
+    while (j < n && r[j].time == r[i].time) ++j;
+    std::sort(r + i - 1, r + j, [](const QueuedEvent& a, const QueuedEvent& b) { return a.seq < b.seq; });
+    i = j;
   }
 }
 

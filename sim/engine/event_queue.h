@@ -12,7 +12,7 @@
 //   push       O(1) into a later bucket; O(log h) into the current one (h late
 //              arrivals, usually few); O(log f) past the horizon
 //   top/pop    O(1) from the sorted run (or O(log h)); when a bucket is reached,
-//              O(k) to sort it (k log k below 256 entries) plus a scan over empty
+//              O(k) to sort it (k log k below 64 entries) plus a scan over empty
 //              buckets in between (time only moves forward)
 //   memory     32 B per entry + at most one partly filled 2 KiB chunk per bucket
 // Ordering does not depend on the bucket geometry; only speed does.
@@ -55,8 +55,19 @@ class EventQueue {
   bool empty() const { return size_ == 0; }
   std::size_t size() const { return size_; }
   // Earliest event; precondition !empty(). Non-const: may pull in the next bucket.
-  const QueuedEvent& top();
-  void pop();
+  // The common case (next event in the sorted run, no late arrivals) is inline.
+  const QueuedEvent& top() {
+    if (late_.empty() && runHasNext()) return run_[runPos_];
+    return topSlow();
+  }
+  void pop() {
+    if (late_.empty() && runHasNext()) {
+      ++runPos_;
+      --size_;
+      return;
+    }
+    popSlow();
+  }
   // An event due soon after top(), `ahead` places on in the current bucket's sorted
   // run, or nullptr. A hint for prefetching only: late arrivals may run before it.
   const QueuedEvent* peekAhead(std::size_t ahead) const {
@@ -80,6 +91,8 @@ class EventQueue {
   bool runHasNext() const { return runPos_ < run_.size(); }
   // True when the next event is in the sorted run rather than the late heap.
   bool nextFromRun() const { return runHasNext() && (late_.empty() || later(late_.front(), run_[runPos_])); }
+  const QueuedEvent& topSlow();
+  void popSlow();
   void appendToBucket(std::int64_t bucket, const QueuedEvent& e);
   void refill();
   void sortRun();

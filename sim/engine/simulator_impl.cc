@@ -87,7 +87,11 @@ bool SimulatorBase::dropStale() {
 void SimulatorBase::dispatch(const QueuedEvent& e) {
   now_ = e.time;
   const std::int64_t actual = clock_.now().time_since_epoch().count();
-  stats_.lag.addValue(actual > e.time ? static_cast<std::uint64_t>(actual - e.time) : 0);
+  if (actual > e.time) {
+    stats_.lag.addValue(static_cast<std::uint64_t>(actual - e.time));
+  } else {
+    ++onTime_;
+  }
   ++stats_.eventsRun;
   if (e.ref & kTimerRef) {
     PeriodicTimer& timer = *static_cast<PeriodicTimer*>(e.target);
@@ -152,6 +156,7 @@ void SimulatorBase::loop(bool bounded, TimePoint until) {
     prefetchUpcoming();
     dispatch(e);
   }
+  flushLag();
   // Cleared on the way out, not on entry, so a stop() that races ahead of run() holds.
   if (stopRequested_.exchange(false, std::memory_order_relaxed)) return;
   if (bounded) now_ = std::max(now_, end);

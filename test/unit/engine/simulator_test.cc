@@ -51,6 +51,21 @@ TEST_P(SimulatorTest, EqualTimesRunInSchedulingOrder) {
   EXPECT_EQ(order.back(), 100);
 }
 
+// Enough equal times that a bucket takes the radix sort, arriving in chunks stacked
+// newest first and partly through the overflow heap: still scheduling order.
+TEST_P(SimulatorTest, ManyEqualTimesRunInSchedulingOrderAcrossChunksAndOverflow) {
+  std::vector<int> order;
+  for (int i = 0; i < 300; ++i) sim.scheduleAt(at(100s), [&order, i] { order.push_back(i); });
+  sim.scheduleAt(at(32s), [&] {
+    for (int i = 300; i < 600; ++i) sim.scheduleAt(at(100s), [&order, i] { order.push_back(i); });
+  });
+  for (int i = 0; i < 1000; ++i) sim.scheduleAt(at(5ms), [&order, i] { order.push_back(1000 + i); });
+  sim.run();
+  ASSERT_EQ(order.size(), 1600u);
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(order[i], 1000 + i);
+  for (int i = 0; i < 600; ++i) ASSERT_EQ(order[1000 + i], i);
+}
+
 TEST_P(SimulatorTest, PastTimesRunAtNow) {
   TimePoint ran{};
   sim.scheduleAt(at(10ms), [&] { sim.scheduleAt(at(1ms), [&] { ran = sim.now(); }); });
@@ -200,7 +215,8 @@ TEST_P(SimulatorTest, TimersAndOneShotsInterleaveInOrder) {
 }
 
 // A trace of (actor, time) for many jittered timers and random one-shots.
-std::vector<std::pair<int, std::int64_t>> trace(std::uint64_t seed, EventQueueOptions q) {
+std::vector<std::pair<int, std::int64_t>> trace(std::uint64_t seed, EventQueueOptions q, int actorCount = 200,
+                                                 Duration length = 30s) {
   VirtualSimulator sim(q);
   std::vector<std::pair<int, std::int64_t>> out;
   struct Actor {
@@ -223,11 +239,11 @@ std::vector<std::pair<int, std::int64_t>> trace(std::uint64_t seed, EventQueueOp
     PeriodicTimer timer;
   };
   std::vector<std::unique_ptr<Actor>> actors;
-  for (int i = 0; i < 200; ++i) {
+  for (int i = 0; i < actorCount; ++i) {
     actors.push_back(std::make_unique<Actor>(sim, i, seed, out));
     actors.back()->timer.start(TimePoint{actors.back()->rng.uniformDuration(0s, 1s)});
   }
-  sim.runUntil(TimePoint{30s});
+  sim.runUntil(TimePoint{length});
   return out;
 }
 
@@ -247,6 +263,16 @@ INSTANTIATE_TEST_SUITE_P(Calendars, SimulatorTest,
 TEST(SimulatorOrder, IndependentOfCalendarGeometry) {
   EXPECT_EQ(trace(9, EventQueueOptions{}), trace(9, kTinyCalendar));
   EXPECT_EQ(trace(9, EventQueueOptions{}), trace(9, {.bucketWidthLog2 = 30, .bucketCountLog2 = 1}));
+}
+
+// Busy buckets (hundreds of events per 16.8 ms, or all of them in 1 s buckets) are
+// radix-sorted; tiny buckets use the comparison sort. Same order either way.
+TEST(SimulatorOrder, RadixSortedBucketsGiveTheSameOrder) {
+  const auto tiny = trace(5, kTinyCalendar, 20000, 3s);
+  ASSERT_GT(tiny.size(), 100000u);
+  EXPECT_EQ(tiny, trace(5, EventQueueOptions{}, 20000, 3s));
+  EXPECT_EQ(tiny, trace(5, {.bucketWidthLog2 = 30, .bucketCountLog2 = 1}, 20000, 3s));
+  EXPECT_EQ(tiny, trace(5, {.bucketWidthLog2 = 40, .bucketCountLog2 = 1}, 20000, 3s));
 }
 
 TEST(PeriodicTimerConfig, RejectsNonPositivePeriodAndNegativeJitter) {
