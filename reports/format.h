@@ -1,0 +1,56 @@
+// Shared vocabulary of every renderer: how a figure is named on a page, how its value
+// reads with human units, and which figures each scale axis is judged by. Kept in one
+// place so summary.md, report.html and `cpscale compare` never disagree on either.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/metrics/figures.h"
+
+namespace cpscale::reports {
+
+// name{label=value,...} in the syntax gates use, so a line of a report can be pasted
+// into a scenario's gates as is.
+std::string figureKey(std::string_view name, const metrics::Labels& labels);
+std::string figureKey(const metrics::Figure& f);
+
+// A value with a human unit: "1.2k/s", "35.1 MiB", "12.3 ms", "71.2 %", "48.2k".
+// Unit "" prints the number with up to four significant digits. Non-finite values
+// print as "NaN", "+Inf", "-Inf".
+std::string formatValue(double value, std::string_view unit);
+
+// The figure's value, or "unavailable (reason)".
+std::string formatFigureValue(const metrics::Figure& f);
+
+// Seconds on a time axis: "0s", "45s", "2m", "1m30s", "1h05m".
+std::string formatElapsed(double seconds);
+
+// The three independent directions a control plane runs out of room in.
+enum class Axis { kNode, kChurn, kState };
+inline constexpr Axis kAllAxes[] = {Axis::kNode, Axis::kChurn, Axis::kState};
+std::string_view toString(Axis a);      // "node-bound", ...
+std::string_view describe(Axis a);      // one line: what pressure the axis measures
+
+// The headline figures an axis is judged by, in reading order. Per-resource listings
+// are capped at `maxPerResource` rows (the largest first) so the headline stays short
+// enough for a CI log; `omitted` receives how many were left out.
+struct AxisFigures {
+  std::vector<const metrics::Figure*> figures;
+  std::size_t omitted = 0;
+};
+AxisFigures axisFigures(std::span<const metrics::Figure> figures, Axis axis, std::size_t maxPerResource = 6);
+
+// Whether the generator, not the server, set the pace, and how late it sent.
+std::vector<const metrics::Figure*> generatorHealthFigures(std::span<const metrics::Figure> figures);
+
+// The unit of the first figure with this name, "" if none: gates carry a bare number.
+std::string unitOf(std::span<const metrics::Figure> figures, std::string_view name);
+
+// Resources written by the node fleet: their latency belongs to the node axis.
+bool isNodeResource(std::string_view resource);
+
+}  // namespace cpscale::reports

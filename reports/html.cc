@@ -1,0 +1,411 @@
+#include "reports/html.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "reports/format.h"
+#include "reports/summary.h"
+#include "reports/svg.h"
+
+namespace cpscale::reports {
+
+using metrics::Figure;
+using metrics::labelValue;
+using svg::escape;
+
+std::string latencyChartId(std::string_view resource, std::string_view verb) {
+  std::string id = std::string(kChartLatency) + "-";
+  for (char c : std::string(resource) + "-" + std::string(verb))
+    id += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '-';
+  return id;
+}
+
+namespace {
+
+// Layers beyond this are summed into "other": a legend of forty resources helps nobody.
+constexpr std::size_t kMaxLayers = 8;
+constexpr std::size_t kMaxLatencyCharts = 12;
+
+svg::Series toSeries(std::string name, const metrics::TimeSeries& ts) {
+  svg::Series s{std::move(name), {}, {}};
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    s.x.push_back(metrics::seconds(ts.times[i].time_since_epoch()));
+    s.y.push_back(ts.values[i]);
+  }
+  return s;
+}
+
+// Sum of series on the union of their times, each contributing its latest value.
+svg::Series sum(std::string name, const std::vector<svg::Series>& parts) {
+  std::set<double> times;
+  for (const auto& p : parts) times.insert(p.x.begin(), p.x.end());
+  svg::Series out{std::move(name), {}, {}};
+  for (double t : times) {
+    double acc = 0;
+    for (const auto& p : parts) {
+      auto it = std::upper_bound(p.x.begin(), p.x.end(), t);
+      if (it != p.x.begin()) acc += p.y[static_cast<std::size_t>(it - p.x.begin()) - 1];
+    }
+    out.x.push_back(t);
+    out.y.push_back(acc);
+  }
+  return out;
+}
+
+double mean(const svg::Series& s) {
+  double acc = 0;
+  for (double v : s.y) acc += v;
+  return s.y.empty() ? 0 : acc / static_cast<double>(s.y.size());
+}
+
+// Keeps the largest layers (by mean) and sums the rest into "other (N)".
+std::vector<svg::Series> largestLayers(std::vector<svg::Series> layers) {
+  std::stable_sort(layers.begin(), layers.end(), [](const auto& a, const auto& b) { return mean(a) > mean(b); });
+  if (layers.size() <= kMaxLayers) return layers;
+  std::vector<svg::Series> rest(layers.begin() + kMaxLayers - 1, layers.end());
+  layers.resize(kMaxLayers - 1);
+  layers.push_back(sum("other (" + std::to_string(rest.size()) + ")", rest));
+  return layers;
+}
+
+// Why a family has nothing to draw: the unavailable figure's own reason when there is
+// one, otherwise that the result holds no such series.
+std::string whyNot(const std::vector<Figure>& figures, std::string_view name, std::string_view what) {
+  for (const Figure& f : figures)
+    if (f.name == name && !f.available()) return f.unavailableReason;
+  return "the result has no " + std::string(what) + " over time (" + std::string(name) + ")";
+}
+
+std::string resourceName(const Figure& f, const std::set<std::string>& ambiguous) {
+  std::string r(labelValue(f.labels, "resource"));
+  std::string g(labelValue(f.labels, "group"));
+  return ambiguous.count(r) && !g.empty() ? r + "." + g : r;
+}
+
+// Resource names that exist in more than one API group need their group to be told apart.
+std::set<std::string> ambiguousResources(const std::vector<Figure>& figures, std::string_view name) {
+  std::map<std::string, std::set<std::string>> groups;
+  for (const Figure& f : figures)
+    if (f.name == name) groups[std::string(labelValue(f.labels, "resource"))].insert(std::string(labelValue(f.labels, "group")));
+  std::set<std::string> out;
+  for (auto& [r, gs] : groups)
+    if (gs.size() > 1) out.insert(r);
+  return out;
+}
+
+std::string writeQpsChart(const RunResult& r) {
+  std::string title = "Write QPS by resource (stacked, all apiservers)";
+  auto ambiguous = ambiguousResources(r.figures, "write_qps");
+  std::map<std::string, std::vector<svg::Series>> perResource;  // summed over verbs
+  std::vector<std::string> order;
+  for (const Figure& f : r.figures) {
+    if (f.name != "write_qps" || labelValue(f.labels, "resource").empty() || !f.available() || f.overTime.empty()) continue;
+    std::string name = resourceName(f, ambiguous);
+    if (!perResource.count(name)) order.push_back(name);
+    perResource[name].push_back(toSeries(name, f.overTime));
+  }
+  if (order.empty()) return svg::placeholder(std::string(kChartWriteQps), title, whyNot(r.figures, "write_qps", "write rates"));
+  std::vector<svg::Series> layers;
+  for (const auto& name : order) layers.push_back(sum(name, perResource[name]));
+  return svg::timeChart({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}});
+}
+
+std::string leaseShareChart(const RunResult& r) {
+  std::string title = "Lease share of writes";
+  std::vector<svg::Series> lines;
+  for (const Figure& f : r.figures) {
+    if (!f.available() || f.overTime.empty()) continue;
+    if (f.name == "lease_write_share") lines.push_back(toSeries("apiserver writes", f.overTime));
+    if (f.name == "etcd_lease_proposal_share") lines.push_back(toSeries("etcd proposals", f.overTime));
+  }
+  if (lines.empty())
+    return svg::placeholder(std::string(kChartLeaseShare), title, whyNot(r.figures, "lease_write_share", "lease share"));
+  return svg::timeChart({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0});
+}
+
+std::string heapChart(const RunResult& r) {
+  std::string title = "Heap in use per kube-apiserver";
+  std::vector<svg::Series> lines;
+  for (const Figure& f : r.figures)
+    if (f.name == "apiserver_heap_inuse_bytes" && f.available() && !f.overTime.empty())
+      lines.push_back(toSeries(std::string(labelValue(f.labels, "apiserver")), f.overTime));
+  if (lines.empty())
+    return svg::placeholder(std::string(kChartHeap), title, whyNot(r.figures, "apiserver_heap_inuse_bytes", "apiserver heap"));
+  return svg::timeChart({std::string(kChartHeap), title, "bytes", std::move(lines), false, {}});
+}
+
+std::string objectsChart(const RunResult& r) {
+  std::string first;
+  for (const Figure& f : r.figures)
+    if (f.name == "apiserver_objects" && f.available() && !f.overTime.empty()) {
+      first = std::string(labelValue(f.labels, "apiserver"));
+      break;
+    }
+  std::string title = "Objects by resource (stacked" + (first.empty() ? std::string() : ", as " + first + " counts them") + ")";
+  auto ambiguous = ambiguousResources(r.figures, "apiserver_objects");
+  std::vector<svg::Series> layers;
+  for (const Figure& f : r.figures)
+    if (f.name == "apiserver_objects" && f.available() && !f.overTime.empty() && labelValue(f.labels, "apiserver") == first)
+      layers.push_back(toSeries(resourceName(f, ambiguous), f.overTime));
+  if (layers.empty())
+    return svg::placeholder(std::string(kChartObjects), "Objects by resource", whyNot(r.figures, "apiserver_objects", "object counts"));
+  return svg::timeChart({std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}});
+}
+
+std::string latencyCharts(const RunResult& r) {
+  static constexpr std::array<const char*, 4> kQuantiles{"p50", "p90", "p99", "p99.9"};
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const Figure& f : r.figures) {
+    if (!f.name.starts_with("client_latency_") && !f.name.starts_with("server_latency_")) continue;
+    std::pair<std::string, std::string> rv{std::string(labelValue(f.labels, "resource")), std::string(labelValue(f.labels, "verb"))};
+    if (rv.first.empty() || std::find(pairs.begin(), pairs.end(), rv) != pairs.end()) continue;
+    pairs.push_back(rv);
+  }
+  if (pairs.empty())
+    return svg::placeholder(std::string(kChartLatency), "Latency percentiles",
+                            whyNot(r.figures, "server_latency_p99", "latency figures"));
+  std::ostringstream out;
+  std::size_t shown = std::min(pairs.size(), kMaxLatencyCharts);
+  for (std::size_t p = 0; p < shown; ++p) {
+    const auto& [resource, verb] = pairs[p];
+    svg::BarChart c{latencyChartId(resource, verb), verb + " " + resource, "s",
+                    {"client (from schedule)", "client (from send)", "server"}, {}, {}};
+    bool any = false;
+    std::vector<std::string> why;  // distinct reasons of the unavailable figures
+    for (const char* q : kQuantiles) {
+      c.groupNames.push_back(q);
+      std::vector<std::optional<double>> row(3);
+      for (const Figure& f : r.figures) {
+        if (labelValue(f.labels, "resource") != resource || labelValue(f.labels, "verb") != verb) continue;
+        if (f.name == std::string("client_latency_") + q)
+          row[labelValue(f.labels, "measured_from") == "sent" ? 1 : 0] = f.value;
+        else if (f.name == std::string("server_latency_") + q)
+          row[2] = f.value;
+        else continue;
+        any = any || f.available();
+        if (!f.available() && std::find(why.begin(), why.end(), f.unavailableReason) == why.end())
+          why.push_back(f.unavailableReason);
+      }
+      c.values.push_back(row);
+    }
+    std::string reason;
+    for (const auto& w : why) reason += (reason.empty() ? "" : "; ") + w;
+    // A chart of nothing but "n/a" marks says less than one sentence saying why.
+    out << "<figure class=\"small\">"
+        << (any ? svg::barChart(c) : svg::placeholder(c.id, c.title, reason.empty() ? "no latency percentiles were measured" : reason, c.width, c.height))
+        << "</figure>\n";
+  }
+  if (pairs.size() > shown)
+    out << "<p class=\"note\">" << pairs.size() - shown << " more (resource, verb) pairs are listed under All figures.</p>\n";
+  return out.str();
+}
+
+// ---- page pieces ----
+
+std::string figureTable(const std::vector<const Figure*>& figures, std::size_t omitted = 0) {
+  std::ostringstream out;
+  out << "<table class=\"figures\"><thead><tr><th>figure</th><th class=\"num\">value</th><th>source</th></tr></thead><tbody>\n";
+  for (const Figure* f : figures) {
+    out << "<tr><td><code>" << escape(figureKey(*f)) << "</code></td>";
+    if (f->available()) out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";
+    else out << "<td class=\"num unavailable\">unavailable <span class=\"why\">(" << escape(f->unavailableReason) << ")</span></td>";
+    out << "<td><span class=\"src src-" << metrics::toString(f->source) << "\">" << metrics::toString(f->source)
+        << "</span></td></tr>\n";
+  }
+  if (omitted) out << "<tr><td colspan=\"3\" class=\"note\">" << omitted << " more under All figures</td></tr>\n";
+  out << "</tbody></table>\n";
+  return out.str();
+}
+
+std::string kv(const std::vector<std::pair<std::string, std::string>>& rows) {
+  std::ostringstream out;
+  out << "<table class=\"kv\"><tbody>\n";
+  for (const auto& [k, v] : rows)
+    out << "<tr><th>" << escape(k) << "</th><td>" << (v.empty() ? "<span class=\"muted\">-</span>" : escape(v)) << "</td></tr>\n";
+  out << "</tbody></table>\n";
+  return out.str();
+}
+
+std::string card(const std::vector<Figure>& figures, std::string_view name, std::string_view label) {
+  const Figure* f = metrics::findFigure(figures, name);
+  // Only the unlabelled figure is a run-wide total.
+  for (const Figure& g : figures)
+    if (g.name == name && g.labels.empty()) f = &g;
+  std::ostringstream out;
+  out << "<div class=\"card\"><div class=\"card-label\">" << escape(label) << "</div>";
+  if (f && f->available()) out << "<div class=\"card-value\">" << escape(formatFigureValue(*f)) << "</div>";
+  else out << "<div class=\"card-value unavailable\" title=\"" << escape(f ? f->unavailableReason : "not in the result")
+           << "\">unavailable</div>";
+  out << "</div>";
+  return out.str();
+}
+
+constexpr const char* kCss = R"(
+:root{--ink:#1d2330;--muted:#6b7280;--line:#e5e7eb;--bg:#f7f8fa;--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700}
+*{box-sizing:border-box}
+body{margin:0;background:var(--bg);color:var(--ink);font:14px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Helvetica Neue",Arial,sans-serif}
+main{max-width:1000px;margin:0 auto;padding:32px 28px 64px}
+header h1{font-size:26px;margin:0 0 4px;letter-spacing:-.01em}
+header .sub{color:var(--muted);margin:0 0 14px}
+.pill{display:inline-block;padding:1px 10px;border-radius:999px;font-size:12px;font-weight:600;vertical-align:middle;border:1px solid}
+.pill.ok{color:var(--ok);border-color:#a6dcb4;background:#eefbf1}
+.pill.bad{color:var(--bad);border-color:#f3b4b9;background:#fff0f1}
+.pill.warn{color:var(--warn);border-color:#e8d08a;background:#fff8e1}
+.cards{display:grid;grid-template-columns:repeat(4,1fr);gap:12px;margin:20px 0 8px}
+.card{background:#fff;border:1px solid var(--line);border-radius:8px;padding:12px 14px}
+.card-label{color:var(--muted);font-size:12px;text-transform:uppercase;letter-spacing:.04em}
+.card-value{font-size:22px;font-weight:600;font-variant-numeric:tabular-nums}
+section{background:#fff;border:1px solid var(--line);border-radius:10px;padding:18px 22px;margin:18px 0}
+section h2{font-size:18px;margin:0 0 2px}
+section p.lede{color:var(--muted);margin:0 0 12px}
+table{border-collapse:collapse;width:100%;margin:8px 0}
+th,td{text-align:left;padding:5px 10px;border-bottom:1px solid var(--line);vertical-align:top}
+thead th{font-size:12px;color:var(--muted);font-weight:600;text-transform:uppercase;letter-spacing:.04em}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+table.kv th{width:220px;color:var(--muted);font-weight:500}
+code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+.unavailable{color:var(--warn)}
+.why{color:var(--muted);font-size:12px;white-space:normal}
+.muted,.note{color:var(--muted)}
+.src{font-size:12px;color:var(--muted)}
+.verdict-pass{color:var(--ok);font-weight:600}.verdict-fail{color:var(--bad);font-weight:600}
+.charts{display:flex;flex-wrap:wrap;gap:10px 24px;margin:8px 0 4px}
+figure{margin:0}
+svg.chart{max-width:100%;height:auto;overflow:visible}
+svg.chart text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;font-size:11px;fill:#4b5563}
+svg.chart text.title{font-size:13px;font-weight:600;fill:var(--ink)}
+svg.chart text.legend{font-size:11.5px;fill:#374151}
+svg.chart text.na{font-size:10px;fill:#9ca3af}
+svg.chart .grid{stroke:#eceef1;stroke-width:1}
+svg.chart .axis{stroke:#9ca3af;stroke-width:1}
+svg.chart rect.placeholder{fill:#fafafa;stroke:#d1d5db;stroke-dasharray:6 4}
+svg.chart text.placeholder-head{font-size:14px;font-weight:600;fill:var(--warn)}
+svg.chart text.placeholder-reason{font-size:12px;fill:#6b7280}
+details summary{cursor:pointer;color:var(--muted);margin:6px 0}
+pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}
+footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+@media print{body{background:#fff}section{break-inside:avoid}}
+)";
+
+}  // namespace
+
+std::string renderHtml(const RunResult& r) {
+  std::ostringstream out;
+  std::string title = r.scenario.name + " on " + r.profile.name;
+  std::size_t passed = 0;
+  for (const auto& g : r.gates) passed += g.passed;
+  const char* statusClass = r.status == RunStatus::kCompleted ? "ok" : r.status == RunStatus::kInterrupted ? "warn" : "bad";
+
+  out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      // Nothing may be fetched: the page must render the same offline, years later.
+      << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"
+      << "<title>cpscale: " << escape(title) << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n<main>\n";
+
+  out << "<header>\n<h1>" << escape(title) << "</h1>\n<p class=\"sub\">run <code>" << escape(r.runId) << "</code> · "
+      << (r.target.kind == "local" ? "local plane" : "cluster") << (r.target.server.empty() ? "" : " " + escape(r.target.server))
+      << " · measured " << escape(formatElapsed(r.measuredSeconds))
+      << (r.environment.startedAt.empty() ? "" : " from " + escape(r.environment.startedAt)) << "</p>\n";
+  out << "<span id=\"status\" class=\"pill " << statusClass << "\">" << toString(r.status) << "</span> ";
+  if (!r.gates.empty())
+    out << "<span class=\"pill " << (passed == r.gates.size() ? "ok" : "bad") << "\">" << passed << " of " << r.gates.size()
+        << " gates passed</span>";
+  if (!r.statusDetail.empty()) out << " <span class=\"muted\">" << escape(r.statusDetail) << "</span>";
+  out << "\n<div class=\"cards\">" << card(r.figures, "write_qps", "write QPS") << card(r.figures, "lease_write_share", "lease share of writes")
+      << card(r.figures, "apiserver_heap_inuse_bytes_all_replicas", "heap, all apiservers")
+      << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
+
+  for (Axis axis : kAllAxes) {
+    AxisFigures af = axisFigures(r.figures, axis);
+    out << "<section id=\"axis-" << toString(axis) << "\" class=\"axis\">\n<h2>" << toString(axis) << "</h2>\n<p class=\"lede\">"
+        << escape(describe(axis)) << "</p>\n<div class=\"charts\">\n";
+    switch (axis) {
+      case Axis::kNode: out << leaseShareChart(r); break;
+      case Axis::kChurn: out << writeQpsChart(r); break;
+      case Axis::kState: out << heapChart(r) << objectsChart(r); break;
+    }
+    out << "</div>\n";
+    if (af.figures.empty()) out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
+    else out << figureTable(af.figures, af.omitted);
+    out << "</section>\n";
+  }
+
+  out << "<section id=\"latency\">\n<h2>Latency percentiles</h2>\n<p class=\"lede\">Per resource and verb. The client "
+         "measures from the scheduled send time (corrected for coordinated omission) and from the actual send; the "
+         "server figure comes from apiserver_request_duration_seconds buckets.</p>\n<div class=\"charts\">\n"
+      << latencyCharts(r) << "</div>\n</section>\n";
+
+  out << "<section id=\"gates\">\n<h2>Gates</h2>\n";
+  if (r.gates.empty()) {
+    out << "<p class=\"note\">No gates were set.</p>\n";
+  } else {
+    out << "<table class=\"gates\"><thead><tr><th>gate</th><th class=\"num\">measured</th><th>threshold</th><th>verdict</th>"
+           "<th>reason</th></tr></thead><tbody>\n";
+    for (const auto& g : r.gates)
+      out << "<tr><td><code>" << escape(g.gate.text) << "</code></td><td class=\"num\">" << escape(formatGateMeasured(r, g))
+          << "</td><td><code>" << escape(formatGateThreshold(g)) << "</code></td><td class=\""
+          << (g.passed ? "verdict-pass\">pass" : "verdict-fail\">FAIL") << "</td><td>" << escape(g.reason) << "</td></tr>\n";
+    out << "</tbody></table>\n";
+  }
+  out << "</section>\n";
+
+  out << "<section id=\"generator\">\n<h2>Generator health</h2>\n<p class=\"lede\">Whether cpscale kept its schedule: "
+         "when it did not, the figures above describe the generator's limits as much as the control plane's.</p>\n";
+  auto health = generatorHealthFigures(r.figures);
+  if (health.empty()) out << "<p class=\"note\">The result has no generator health figures.</p>\n";
+  else out << figureTable(health);
+  out << "</section>\n";
+
+  out << "<section id=\"environment\">\n<h2>Environment and versions</h2>\n"
+      << kv({{"run id", r.runId},
+             {"status", std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : ": " + r.statusDetail)},
+             {"exit code", std::to_string(r.exitCode)},
+             {"scenario", r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")")},
+             {"scenario description", r.scenario.description},
+             {"profile", r.profile.name + (r.profile.applied ? " (applied to the local plane)" : " (recorded only)")},
+             {"profile description", r.profile.description},
+             {"target", r.target.kind + (r.target.server.empty() ? "" : " " + r.target.server)},
+             {"context", r.target.context},
+             {"kubernetes version", r.target.kubernetesVersion},
+             {"etcd version", r.target.etcdVersion},
+             {"cpscale version", r.environment.cpscaleVersion},
+             {"host", r.environment.host},
+             {"cpus", r.environment.cpus ? std::to_string(r.environment.cpus) : ""},
+             {"memory", r.environment.memoryBytes ? formatValue(static_cast<double>(r.environment.memoryBytes), "bytes") : ""},
+             {"started", r.environment.startedAt},
+             {"ended", r.environment.endedAt},
+             {"measured", formatElapsed(r.measuredSeconds)}});
+  if (!r.target.members.empty()) {
+    out << "<table class=\"members\"><thead><tr><th>member</th><th>role</th><th>url</th><th>version</th></tr></thead><tbody>\n";
+    for (const auto& m : r.target.members)
+      out << "<tr><td>" << escape(m.name) << "</td><td>" << escape(m.role) << "</td><td><code>" << escape(m.url)
+          << "</code></td><td>" << escape(m.version) << "</td></tr>\n";
+    out << "</tbody></table>\n";
+  }
+  if (!r.workloads.empty()) {
+    out << "<table class=\"workloads\"><thead><tr><th>workload</th><th>name</th><th>summary</th></tr></thead><tbody>\n";
+    for (const auto& w : r.workloads)
+      out << "<tr><td>" << escape(w.kind) << "</td><td>" << escape(w.name) << "</td><td><code>" << escape(w.summary.dump())
+          << "</code></td></tr>\n";
+    out << "</tbody></table>\n";
+  }
+  out << "<details><summary>Effective scenario configuration</summary><pre>" << escape(r.scenario.effectiveConfig.dump(2))
+      << "</pre></details>\n";
+  out << "<details><summary>Profile specification</summary><pre>" << escape(r.profile.spec.dump(2)) << "</pre></details>\n";
+  out << "</section>\n";
+
+  out << "<section id=\"all-figures\">\n<h2>All figures</h2>\n<details><summary>" << r.figures.size()
+      << " figures</summary>\n";
+  std::vector<const Figure*> all;
+  for (const Figure& f : r.figures) all.push_back(&f);
+  out << figureTable(all) << "</details>\n</section>\n";
+  out << "<footer>cpscale " << escape(r.environment.cpscaleVersion) << " · result schema " << kResultApiVersion
+      << "</footer>\n</main>\n</body>\n</html>\n";
+  return out.str();
+}
+
+}  // namespace cpscale::reports

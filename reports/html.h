@@ -1,0 +1,25 @@
+// report.html: one self-contained page (inline CSS and SVG, no scripts, nothing
+// fetched from the network) that can be attached to a CI run or mailed as is.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "reports/result.h"
+
+namespace cpscale::reports {
+
+// Ids of the charts (each an <svg class="chart ...">). A chart whose data is missing is
+// an <svg class="chart chart-unavailable"> with the same id, saying why.
+inline constexpr std::string_view kChartWriteQps = "chart-write-qps";
+inline constexpr std::string_view kChartLeaseShare = "chart-lease-share";
+inline constexpr std::string_view kChartHeap = "chart-heap";
+inline constexpr std::string_view kChartObjects = "chart-objects";
+// One per (resource, verb): "chart-latency-<resource>-<verb>" with every character
+// other than [a-z0-9] replaced by '-'; "chart-latency" alone when there is none.
+inline constexpr std::string_view kChartLatency = "chart-latency";
+std::string latencyChartId(std::string_view resource, std::string_view verb);
+
+std::string renderHtml(const RunResult& r);
+
+}  // namespace cpscale::reports

@@ -1,0 +1,123 @@
+// The result document of one run: everything a report is rendered from, in one
+// versioned JSON file (result.json). `cpscale report` and `cpscale compare` read only
+// this file, so whatever a report shows must be in here, measured, not recomputed from
+// configuration.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/metrics/figures.h"
+#include "sim/scenario/gate.h"
+
+namespace cpscale::reports {
+
+inline constexpr int kResultSchemaVersion = 1;
+inline constexpr std::string_view kResultApiVersion = "cpscale.io/v1alpha1";
+inline constexpr std::string_view kResultKind = "RunResult";
+
+struct ScenarioInfo {
+  std::string name;
+  std::string description;
+  std::string sourceFile;
+  nlohmann::json effectiveConfig;  // after --set overrides and defaults
+  bool operator==(const ScenarioInfo&) const = default;
+};
+
+struct ProfileInfo {
+  std::string name;
+  std::string description;
+  std::string source;
+  // true: the local plane was started from this profile; false: the run went to a
+  // user's cluster and the profile is only recorded beside it.
+  bool applied = false;
+  nlohmann::json spec;
+  bool operator==(const ProfileInfo&) const = default;
+};
+
+struct TargetMember {
+  std::string name;
+  std::string role;  // "kube-apiserver" | "etcd"
+  std::string url;
+  std::string version;
+  bool operator==(const TargetMember&) const = default;
+};
+
+struct TargetInfo {
+  std::string kind = "local";  // "local" | "cluster"
+  std::string server;
+  std::string context;
+  std::vector<TargetMember> members;
+  std::string kubernetesVersion;
+  std::string etcdVersion;
+  bool operator==(const TargetInfo&) const = default;
+};
+
+struct EnvironmentInfo {
+  std::string cpscaleVersion;
+  std::string host;
+  int cpus = 0;
+  std::uint64_t memoryBytes = 0;
+  std::string startedAt;  // RFC 3339
+  std::string endedAt;    // RFC 3339
+  bool operator==(const EnvironmentInfo&) const = default;
+};
+
+enum class RunStatus { kCompleted, kInterrupted, kFailed };
+std::string_view toString(RunStatus s);  // "completed" | "interrupted" | "failed"
+
+struct WorkloadSummary {
+  std::string kind;
+  std::string name;
+  nlohmann::json summary;  // the workload's own account of what it did
+  bool operator==(const WorkloadSummary&) const = default;
+};
+
+struct RunResult {
+  int schemaVersion = kResultSchemaVersion;
+  std::string runId;
+  ScenarioInfo scenario;
+  ProfileInfo profile;
+  TargetInfo target;
+  EnvironmentInfo environment;
+  RunStatus status = RunStatus::kCompleted;
+  std::string statusDetail;
+  double measuredSeconds = 0;
+  // Time series inside are stored as seconds since the run started.
+  std::vector<metrics::Figure> figures;
+  std::vector<WorkloadSummary> workloads;
+  std::vector<scenario::GateResult> gates;
+  int exitCode = 0;
+};
+
+// Field by field, figures and gates included (they have no operator== of their own).
+bool operator==(const RunResult& a, const RunResult& b);
+
+// The JSON document and back. Numbers that JSON cannot hold (NaN, +Inf, -Inf) are
+// written as those strings. `where` names the document in errors.
+nlohmann::json toJson(const RunResult& r);
+// Throws ConfigError(where, json path such as "/figures/3/value", what is wrong).
+RunResult fromJson(const nlohmann::json& j, const std::string& where);
+
+// Writes atomically (a temporary file renamed into place), creating parent
+// directories, so an interrupted run never leaves half a document behind. Throws
+// std::runtime_error naming the file when it cannot be written.
+void writeResult(const RunResult& r, const std::filesystem::path& path);
+// Throws ConfigError naming the file and the field (JSON path) for a file that is
+// missing, malformed, of another kind or of another schema version.
+RunResult readResult(const std::filesystem::path& path);
+
+// The file names of a run's output directory (`--out DIR`).
+inline constexpr std::string_view kResultFile = "result.json";
+inline constexpr std::string_view kSummaryFile = "summary.md";
+inline constexpr std::string_view kHtmlFile = "report.html";
+inline constexpr std::string_view kJunitFile = "junit.xml";
+
+// Writes result.json and every rendering of it into `dir` (created if needed).
+void writeRunOutputs(const RunResult& r, const std::filesystem::path& dir);
+
+}  // namespace cpscale::reports

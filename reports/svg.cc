@@ -1,0 +1,293 @@
+#include "reports/svg.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+#include "reports/format.h"
+
+namespace cpscale::reports::svg {
+
+namespace {
+
+// Tableau 10: distinct at a glance, and still distinct for most colour-blind readers.
+constexpr std::array<const char*, 10> kPalette{"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                               "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+const char* colour(std::size_t i) { return kPalette[i % kPalette.size()]; }
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+// Tick labels read in the unit a person would use for the axis' range: MiB rather than
+// 3.7e7 bytes, ms rather than 0.012 s.
+struct Scale {
+  double divisor = 1;
+  std::string suffix;
+};
+Scale scaleFor(std::string_view unit, double max) {
+  if (unit == "bytes") {
+    static constexpr std::array<const char*, 5> kNames{" B", " KiB", " MiB", " GiB", " TiB"};
+    double d = 1;
+    std::size_t i = 0;
+    while (max / d >= 1024 && i + 1 < kNames.size()) d *= 1024, ++i;
+    return {d, kNames[i]};
+  }
+  if (unit == "s") {
+    if (max < 1e-3) return {1e-6, " µs"};
+    if (max < 1) return {1e-3, " ms"};
+    return {1, " s"};
+  }
+  if (unit == "ratio") return {0.01, " %"};
+  std::string per = unit == "1/s" ? "/s" : "";
+  if (max >= 1e6) return {1e6, "M" + per};
+  if (max >= 1e3) return {1e3, "k" + per};
+  return {1, per};
+}
+
+std::string tickLabel(double v, const Scale& s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf + s.suffix;
+}
+
+std::string truncate(const std::string& s, std::size_t n) {
+  if (s.size() <= n) return s;
+  return s.substr(0, n - 1) + "…";
+}
+
+// Time ticks at steps a reader counts in: seconds, then minutes, then hours.
+std::vector<double> timeTicks(double max) {
+  static constexpr double kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400};
+  double step = kSteps[std::size(kSteps) - 1];
+  for (double s : kSteps)
+    if (max / s <= 8) {
+      step = s;
+      break;
+    }
+  std::vector<double> out;
+  for (double t = 0; t <= max + 1e-9; t += step) out.push_back(t);
+  return out;
+}
+
+struct Frame {
+  double left, right, top, bottom;
+  double xMax, yMax;
+  double x(double v) const { return left + (xMax > 0 ? v / xMax : 0) * (right - left); }
+  double y(double v) const { return bottom - (yMax > 0 ? v / yMax : 0) * (bottom - top); }
+};
+
+void open(std::ostringstream& out, const std::string& id, const std::string& cls, int w, int h,
+          const std::string& title) {
+  out << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << escape(id) << "\" class=\"chart " << cls
+      << "\" viewBox=\"0 0 " << w << " " << h << "\" width=\"" << w << "\" height=\"" << h << "\" role=\"img\" aria-label=\""
+      << escape(title) << "\">\n";
+  out << "<title>" << escape(title) << "</title>\n";
+  out << "<text class=\"title\" x=\"0\" y=\"18\">" << escape(title) << "</text>\n";
+}
+
+// Horizontal grid lines with y tick labels; returns the axis scale used.
+void yAxis(std::ostringstream& out, const Frame& f, const std::vector<double>& ticks, const Scale& s) {
+  for (double t : ticks) {
+    double y = f.y(t * s.divisor);
+    out << "<line class=\"grid\" x1=\"" << num(f.left) << "\" x2=\"" << num(f.right) << "\" y1=\"" << num(y)
+        << "\" y2=\"" << num(y) << "\"/>\n";
+    out << "<text class=\"tick\" text-anchor=\"end\" x=\"" << num(f.left - 6) << "\" y=\"" << num(y + 4) << "\">"
+        << escape(tickLabel(t, s)) << "</text>\n";
+  }
+  out << "<line class=\"axis\" x1=\"" << num(f.left) << "\" x2=\"" << num(f.right) << "\" y1=\"" << num(f.bottom)
+      << "\" y2=\"" << num(f.bottom) << "\"/>\n";
+}
+
+void legend(std::ostringstream& out, const std::vector<std::string>& names, double x, double y, double maxY) {
+  std::size_t fits = static_cast<std::size_t>(std::max(1.0, (maxY - y) / 20));
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    double yy = y + static_cast<double>(i) * 20;
+    if (i + 1 == fits && names.size() > fits) {
+      out << "<text class=\"legend\" x=\"" << num(x) << "\" y=\"" << num(yy + 10) << "\">… "
+          << (names.size() - i) << " more</text>\n";
+      break;
+    }
+    out << "<rect x=\"" << num(x) << "\" y=\"" << num(yy) << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\""
+        << colour(i) << "\"/>\n";
+    out << "<text class=\"legend\" x=\"" << num(x + 18) << "\" y=\"" << num(yy + 10) << "\">"
+        << escape(truncate(names[i], 30)) << "</text>\n";
+  }
+}
+
+// Value of a series at t: its latest point at or before t (0 before its first), the
+// same step alignment the metrics layer uses to sum replicas.
+double at(const Series& s, double t) {
+  auto it = std::upper_bound(s.x.begin(), s.x.end(), t);
+  if (it == s.x.begin()) return 0;
+  return s.y[static_cast<std::size_t>(it - s.x.begin()) - 1];
+}
+
+}  // namespace
+
+std::string escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<double> niceTicks(double max, int approxCount) {
+  if (!(max > 0) || !std::isfinite(max)) return {0, 1};
+  double raw = max / std::max(1, approxCount);
+  double mag = std::pow(10, std::floor(std::log10(raw)));
+  double step = mag;
+  for (double m : {1.0, 2.0, 2.5, 5.0, 10.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
+    }
+  double multiple = step / mag;
+  // Below 1, divide by the power of ten instead of multiplying by its inexact inverse,
+  // so ticks are the doubles nearest 0.6 (not 0.6000000000000001) and labels read clean.
+  double inverse = mag < 1 ? std::round(1 / mag) : 0;
+  std::vector<double> out;
+  for (int i = 0;; ++i) {
+    double t = inverse > 0 ? i * multiple / inverse : i * multiple * mag;
+    out.push_back(t);
+    if (t >= max * (1 - 1e-9)) break;
+  }
+  return out;
+}
+
+std::string timeChart(const TimeChart& c) {
+  constexpr int kW = 920, kH = 320;
+  std::ostringstream out;
+  open(out, c.id, c.stacked ? "chart-stacked" : "chart-lines", kW, kH, c.title);
+
+  // One timeline for all series: stacking needs every layer at the same times.
+  std::set<double> times;
+  for (const Series& s : c.series) times.insert(s.x.begin(), s.x.end());
+  std::vector<double> ts(times.begin(), times.end());
+  std::vector<std::vector<double>> tops(c.series.size(), std::vector<double>(ts.size()));
+  double ymax = 0;
+  for (std::size_t j = 0; j < ts.size(); ++j) {
+    double acc = 0;
+    for (std::size_t i = 0; i < c.series.size(); ++i) {
+      double v = at(c.series[i], ts[j]);
+      if (!std::isfinite(v)) v = 0;
+      acc = c.stacked ? acc + v : v;
+      tops[i][j] = acc;
+      ymax = std::max(ymax, acc);
+    }
+  }
+  if (c.yMax) ymax = std::max(ymax, *c.yMax);
+  Scale s = scaleFor(c.unit, ymax);
+  std::vector<double> yt = niceTicks(ymax / s.divisor, 5);
+  std::vector<double> xt = timeTicks(ts.empty() ? 1 : ts.back());
+  Frame f{72, kW - 220.0, 40, kH - 36.0, std::max(xt.back(), ts.empty() ? 1 : ts.back()), yt.back() * s.divisor};
+  yAxis(out, f, yt, s);
+  for (double t : xt)
+    out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 18) << "\">"
+        << escape(formatElapsed(t)) << "</text>\n";
+  out << "<text class=\"axis-label\" text-anchor=\"end\" x=\"" << num(f.right) << "\" y=\"" << kH - 2
+      << "\">time since start</text>\n";
+
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    if (ts.empty()) break;
+    std::ostringstream d;
+    for (std::size_t j = 0; j < ts.size(); ++j) d << (j ? " L" : "M") << num(f.x(ts[j])) << " " << num(f.y(tops[i][j]));
+    if (c.stacked) {
+      for (std::size_t j = ts.size(); j-- > 0;)
+        d << " L" << num(f.x(ts[j])) << " " << num(f.y(i ? tops[i - 1][j] : 0));
+      out << "<path class=\"series area\" d=\"" << d.str() << " Z\" fill=\"" << colour(i)
+          << "\" fill-opacity=\"0.85\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << escape(c.series[i].name)
+          << "</title></path>\n";
+    } else {
+      out << "<path class=\"series line\" d=\"" << d.str() << "\" fill=\"none\" stroke=\"" << colour(i)
+          << "\" stroke-width=\"2\" stroke-linejoin=\"round\"><title>" << escape(c.series[i].name)
+          << "</title></path>\n";
+    }
+  }
+  std::vector<std::string> names;
+  for (const Series& se : c.series) names.push_back(se.name);
+  legend(out, names, f.right + 24, f.top, f.bottom);
+  out << "</svg>\n";
+  return out.str();
+}
+
+std::string barChart(const BarChart& c) {
+  std::ostringstream out;
+  open(out, c.id, "chart-bars", c.width, c.height, c.title);
+  double ymax = 0;
+  for (const auto& g : c.values)
+    for (const auto& v : g)
+      if (v && std::isfinite(*v)) ymax = std::max(ymax, *v);
+  Scale s = scaleFor(c.unit, ymax);
+  std::vector<double> yt = niceTicks(ymax / s.divisor, 4);
+  Frame f{64, c.width - 12.0, 58, c.height - 30.0, 1, yt.back() * s.divisor};
+  // Legend in a row under the title: the bars need the full width.
+  double lx = 0;
+  for (std::size_t i = 0; i < c.seriesNames.size(); ++i) {
+    out << "<rect x=\"" << num(lx) << "\" y=\"30\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" << colour(i) << "\"/>\n";
+    out << "<text class=\"legend\" x=\"" << num(lx + 17) << "\" y=\"40\">" << escape(c.seriesNames[i]) << "</text>\n";
+    lx += 30 + 6.5 * static_cast<double>(c.seriesNames[i].size());
+  }
+  yAxis(out, f, yt, s);
+  double groupW = (f.right - f.left) / static_cast<double>(std::max<std::size_t>(1, c.groupNames.size()));
+  double barW = groupW * 0.78 / static_cast<double>(std::max<std::size_t>(1, c.seriesNames.size()));
+  for (std::size_t g = 0; g < c.groupNames.size(); ++g) {
+    double gx = f.left + groupW * static_cast<double>(g) + groupW * 0.11;
+    out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.left + groupW * (static_cast<double>(g) + 0.5))
+        << "\" y=\"" << num(f.bottom + 18) << "\">" << escape(c.groupNames[g]) << "</text>\n";
+    for (std::size_t i = 0; i < c.seriesNames.size(); ++i) {
+      double x = gx + barW * static_cast<double>(i);
+      const std::optional<double>& v = g < c.values.size() && i < c.values[g].size() ? c.values[g][i] : std::nullopt;
+      if (!v || !std::isfinite(*v)) {
+        out << "<text class=\"na\" text-anchor=\"middle\" x=\"" << num(x + barW / 2) << "\" y=\"" << num(f.bottom - 4)
+            << "\">n/a</text>\n";
+        continue;
+      }
+      double y = f.y(*v);
+      // A bar of a tiny but real value stays visible.
+      double h = std::max(1.0, f.bottom - y);
+      out << "<rect class=\"series bar\" x=\"" << num(x + 1) << "\" y=\"" << num(f.bottom - h) << "\" width=\""
+          << num(std::max(1.0, barW - 2)) << "\" height=\"" << num(h) << "\" fill=\"" << colour(i) << "\"><title>"
+          << escape(c.seriesNames[i] + " " + c.groupNames[g] + ": " + formatValue(*v, c.unit)) << "</title></rect>\n";
+    }
+  }
+  out << "</svg>\n";
+  return out.str();
+}
+
+std::string placeholder(const std::string& id, const std::string& title, const std::string& reason, int w, int h) {
+  std::ostringstream out;
+  open(out, id, "chart-unavailable", w, h, title);
+  out << "<rect class=\"placeholder\" x=\"1\" y=\"32\" width=\"" << w - 2 << "\" height=\"" << h - 34
+      << "\" rx=\"6\"/>\n";
+  out << "<text class=\"placeholder-head\" text-anchor=\"middle\" x=\"" << w / 2 << "\" y=\"" << 32 + (h - 34) / 2 - 8
+      << "\">Unavailable</text>\n";
+  // SVG text does not wrap: break the reason into lines at word boundaries.
+  std::size_t perLine = static_cast<std::size_t>(w / 7);
+  std::vector<std::string> lines{""};
+  std::istringstream words(reason);
+  for (std::string word; words >> word;) {
+    if (!lines.back().empty() && lines.back().size() + 1 + word.size() > perLine) lines.push_back("");
+    lines.back() += (lines.back().empty() ? "" : " ") + word;
+  }
+  for (std::size_t i = 0; i < lines.size() && i < 4; ++i)
+    out << "<text class=\"placeholder-reason\" text-anchor=\"middle\" x=\"" << w / 2 << "\" y=\""
+        << 32 + (h - 34) / 2 + 14 + static_cast<int>(i) * 16 << "\">" << escape(lines[i]) << "</text>\n";
+  out << "</svg>\n";
+  return out.str();
+}
+
+}  // namespace cpscale::reports::svg

@@ -1,0 +1,53 @@
+// A small SVG chart writer for report.html: time charts (lines or stacked areas),
+// grouped bar charts and the placeholder a chart shows when its data is unavailable.
+// Every chart carries axes with tick labels, a title, a legend, and an id plus the
+// class "chart" so tests and readers can find it. No scripts, no external resources.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cpscale::reports::svg {
+
+struct Series {
+  std::string name;
+  std::vector<double> x;  // seconds since the run started, increasing
+  std::vector<double> y;
+};
+
+struct TimeChart {
+  std::string id;
+  std::string title;
+  std::string unit;  // a Figure unit: "1/s", "bytes", "ratio", "objects", "s", ...
+  std::vector<Series> series;
+  bool stacked = false;        // areas on top of each other, the total as the outline
+  std::optional<double> yMax;  // e.g. 1 for a ratio, instead of the data's maximum
+};
+std::string timeChart(const TimeChart& c);
+
+struct BarChart {
+  std::string id;
+  std::string title;
+  std::string unit;
+  std::vector<std::string> seriesNames;  // one colour each, side by side in a group
+  std::vector<std::string> groupNames;   // along the x axis
+  // values[group][series]; nullopt draws a "n/a" mark instead of a bar.
+  std::vector<std::vector<std::optional<double>>> values;
+  int width = 440;  // two side by side in the report's column
+  int height = 250;
+};
+std::string barChart(const BarChart& c);
+
+// Same footprint as a chart, saying what is missing and why.
+std::string placeholder(const std::string& id, const std::string& title, const std::string& reason, int width = 920,
+                        int height = 180);
+
+// Text for an SVG/HTML element or attribute.
+std::string escape(std::string_view s);
+
+// Nice axis ticks (1, 2, 5 x 10^k) from 0 covering max; exposed for tests.
+std::vector<double> niceTicks(double max, int approxCount);
+
+}  // namespace cpscale::reports::svg
