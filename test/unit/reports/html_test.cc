@@ -1,0 +1,96 @@
+#include "reports/html.h"
+
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "reports/svg.h"
+#include "sample_result.h"
+
+namespace cpscale::reports {
+namespace {
+
+int count(const std::string& s, const std::string& what) {
+  int n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+// The <svg ...> element with this id, up to its </svg>.
+std::string chart(const std::string& html, std::string_view id) {
+  auto start = html.find("<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" + std::string(id) + "\"");
+  if (start == std::string::npos) return "";
+  return html.substr(start, html.find("</svg>", start) + 6 - start);
+}
+
+TEST(HtmlTest, OneSvgPerChartWithItsId) {
+  std::string html = renderHtml(testing::sampleResult());
+  // 4 time charts + 2 latency charts ((leases, PUT) and (sessions, POST)).
+  EXPECT_EQ(count(html, "<svg "), 6);
+  for (std::string_view id : {kChartWriteQps, kChartLeaseShare, kChartHeap, kChartObjects}) {
+    std::string svg = chart(html, id);
+    ASSERT_FALSE(svg.empty()) << id;
+    EXPECT_EQ(svg.find("chart-unavailable"), std::string::npos) << id;
+    EXPECT_NE(svg.find("<path class=\"series"), std::string::npos) << id;
+    EXPECT_NE(svg.find("<text class=\"title\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("<text class=\"tick\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("<text class=\"legend\""), std::string::npos) << id;
+  }
+  EXPECT_EQ(count(chart(html, kChartWriteQps), "class=\"series area\""), 2);  // leases, sessions
+  EXPECT_EQ(count(chart(html, kChartHeap), "class=\"series line\""), 2);      // two apiservers
+  EXPECT_NE(chart(html, kChartLeaseShare).find(">100 %</text>"), std::string::npos);
+  EXPECT_NE(chart(html, kChartHeap).find(" MiB</text>"), std::string::npos);
+  EXPECT_NE(chart(html, kChartWriteQps).find(">1m</text>"), std::string::npos);
+
+  std::string lat = chart(html, latencyChartId("leases", "PUT"));
+  ASSERT_FALSE(lat.empty());
+  EXPECT_EQ(latencyChartId("leases", "PUT"), "chart-latency-leases-put");
+  EXPECT_EQ(count(lat, "class=\"series bar\""), 4);  // p50 and p99 of the client (scheduled, sent), server p99
+  EXPECT_NE(lat.find(" ms</text>"), std::string::npos);
+  EXPECT_EQ(count(lat, ">n/a</text>"), 8);  // p90 and p99.9 everywhere, server p50
+  // Sessions only has an unavailable server p99: a placeholder saying so, not empty bars.
+  std::string sessions = chart(html, latencyChartId("sessions", "POST"));
+  EXPECT_NE(sessions.find("chart-unavailable"), std::string::npos);
+  EXPECT_NE(sessions.find(">no observations in the window</text>"), std::string::npos) << sessions;
+}
+
+TEST(HtmlTest, SelfContainedSectionsAndTables) {
+  std::string html = renderHtml(testing::sampleResult());
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos);
+  EXPECT_EQ(html.find("href=\"http"), std::string::npos);
+  for (std::string id : {"axis-node-bound", "axis-churn-bound", "axis-state-bound", "latency", "gates", "environment", "generator"})
+    EXPECT_NE(html.find("<section id=\"" + id + "\""), std::string::npos) << id;
+  EXPECT_NE(html.find("<td class=\"verdict-fail\">FAIL</td>"), std::string::npos);
+  EXPECT_NE(html.find("<code>write_qps{resource=leases} &lt;= 600</code>"), std::string::npos);
+  EXPECT_NE(html.find("unavailable <span class=\"why\">(leases share an etcd with everything else)</span>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><th>kubernetes version</th><td>v1.33.1</td></tr>"), std::string::npos);
+}
+
+TEST(HtmlTest, UnavailableDataShowsALabelledPlaceholder) {
+  RunResult r = testing::sampleResult();
+  std::erase_if(r.figures, [](const metrics::Figure& f) {
+    return f.name == "write_qps" || f.name.starts_with("apiserver_heap") || f.name.find("latency") != std::string::npos;
+  });
+  r.figures.push_back(metrics::Figure::unavailable("write_qps", {}, "1/s", metrics::Source::kApiserver,
+                                                   "kube-apiserver-0 never answered a scrape"));
+  std::string html = renderHtml(r);
+  std::string qps = chart(html, kChartWriteQps);
+  EXPECT_NE(qps.find("class=\"chart chart-unavailable\""), std::string::npos);
+  EXPECT_NE(qps.find(">kube-apiserver-0 never answered a scrape</text>"), std::string::npos) << qps;
+  EXPECT_EQ(qps.find("class=\"series"), std::string::npos);
+  std::string heap = chart(html, kChartHeap);
+  EXPECT_NE(heap.find(">the result has no apiserver heap over time (apiserver_heap_inuse_bytes)</text>"), std::string::npos)
+      << heap;
+  EXPECT_NE(chart(html, kChartLatency).find("chart-unavailable"), std::string::npos);
+}
+
+TEST(SvgTest, NiceTicks) {
+  EXPECT_EQ(svg::niceTicks(9.3, 5), (std::vector<double>{0, 2, 4, 6, 8, 10}));
+  EXPECT_EQ(svg::niceTicks(100, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));
+  EXPECT_EQ(svg::niceTicks(0.7, 4), (std::vector<double>{0, 0.2, 0.4, 0.6, 0.8}));
+  EXPECT_EQ(svg::niceTicks(0, 5), (std::vector<double>{0, 1}));
+}
+
+}  // namespace
+}  // namespace cpscale::reports
