@@ -35,7 +35,7 @@ struct BarChart {
   std::vector<std::string> groupNames;   // along the x axis
   // values[group][series]; nullopt draws a "n/a" mark instead of a bar.
   std::vector<std::vector<std::optional<double>>> values;
-  int width = 440;  // two side by side in the report's column
+  int width = 430;  // two side by side in the report's 900 px column
   int height = 250;
 };
 std::string barChart(const BarChart& c);
