@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/engine/event_queue.h"
+#include "sim/engine/huge_page_allocator.h"
 #include "sim/engine/periodic_timer.h"
 #include "sim/engine/simulator.h"
 
@@ -78,9 +79,9 @@ class SimulatorBase : public Simulator {
   std::uint64_t nextSeq() { return seq_++; }
 
   EventQueue queue_;
-  std::vector<OneShotSlot> oneShots_;
+  std::vector<OneShotSlot, HugePageHintAllocator<OneShotSlot>> oneShots_;
   std::uint32_t freeOneShot_ = kNone;
-  std::vector<TimerSlot> timers_;
+  std::vector<TimerSlot, HugePageHintAllocator<TimerSlot>> timers_;
   std::uint32_t freeTimer_ = kNone;
   std::size_t liveOneShots_ = 0;
   std::size_t armedTimers_ = 0;
