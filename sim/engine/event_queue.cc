@@ -146,7 +146,7 @@ void EventQueue::sortRun() {
     }
     std::swap(src, dst);
   }
-  if (src != run_.data()) std::copy(src, src + n, run_.data());
+  if (src != run_.data()) run_.swap(scratch_);  // an odd number of passes ended there
   // Equal times keep their bucket order, which is not always sequence order (chunks
   // are stacked newest first, overflow events join late): sort each such group by seq.
   QueuedEvent* r = run_.data();
