@@ -213,7 +213,18 @@ class FleetInstance final : public WorkloadInstance {
             {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
             {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
             {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
-            {"podFailures", c_.podFailed}};
+            {"podFailures", c_.podFailed},          {"actorBytes", actorBytes()}};
+  }
+
+  // What the actors themselves hold (not the engine's timer slots): for the memory
+  // per synthetic node figure.
+  std::size_t actorBytes() const {
+    std::size_t n = kubelets_.capacity() * sizeof(void*);
+    for (const auto& k : kubelets_) {
+      n += sizeof(Kubelet) + (k->lease.capacity() > 15 ? k->lease.capacity() + 1 : 0);
+      if (k->pods) n += sizeof(Kubelet::Pods);
+    }
+    return n;
   }
 
   engine::Simulator& sim() { return ctx_.sim; }

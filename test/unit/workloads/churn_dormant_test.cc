@@ -1,0 +1,217 @@
+// Churn sessions and dormant populations in virtual time: arrival rate, lifecycle
+// transitions as writes, creation QPS/burst, and watchers' relist/resume behaviour.
+#include <gtest/gtest.h>
+
+#include "test/unit/workloads/harness.h"
+#include "workloads/churn.h"
+#include "workloads/dormant.h"
+
+namespace cpscale::workloads::testing {
+namespace {
+
+constexpr const char* kSessions = "/apis/churn.cpscale.io/v1/namespaces/";
+
+TEST(Churn, PoissonArrivalsMatchTheRate) {
+  Harness h;
+  auto w = makeWorkload(entry("kind: churn\nsessionsPerMinute: 600\ncreateQps: 1000\nstatusInterval: 0s\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10min});
+  // 6000 expected; Poisson sd ~77, fixed seed.
+  EXPECT_NEAR(static_cast<double>(h.count("POST", kSessions)), 6000, 250);
+  EXPECT_EQ(inst->summary()["sessionsCreated"], h.count("POST", kSessions));
+}
+
+TEST(Churn, LifecycleTransitionsAreTheRightWrites) {
+  Harness h;
+  auto w = makeWorkload(entry(R"(kind: churn
+name: s
+sessionsPerMinute: 1
+maxSessions: 1
+statusInterval: 4s
+suspendProbability: 1
+maxSuspends: 1
+dwell:
+  running: {uniform: [10s, 10s]}
+  suspended: {uniform: [20s, 20s]}
+)"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30min});
+  std::vector<std::string> seq;
+  for (const auto& r : h.transport.requests()) {
+    std::string p = pathOf(r.request);
+    std::string what = p.find("/status") != std::string::npos ? "agentsessions/status" : "agentsessions";
+    std::string body = r.request.body;
+    if (r.request.method == "PATCH" && body.find("\"suspend\":true") != std::string::npos) what += "(suspend)";
+    if (r.request.method == "PATCH" && body.find("\"suspend\":false") != std::string::npos) what += "(resume)";
+    seq.push_back(r.request.method + " " + what);
+  }
+  EXPECT_EQ(seq, (std::vector<std::string>{
+                     "POST agentsessions",           // create
+                     "PATCH agentsessions/status",   // running
+                     "PATCH agentsessions/status",   // status while running (4 s)
+                     "PATCH agentsessions/status",   // (8 s)
+                     "PATCH agentsessions(suspend)", // suspended at 10 s
+                     "PATCH agentsessions(resume)",  // resumed 20 s later
+                     "PATCH agentsessions/status",   // running again
+                     "PATCH agentsessions/status",
+                     "PATCH agentsessions/status",
+                     "DELETE agentsessions",         // maxSuspends reached: deleted
+                 }));
+  json created = json::parse(h.requests("POST", kSessions)[0].request.body);
+  EXPECT_EQ(created["kind"], "AgentSession");
+  EXPECT_EQ(created["metadata"]["labels"][kRunLabel], "t1");
+  EXPECT_EQ(created["metadata"]["namespace"], "cpscale-t1-s-0");
+  EXPECT_EQ(inst->summary()["sessionsLive"], 0);
+}
+
+TEST(Churn, MixesBuiltinKindsByWeight) {
+  Harness h;
+  auto w = makeWorkload(entry(R"(kind: churn
+sessionsPerMinute: 600
+createQps: 1000
+statusInterval: 0s
+targets:
+  - crd: agentsessions.churn.cpscale.io
+    weight: 1
+  - builtin: configmaps
+    weight: 1
+  - builtin: events
+    weight: 2
+)"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{5min});
+  const double crs = static_cast<double>(h.count("POST", kSessions));
+  const double cms = static_cast<double>(h.count("POST", "/configmaps"));
+  const double evs = static_cast<double>(h.count("POST", "/events"));
+  EXPECT_NEAR(crs / (crs + cms + evs), 0.25, 0.04);
+  EXPECT_NEAR(cms / (crs + cms + evs), 0.25, 0.04);
+  EXPECT_NEAR(evs / (crs + cms + evs), 0.50, 0.04);
+}
+
+TEST(Churn, FailedCreateIsCountedAndTheActorEnds) {
+  Harness h;
+  h.override = [](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "POST") return statusResponse(422, "Invalid");
+    return std::nullopt;
+  };
+  auto w = makeWorkload(entry("kind: churn\nsessionsPerMinute: 60\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{60s});
+  EXPECT_GT(inst->summary()["createFailures"].get<int>(), 30);
+  EXPECT_EQ(h.count("PATCH", kSessions) + h.count("DELETE", kSessions), 0u);
+}
+
+TEST(Churn, CrdInstalledInPrepareWithRunLabel) {
+  Harness h;
+  h.override = [](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "GET" && r.path.find("customresourcedefinitions") != std::string::npos) {
+      return jsonResponse(200, {{"status", {{"conditions", {{{"type", "Established"}, {"status", "True"}}}}}}});
+    }
+    return std::nullopt;
+  };
+  // prepare() is synchronous: answers come from poll(), not from engine events.
+  h.transport.setLatency(0ms);
+  auto w = makeWorkload(entry("kind: churn\nsessionsPerMinute: 60\nnamespaces: 2\n"));
+  w->prepare(h.api, h.sim.clock(), "t1");
+  auto crds = h.requests("POST", "customresourcedefinitions");
+  ASSERT_EQ(crds.size(), 1u);
+  json crd = json::parse(crds[0].request.body);
+  EXPECT_EQ(crd["metadata"]["name"], "agentsessions.churn.cpscale.io");
+  EXPECT_EQ(crd["metadata"]["labels"][kRunLabel], "t1");
+  EXPECT_EQ(crd["spec"]["names"]["kind"], "AgentSession");
+  EXPECT_TRUE(crd["spec"]["versions"][0]["subresources"].contains("status"));
+  EXPECT_EQ(h.count("POST", "/api/v1/namespaces"), 2u);
+}
+
+TEST(Dormant, CreationRespectsQpsAndBurst) {
+  Harness h;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 30\nconfigMaps: 20\nsecrets: 10\n"
+                              "roles: 5\nclusterRoles: 5\ncreateQps: 10\ncreateBurst: 5\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{60s});
+  std::vector<engine::TimePoint> times;
+  for (const auto& r : h.transport.requests()) {
+    if (r.request.method == "POST") times.push_back(r.submittedAt);
+  }
+  ASSERT_EQ(times.size(), 100u);
+  // Burst of 5 at once, then one every 100 ms.
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(times[i], engine::TimePoint{}) << i;
+  for (std::size_t i = 5; i < times.size(); ++i) {
+    EXPECT_NEAR(std::chrono::duration<double>(times[i].time_since_epoch()).count(), 0.1 * (i - 4), 1e-6) << i;
+  }
+  // Any 1 s window holds at most burst + qps creations.
+  for (std::size_t i = 0; i < times.size(); ++i) {
+    std::size_t inWindow = 0;
+    for (auto t : times) inWindow += t >= times[i] && t < times[i] + 1s;
+    EXPECT_LE(inWindow, 15u);
+  }
+  EXPECT_EQ(h.count("POST", "/apis/op1.dormant.cpscale.io/v1/namespaces/cpscale-t1-dormant-"), 30u);
+  EXPECT_EQ(h.count("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles"), 5u);
+  EXPECT_EQ(inst->summary()["created"], 100);
+}
+
+TEST(Dormant, BackgroundUpdatesFollowTheirRateOnceCreated) {
+  Harness h;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\ncreateQps: 100\n"
+                              "updatesPerSecond: 2\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{301s});
+  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/widgets/")), 600, 75);
+}
+
+// Watch responses: the fake feeds the body as the stream; status 200 ends it normally.
+kube::HttpResponse watchStream(const std::vector<json>& events) {
+  kube::HttpResponse r;
+  r.status = 200;
+  for (const auto& e : events) r.body += e.dump() + "\n";
+  return r;
+}
+
+TEST(Dormant, WatcherListsThenWatchesResumesFromBookmarksAndRelistsOnGone) {
+  Harness h;
+  int watches = 0;
+  std::vector<std::string> seen;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.path.find("/widgets") == std::string::npos || r.method != "GET") return std::nullopt;
+    seen.push_back(r.path);
+    if (r.path.find("watch=true") == std::string::npos) {
+      return jsonResponse(200, {{"metadata", {{"resourceVersion", "10"}}}, {"items", json::array()}});
+    }
+    ++watches;
+    if (watches == 1) {
+      return watchStream({{{"type", "ADDED"}, {"object", {{"metadata", {{"resourceVersion", "12"}}}}}},
+                          {{"type", "BOOKMARK"}, {"object", {{"metadata", {{"resourceVersion", "15"}}}}}}});
+    }
+    if (watches == 2) {
+      return watchStream({{{"type", "ERROR"},
+                           {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}});
+    }
+    h.sim.stop();
+    return watchStream({});
+  };
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 0\n"
+                              "watchers: {perKind: 1, shards: 2, timeout: 1m}\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  ASSERT_GE(seen.size(), 5u);
+  EXPECT_EQ(seen[0].find("watch=true"), std::string::npos);  // LIST
+  EXPECT_NE(seen[0].find("limit=500"), std::string::npos);
+  EXPECT_NE(seen[0].find("shardSelector=shardRange"), std::string::npos);
+  EXPECT_NE(seen[1].find("watch=true"), std::string::npos);  // WATCH from the list's rv
+  EXPECT_NE(seen[1].find("resourceVersion=10"), std::string::npos);
+  EXPECT_NE(seen[1].find("allowWatchBookmarks=true"), std::string::npos);
+  EXPECT_NE(seen[2].find("resourceVersion=15"), std::string::npos);  // resumed from the bookmark
+  EXPECT_EQ(seen[3].find("watch=true"), std::string::npos);          // 410: relist
+  EXPECT_NE(seen[4].find("watch=true"), std::string::npos);
+  EXPECT_EQ(inst->summary()["watchRelists"], 1);
+  EXPECT_EQ(inst->summary()["watchBookmarks"], 1);
+}
+
+TEST(Dormant, ShardSelectorsSplitTheHashSpace) {
+  EXPECT_EQ(shardSelector(0, 2), "shardRange(object.metadata.uid, 0x0, 0x8000000000000000)");
+  EXPECT_EQ(shardSelector(1, 2), "shardRange(object.metadata.uid, 0x8000000000000000, 0xffffffffffffffff)");
+  EXPECT_EQ(shardSelector(0, 1), "shardRange(object.metadata.uid, 0x0, 0xffffffffffffffff)");
+}
+
+}  // namespace
+}  // namespace cpscale::workloads::testing

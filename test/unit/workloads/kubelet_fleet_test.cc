@@ -1,0 +1,251 @@
+// The synthetic kubelet's wire behaviour in virtual time: renewal cadence and jitter,
+// the 409 path, status report cadence, failures and node churn.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "test/unit/workloads/harness.h"
+#include "workloads/kubelet_fleet.h"
+
+namespace cpscale::workloads::testing {
+namespace {
+
+constexpr const char* kLeases = "/leases/";
+
+std::unique_ptr<Workload> fleet(const std::string& extra, int count = 1) {
+  return makeWorkload(entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) +
+                            "\nregistrationQps: 1000\n" + extra));
+}
+
+// PUT times per lease name.
+std::map<std::string, std::vector<engine::TimePoint>> renewals(const Harness& h) {
+  std::map<std::string, std::vector<engine::TimePoint>> out;
+  for (const auto& r : h.requests("PUT", kLeases)) out[pathOf(r.request)].push_back(r.submittedAt);
+  return out;
+}
+
+TEST(KubeletFleet, RegistersNodeThenLeaseWithRunLabelAndRealisticSize) {
+  Harness h;
+  auto w = fleet("nodeImages: 40\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{1s});
+  ASSERT_EQ(h.count("POST", "/api/v1/nodes"), 1u);
+  ASSERT_EQ(h.count("POST", "/namespaces/kube-node-lease/leases"), 1u);
+  const auto posts = h.requests("POST", "/api/v1/nodes");
+  const auto& node = posts[0].request;
+  json n = json::parse(node.body);
+  EXPECT_EQ(n["metadata"]["name"], "cpscale-t1-fleet-0");
+  EXPECT_EQ(n["metadata"]["labels"][kRunLabel], "t1");
+  EXPECT_EQ(n["status"]["images"].size(), 40u);
+  EXPECT_GT(node.body.size(), 10'000u);
+  EXPECT_LT(node.body.size(), 20'000u);
+  json lease = json::parse(h.requests("POST", "leases")[0].request.body);
+  EXPECT_EQ(lease["metadata"]["labels"][kRunLabel], "t1");
+  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 40);
+  EXPECT_EQ(lease["metadata"]["ownerReferences"][0]["kind"], "Node");
+}
+
+TEST(KubeletFleet, RenewsEveryTenSecondsWithJitterWithinFourPercentAndNeverGetsFirst) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;
+  auto w = fleet("", 20);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{300s});
+  auto byLease = renewals(h);
+  ASSERT_EQ(byLease.size(), 20u);
+  engine::Duration minGap = 1h, maxGap{0};
+  for (const auto& [name, times] : byLease) {
+    ASSERT_GE(times.size(), 27u) << name;
+    for (std::size_t i = 1; i < times.size(); ++i) {
+      minGap = std::min(minGap, times[i] - times[i - 1]);
+      maxGap = std::max(maxGap, times[i] - times[i - 1]);
+    }
+  }
+  EXPECT_GE(minGap, 10s);
+  EXPECT_LT(maxGap, 10400ms);
+  // The jitter is used, not just bounded.
+  EXPECT_GT(maxGap - minGap, 200ms);
+  EXPECT_EQ(h.count("GET", kLeases), 0u);
+  EXPECT_EQ(inst->summary()["leaseRenewals"], h.count("PUT", kLeases));
+}
+
+TEST(KubeletFleet, RenewalPutsTheCachedLeaseWithFreshRenewTimeAndResourceVersion) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;  // 2023-11-14T22:13:20Z
+  auto w = fleet("");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{25s});
+  auto puts = h.requests("PUT", kLeases);
+  ASSERT_EQ(puts.size(), 2u);
+  json first = json::parse(puts[0].request.body);
+  json second = json::parse(puts[1].request.body);
+  // The object the server returned (uid, labels) with only renewTime and rv moved.
+  EXPECT_EQ(first["metadata"]["uid"], second["metadata"]["uid"]);
+  EXPECT_EQ(first["metadata"]["labels"], second["metadata"]["labels"]);
+  EXPECT_NE(first["metadata"]["resourceVersion"], second["metadata"]["resourceVersion"]);
+  const std::string t1 = first["spec"]["renewTime"], t2 = second["spec"]["renewTime"];
+  EXPECT_EQ(t1.size(), 27u);
+  EXPECT_EQ(t1.substr(0, 15), "2023-11-14T22:1");
+  EXPECT_LT(t1, t2);
+  EXPECT_EQ(puts[1].request.headers.size(), puts[0].request.headers.size());
+}
+
+TEST(KubeletFleet, ConflictLeadsToExactlyOneGetAndRetriedPut) {
+  Harness h;
+  int puts = 0;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    // The second and third PUTs conflict: the renewal's retry conflicts again.
+    if (r.method == "PUT" && (++puts == 2 || puts == 3)) return statusResponse(409, "Conflict");
+    return std::nullopt;
+  };
+  auto w = fleet("");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{35s});
+  std::vector<std::string> verbs;
+  for (const auto& r : h.transport.requests()) {
+    if (r.request.path.find(kLeases) != std::string::npos) verbs.push_back(r.request.method);
+  }
+  // renewal 1; renewal 2: PUT 409, GET, PUT 409 (given up until the next period); renewal 3.
+  EXPECT_EQ(verbs, (std::vector<std::string>{"PUT", "PUT", "GET", "PUT", "PUT"}));
+  EXPECT_EQ(inst->summary()["leaseConflicts"], 1);
+  EXPECT_EQ(inst->summary()["leaseRenewalFailures"], 1);
+}
+
+TEST(KubeletFleet, RetriedPutCarriesTheFetchedResourceVersion) {
+  Harness h;
+  int puts = 0;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "PUT" && ++puts == 1) return statusResponse(409, "Conflict");
+    if (r.method == "GET") {
+      return jsonResponse(200, {{"apiVersion", "coordination.k8s.io/v1"}, {"kind", "Lease"},
+                                {"metadata", {{"name", "n"}, {"resourceVersion", "777777"}}},
+                                {"spec", {{"renewTime", "x"}}}});
+    }
+    return std::nullopt;
+  };
+  auto w = fleet("");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{15s});
+  auto p = h.requests("PUT", kLeases);
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(json::parse(p[1].request.body)["metadata"]["resourceVersion"], "777777");
+}
+
+TEST(KubeletFleet, StatusPatchedOnlyEveryReportFrequencyWhenNothingChanges) {
+  Harness h;
+  auto w = fleet("statusReportFrequency: 5m\n", 3);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{11min});
+  auto patches = h.requests("PATCH", "/status");
+  // At 5 and 10 minutes after registration, per node.
+  ASSERT_EQ(patches.size(), 6u);
+  for (const auto& p : patches) {
+    EXPECT_GE(p.submittedAt, engine::TimePoint{5min});
+    EXPECT_NE(p.request.body.find("lastHeartbeatTime"), std::string::npos);
+    EXPECT_EQ(json::parse(p.request.body)["status"]["conditions"].size(), 4u);
+  }
+}
+
+TEST(KubeletFleet, StatusPatchedAtEveryComputationWhenItChanges) {
+  Harness h;
+  auto w = fleet("statusChangeProbability: 1\nnodeStatusUpdateFrequency: 10s\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{100500ms});
+  EXPECT_EQ(h.count("PATCH", "/nodes/cpscale-t1-fleet-0/status"), 10u);
+}
+
+TEST(KubeletFleet, FailedFractionStopsRenewingAndReturns) {
+  Harness h;
+  auto w = fleet("failures: {fraction: 0.3, at: 60s, returnAfter: 60s}\n", 10);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{200s});
+  std::set<std::string> duringOutage, afterReturn;
+  for (const auto& r : h.requests("PUT", kLeases)) {
+    if (r.submittedAt > engine::TimePoint{71s} && r.submittedAt < engine::TimePoint{119s}) duringOutage.insert(r.request.path);
+    if (r.submittedAt > engine::TimePoint{121s}) afterReturn.insert(r.request.path);
+  }
+  EXPECT_EQ(duringOutage.size(), 7u);
+  EXPECT_EQ(afterReturn.size(), 10u);
+  EXPECT_EQ(inst->summary()["nodesFailed"], 3);
+  EXPECT_EQ(inst->summary()["nodesReturned"], 3);
+  // A returning kubelet renews at once.
+  std::size_t atReturn = 0;
+  for (const auto& r : h.requests("PUT", kLeases)) atReturn += r.submittedAt == engine::TimePoint{120s};
+  EXPECT_EQ(atReturn, 3u);
+}
+
+TEST(KubeletFleet, FailureSelectionIsExactAndSpread) {
+  int n = 0;
+  for (int i = 0; i < 1000; ++i) n += failsAt(i, 0.25);
+  EXPECT_EQ(n, 250);
+  EXPECT_FALSE(failsAt(0, 0.0));
+  EXPECT_TRUE(failsAt(0, 1.0));
+}
+
+TEST(KubeletFleet, NodeChurnJoinsAndLeavesAtTheConfiguredRates) {
+  Harness h;
+  auto w = fleet("churn: {joinsPerMinute: 30, leavesPerMinute: 30}\n", 50);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{20min});
+  // 600 expected of each; Poisson sd ~24.
+  const double joins = static_cast<double>(h.count("POST", "/api/v1/nodes")) - 50;
+  const double leaves = static_cast<double>(h.count("DELETE", "/api/v1/nodes/"));
+  EXPECT_NEAR(joins, 600, 90);
+  EXPECT_NEAR(leaves, 600, 90);
+  EXPECT_EQ(h.count("DELETE", kLeases), static_cast<std::size_t>(leaves));
+  // Joined nodes take fresh names.
+  std::set<std::string> names;
+  for (const auto& r : h.requests("POST", "/api/v1/nodes")) names.insert(json::parse(r.request.body)["metadata"]["name"]);
+  EXPECT_EQ(names.size(), h.count("POST", "/api/v1/nodes"));
+}
+
+TEST(KubeletFleet, RegistrationRampFollowsQps) {
+  Harness h;
+  auto w = makeWorkload(entry("kind: kubelets\ncount: 100\nregistrationQps: 10\nregistrationBurst: 1\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{20s});
+  auto posts = h.requests("POST", "/api/v1/nodes");
+  ASSERT_EQ(posts.size(), 100u);
+  EXPECT_EQ(posts.front().submittedAt, engine::TimePoint{});
+  EXPECT_NEAR(std::chrono::duration<double>(posts.back().submittedAt.time_since_epoch()).count(), 9.9, 0.01);
+}
+
+TEST(KubeletFleet, PodsPerNodeStreamStatus) {
+  Harness h;
+  auto w = fleet("podsPerNode: 3\npodStatusInterval: 30s\n", 2);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{61s});
+  EXPECT_EQ(h.count("POST", "/namespaces/cpscale-t1-fleet-pods/pods"), 6u);
+  // Each pod about every 30 s: ~2 updates per pod per minute.
+  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/pods/")), 12, 3);
+}
+
+TEST(KubeletFleet, StopCancelsEverything) {
+  Harness h;
+  auto w = fleet("", 5);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{15s});
+  inst->stop();
+  const auto before = h.transport.requests().size();
+  h.sim.runUntil(engine::TimePoint{60s});
+  EXPECT_EQ(h.transport.requests().size(), before);
+  inst.reset();
+  EXPECT_EQ(h.sim.pending(), 0u);
+}
+
+TEST(KubeletFleet, IdleKubeletStateIsSmall) {
+  // Two timers, the cached Lease and a few words: well under a kilobyte per node,
+  // besides the engine's own slots for the two timers.
+  Harness h;
+  auto w = fleet("", 1000);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+  EXPECT_EQ(inst->summary()["leasesCreated"], 1000);
+  EXPECT_EQ(h.sim.pending(), 2000u);
+  const auto perNode = inst->summary()["actorBytes"].get<std::size_t>() / 1000;
+  EXPECT_LT(perNode, 900u);
+  EXPECT_GT(perNode, 300u);  // the cached Lease is in there
+}
+
+}  // namespace
+}  // namespace cpscale::workloads::testing
