@@ -24,6 +24,7 @@ class SimulatorBase : public Simulator {
   void runUntil(TimePoint t) override { loop(true, t); }
   void stop() override { stopRequested_.store(true, std::memory_order_relaxed); }
   std::size_t pending() const override { return liveOneShots_ + armedTimers_; }
+  // From the engine's thread, or from any thread once run()/runUntil() has returned.
   const SimulatorStats& stats() const override {
     flushLag();
     return stats_;
@@ -59,7 +60,7 @@ class SimulatorBase : public Simulator {
   };
   // A timer's queued entry carries the timer's address; the slot only says whether
   // that entry is still live (its generation), so a stopped or destroyed timer is
-  // never dereferenced. 8 bytes, so 10^6 of them stay in the last-level cache.
+  // never dereferenced. 8 bytes: 10^6 of them are 8 MB, mostly cache-resident.
   struct TimerSlot {
     std::uint32_t gen = 1;
     std::uint32_t nextFree = 0;
