@@ -21,7 +21,7 @@ export CPSCALE_CACHE
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
-  nghttp2-server nghttp2-client iproute2 procps
+  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev
 
 CPSCALE := $(BUILD_DIR)/cpscale
 UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
@@ -72,11 +72,16 @@ unit-test: build
 integration-test: build control-plane
 	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration
 
-bench: build
+bench: build control-plane
 	@mkdir -p $(BUILD_DIR)/bench
-	@for b in $(BUILD_DIR)/test/bench/cpscale_bench_*; do \
-	  [ -x "$$b" ] || continue; n=$$(basename $$b); \
-	  echo "== $$n"; $$b --benchmark_out=$(BUILD_DIR)/bench/$$n.json --benchmark_out_format=json || exit 1; \
+	@set -e; export CPSCALE_BIN_DIR="$(BIN_DIR)"; \
+	for b in $(BUILD_DIR)/test/bench/cpscale_bench_*; do \
+	  [ -x "$$b" ] || continue; n=$$(basename $$b); out=$(BUILD_DIR)/bench/$${n#cpscale_bench_}.json; \
+	  echo "== $$n -> $$out"; \
+	  case $$n in \
+	    cpscale_bench_engine) GLIBC_TUNABLES=glibc.malloc.hugetlb=1 $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
+	    *) $$b --out $$out ;; \
+	  esac; \
 	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"
 
 up: build control-plane

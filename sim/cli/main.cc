@@ -18,6 +18,10 @@ const std::map<std::string, Command>& commands() {
       {"up", {cpscale::cli::up, "start the local vanilla control plane and write its kubeconfig"}},
       {"down", {cpscale::cli::down, "stop the local control plane started by `up`"}},
       {"status", {cpscale::cli::status, "show the local control plane and whether each member runs"}},
+      {"run", {cpscale::cli::run, "run a scenario against the local plane or a cluster, measure, gate, report"}},
+      {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
+      {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
+      {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };

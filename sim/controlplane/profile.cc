@@ -88,6 +88,7 @@ Profile loadProfile(const std::filesystem::path& path) {
   if (auto f = root.get("priorityAndFairness")) p.priorityAndFairness = f->asBool();
   if (auto f = root.get("featureGates"))
     for (auto& [k, v] : f->entries()) p.featureGates[k] = v.asBool();
+  p.apiserverArgs.clear();  // a profile file states its flags itself
   if (auto f = root.get("apiserverArgs"))
     for (const auto& item : f->items()) p.apiserverArgs.push_back(flagOf(item));
   return p;

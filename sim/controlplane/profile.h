@@ -35,7 +35,10 @@ struct Profile {
   bool priorityAndFairness = true;
   std::map<std::string, bool> featureGates;
   // Extra kube-apiserver flags, each "--name=value"; they come last, so they win.
-  std::vector<std::string> apiserverArgs;
+  // The built-in default polls object counts as often as cpscale scrapes (the shipped
+  // profiles say so explicitly): upstream refreshes apiserver_resource_objects once a
+  // minute, too slowly to follow a population ramp.
+  std::vector<std::string> apiserverArgs{"--etcd-count-metric-poll-period=5s"};
 
   // The --etcd-servers-overrides value for the given client URLs (one per etcd, in
   // order), or empty when every resource lives in the main etcd.

@@ -61,11 +61,15 @@ void applyOverride(YAML::Node root, const Override& o) {
     } else if (node.IsSequence()) {
       // A named item of a list (workloads.fleet): match `name`, then `kind`.
       std::string names;
+      bool found = false;  // (a default YAML::Node is a defined null: track it apart)
       for (const char* key : {"name", "kind"}) {
-        for (std::size_t k = 0; k < node.size() && !next; ++k)
-          if (node[k].IsMap() && node[k][key] && node[k][key].Scalar() == seg) next = node[k];
+        for (std::size_t k = 0; k < node.size() && !found; ++k)
+          if (node[k].IsMap() && node[k][key] && node[k][key].Scalar() == seg) {
+            next = node[k];
+            found = true;
+          }
       }
-      if (!next) {
+      if (!found) {
         for (std::size_t k = 0; k < node.size(); ++k)
           if (node[k].IsMap() && node[k]["name"]) names += (names.empty() ? "" : ", ") + node[k]["name"].Scalar();
         throw ConfigError("--set", o.path, "no item named '" + seg + "' in '" + walked + "'" +

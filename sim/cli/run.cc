@@ -1,0 +1,249 @@
+// run, report, compare, cleanup: the commands around a scenario run.
+#include <cstdlib>
+#include <cxxopts.hpp>
+#include <fstream>
+#include <iostream>
+#include <random>
+
+#include "reports/compare.h"
+#include "reports/html.h"
+#include "reports/junit.h"
+#include "reports/result.h"
+#include "reports/summary.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/metrics_endpoint.h"
+#include "sim/cli/options.h"
+#include "sim/cli/runner.h"
+#include "sim/common/error.h"
+#include "sim/common/interrupt.h"
+#include "sim/controlplane/local_plane.h"
+#include "sim/engine/clock.h"
+#include "sim/kube/api_client.h"
+#include "sim/kube/curl_transport.h"
+#include "workloads/cleanup.h"
+
+namespace cpscale::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Short, DNS-label-safe and unique enough: it prefixes every name the run creates.
+std::string newRunId() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> hex(0, 15);
+  std::string id = "r";
+  for (int i = 0; i < 7; ++i) id += "0123456789abcdef"[hex(rd)];
+  return id;
+}
+
+void checkRunId(const std::string& id) {
+  bool ok = !id.empty() && id.size() <= 20 && std::isalnum(static_cast<unsigned char>(id.front())) &&
+            std::isalnum(static_cast<unsigned char>(id.back()));
+  for (char c : id) ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
+  if (!ok)
+    throw ConfigError("command line", "--run-id",
+                      "'" + id + "' must be 1-20 lower-case letters, digits or '-', starting and ending alphanumeric");
+}
+
+bool assumeYes(const cxxopts::ParseResult& r) {
+  if (r.count("yes")) return true;
+  const char* env = std::getenv("CPSCALE_ASSUME_YES");
+  return env && std::string(env) == "1";
+}
+
+}  // namespace
+
+int run(const Args& args) {
+  cxxopts::Options opts("cpscale run", "Run a scenario against the local plane (default) or a cluster.");
+  addTargetOptions(opts);
+  opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
+      "profile", "control-plane profile for the local plane; give two to compare them",
+      cxxopts::value<std::vector<std::string>>())(
+      "set", "override a scenario field: path.to.field=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "out", "output directory (default runs/<run-id>)", cxxopts::value<std::string>())(
+      "run-id", "run id (default: random); labels every object the run creates", cxxopts::value<std::string>())(
+      "keep", "leave the local plane running after the run")("no-cleanup", "keep the objects the run created")(
+      "yes", "confirm sending load to a non-loopback server (or CPSCALE_ASSUME_YES=1)")(
+      "quiet", "no progress output")(
+      "metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
+      cxxopts::value<std::string>())(
+      "bin-dir", "pinned kube-apiserver/etcd directory (default $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
+      cxxopts::value<std::string>())("h,help", "show this help");
+  opts.parse_positional({"scenario"});
+  opts.positional_help("SCENARIO");
+  auto r = parseArgs(opts, args);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (!r.count("scenario")) throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
+
+  // Everything that can be wrong with the input is checked before anything is contacted.
+  std::vector<scenario::Override> overrides;
+  if (r.count("set"))
+    for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
+  std::string scenarioPath = r["scenario"].as<std::string>();
+  scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
+
+  std::vector<controlplane::Profile> profiles;
+  if (r.count("profile"))
+    for (const auto& p : r["profile"].as<std::vector<std::string>>()) profiles.push_back(controlplane::loadProfile(p));
+  if (profiles.empty()) profiles.emplace_back();
+  if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
+
+  std::optional<kube::RestConfig> cluster;
+  if (r.count("kubeconfig") || r.count("context")) {
+    if (profiles.size() > 1)
+      throw ConfigError("command line", "--profile", "two profiles need the local plane; drop --kubeconfig/--context");
+    cluster = loadTarget(r);
+    if (!isLoopbackServer(cluster->server) && !assumeYes(r)) {
+      std::cerr << "cpscale run: this would send load to " << cluster->server << " (context " << cluster->contextName
+                << ").\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+  }
+  std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
+  checkRunId(runId);
+  fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
+  fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+
+  RunCounters counters;
+  std::unique_ptr<MetricsEndpoint> endpoint;
+  if (r.count("metrics-addr")) {
+    endpoint = std::make_unique<MetricsEndpoint>(r["metrics-addr"].as<std::string>(), counters);
+    std::cerr << "cpscale run: generator metrics on http://" << endpoint->address() << "/metrics\n";
+  }
+  installInterruptHandlers();
+  std::vector<reports::RunResult> results;
+  int worst = 0;
+  for (std::size_t i = 0; i < profiles.size(); ++i) {
+    // Each profile gets its own freshly built workloads (they hold per-run state).
+    scenario::Scenario sc = i == 0 ? std::move(probe) : scenario::loadScenario(scenarioPath, overrides);
+    RunOptions ro;
+    ro.runId = profiles.size() > 1 ? runId + "-" + std::to_string(i + 1) : runId;
+    ro.outDir = profiles.size() > 1 ? out / profiles[i].name : out;
+    ro.cluster = cluster;
+    ro.profile = profiles[i];
+    ro.binDir = binDir;
+    ro.keepPlane = r.count("keep") > 0;
+    ro.cleanup = r.count("no-cleanup") == 0;
+    ro.progress = r.count("quiet") == 0;
+    ro.counters = &counters;
+    reports::RunResult res = executeRun(sc, ro);
+    // The terminal gets the headline, gates and generator health; summary.md has all.
+    std::string summary = reports::renderSummary(res);
+    if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+    std::cout << summary << "\n";
+    std::cout << "Report: " << (ro.outDir / "report.html").string() << "\nResult: " << (ro.outDir / "result.json").string()
+              << "\n";
+    worst = std::max(worst, res.exitCode);
+    results.push_back(std::move(res));
+    if (interrupted()) break;
+  }
+  if (results.size() == 2) {
+    reports::Comparison c = reports::compareResults(results[0], results[1]);
+    c.aName = results[0].profile.name;
+    c.bName = results[1].profile.name;
+    std::string md = reports::renderComparisonMarkdown(c, "Profiles compared: " + c.aName + " vs " + c.bName);
+    std::ofstream(out / "comparison.md") << md;
+    std::cout << "\n" << md << "\nComparison: " << (out / "comparison.md").string() << "\n";
+  }
+  return worst;
+}
+
+int report(const Args& args) {
+  cxxopts::Options opts("cpscale report", "Render a run's reports from its result.json alone.");
+  opts.add_options()("result", "result.json", cxxopts::value<std::string>())(
+      "format", "md, html or junit (default: all three, next to the result)", cxxopts::value<std::string>())(
+      "o,output", "file to write (default: stdout for one format)", cxxopts::value<std::string>())("h,help", "show this help");
+  opts.parse_positional({"result"});
+  opts.positional_help("RESULT.json");
+  auto r = parseArgs(opts, args);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (!r.count("result")) throw ConfigError("command line", "RESULT.json", "a result file is required");
+  fs::path path = r["result"].as<std::string>();
+  reports::RunResult res = reports::readResult(path);
+  auto render = [&](const std::string& format) -> std::string {
+    if (format == "md") return reports::renderSummary(res);
+    if (format == "html") return reports::renderHtml(res);
+    if (format == "junit") return reports::renderJunit(res);
+    throw ConfigError("command line", "--format", "unknown format '" + format + "' (md, html, junit)");
+  };
+  if (r.count("format")) {
+    std::string text = render(r["format"].as<std::string>());
+    if (r.count("output"))
+      std::ofstream(r["output"].as<std::string>()) << text;
+    else
+      std::cout << text;
+    return 0;
+  }
+  fs::path dir = path.parent_path();
+  std::ofstream(dir / "summary.md") << render("md");
+  std::ofstream(dir / "report.html") << render("html");
+  std::ofstream(dir / "junit.xml") << render("junit");
+  std::cout << "Wrote " << (dir / "summary.md").string() << ", " << (dir / "report.html").string() << ", "
+            << (dir / "junit.xml").string() << "\n";
+  return 0;
+}
+
+int compare(const Args& args) {
+  cxxopts::Options opts("cpscale compare", "What got worse (or better) between two runs, figure by figure.");
+  opts.add_options()("a", "baseline result.json", cxxopts::value<std::string>())(
+      "b", "candidate result.json", cxxopts::value<std::string>())(
+      "tolerance", "relative change that counts (default 0.10)", cxxopts::value<double>()->default_value("0.10"))(
+      "h,help", "show this help");
+  opts.parse_positional({"a", "b"});
+  opts.positional_help("A.json B.json");
+  auto r = parseArgs(opts, args);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (!r.count("a") || !r.count("b")) throw ConfigError("command line", "A.json B.json", "two result files are required");
+  double tol = r["tolerance"].as<double>();
+  if (tol < 0) throw ConfigError("command line", "--tolerance", "must not be negative");
+  auto a = reports::readResult(r["a"].as<std::string>());
+  auto b = reports::readResult(r["b"].as<std::string>());
+  reports::CompareOptions co;
+  co.relativeTolerance = tol;
+  auto diff = reports::compareResults(a, b, co);
+  diff.aName = r["a"].as<std::string>();
+  diff.bName = r["b"].as<std::string>();
+  std::cout << reports::renderComparisonText(diff);
+  return diff.regressed() ? static_cast<int>(ExitCode::kGateFailed) : 0;
+}
+
+int cleanup(const Args& args) {
+  cxxopts::Options opts("cpscale cleanup", "Delete every object a run created (by its cpscale.io/run label).");
+  addTargetOptions(opts);
+  opts.add_options()("run", "run id", cxxopts::value<std::string>())("yes", "confirm a non-loopback server")(
+      "h,help", "show this help");
+  auto r = parseArgs(opts, args);
+  if (r.count("help")) {
+    std::cout << opts.help() << "\n";
+    return 0;
+  }
+  if (!r.count("run")) throw ConfigError("command line", "--run", "the run id is required");
+  std::string runId = r["run"].as<std::string>();
+  checkRunId(runId);
+  kube::RestConfig config = loadTarget(r);
+  if (!isLoopbackServer(config.server) && !assumeYes(r)) {
+    std::cerr << "cpscale cleanup: this would delete objects on " << config.server
+              << ". Re-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  }
+  engine::WallClock wall;
+  kube::CurlTransport transport(config);
+  kube::ApiClient api(transport, wall);
+  auto cleaned = workloads::cleanupRun(api, wall, runId);
+  for (const auto& [resource, n] : cleaned.deleted) std::cout << "deleted   " << n << " " << resource << "\n";
+  for (const auto& [resource, n] : cleaned.remaining) std::cout << "remaining " << n << " " << resource << "\n";
+  for (const auto& e : cleaned.errors) std::cerr << "cpscale cleanup: " << e << "\n";
+  if (cleaned.deleted.empty() && cleaned.complete()) std::cout << "nothing labelled cpscale.io/run=" << runId << "\n";
+  return cleaned.complete() ? 0 : static_cast<int>(ExitCode::kUnavailable);
+}
+
+}  // namespace cpscale::cli

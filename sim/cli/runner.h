@@ -1,0 +1,46 @@
+// One run of a scenario against one target: the local plane for a profile, or a
+// user's cluster. Brings the target up (local), prepares the workloads, drives them
+// on the engine's workers while the scraper polls every apiserver and etcd, derives
+// the figures, evaluates the gates, cleans up and writes the result. Failures and
+// interruptions half-way still produce a result with what was measured.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "reports/result.h"
+#include "sim/cli/run_progress.h"
+#include "sim/controlplane/profile.h"
+#include "sim/kube/kubeconfig.h"
+#include "sim/scenario/scenario.h"
+#include "workloads/cleanup.h"
+
+namespace cpscale::cli {
+
+struct RunOptions {
+  std::string runId;
+  std::filesystem::path outDir;  // result.json and the reports go here
+  // Set: run against this cluster (the profile is only recorded). Unset: local plane.
+  std::optional<kube::RestConfig> cluster;
+  controlplane::Profile profile;
+  std::filesystem::path binDir;
+  bool keepPlane = false;  // leave the local plane running (detached)
+  bool cleanup = true;     // delete what the run created
+  bool progress = true;    // progress line / periodic log lines on stderr
+  // Live counters to count into (read by --metrics-addr); the run's own when null.
+  RunCounters* counters = nullptr;
+};
+
+// Runs and returns the result (already written to outDir). Throws ConfigError for bad
+// input found before anything was contacted; everything later is reported in the
+// result's status.
+reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options);
+
+// The cleanup outcome as the result document records it.
+nlohmann::json cleanupJson(const workloads::CleanupResult& c);
+
+// True for 127.0.0.0/8, ::1 and localhost: where load may go without confirmation.
+bool isLoopbackServer(const std::string& serverUrl);
+
+}  // namespace cpscale::cli

@@ -1,0 +1,109 @@
+#include "sim/scenario/gate.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/common/error.h"
+
+namespace cpscale::scenario {
+namespace {
+using metrics::Figure;
+using metrics::Source;
+
+Gate gate(const std::string& text) { return parseGate(text, "s.yaml:9", "gates[0]"); }
+
+std::vector<Figure> figures() {
+  return {
+      Figure::measured("write_qps", {}, 120, "1/s", Source::kApiserver),
+      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}, 80, "1/s",
+                       Source::kApiserver),
+      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "POST"}}, 5, "1/s",
+                       Source::kApiserver),
+      Figure::measured("write_qps", {{"group", ""}, {"resource", "nodes/status"}, {"verb", "PATCH"}}, 35, "1/s",
+                       Source::kApiserver),
+      Figure::measured("lease_write_share", {}, 0.7083, "ratio", Source::kApiserver),
+      Figure::measured("client_latency_p99", {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}},
+                       0.012, "s", Source::kClient),
+      Figure::measured("client_latency_p99", {{"measured_from", "sent"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.010,
+                       "s", Source::kClient),
+      Figure::unavailable("etcd_proposals_committed_per_second", {}, "1/s", Source::kEtcd,
+                          "no etcd target: the cluster's etcd is not reachable"),
+      Figure::measured("generator_limited", {{"limit", "none"}}, 0, "count", Source::kClient),
+  };
+}
+
+TEST(GateTest, ParsesSelectorOperatorAndUnits) {
+  Gate g = gate("client_latency_p99{verb=PUT, resource=\"leases\"} <= 1s");
+  EXPECT_EQ(g.figure, "client_latency_p99");
+  ASSERT_EQ(g.selector.size(), 2u);
+  EXPECT_EQ(g.selector[0].name, "resource");  // sorted
+  EXPECT_EQ(g.selector[0].value, "leases");
+  EXPECT_EQ(g.op, GateOp::kLe);
+  EXPECT_DOUBLE_EQ(g.threshold, 1.0);
+  EXPECT_DOUBLE_EQ(gate("x < 250ms").threshold, 0.25);
+  EXPECT_DOUBLE_EQ(gate("x <= 4KiB").threshold, 4096);
+  EXPECT_DOUBLE_EQ(gate("x >= 50%").threshold, 0.5);
+  EXPECT_DOUBLE_EQ(gate("x == false").threshold, 0);
+  EXPECT_DOUBLE_EQ(gate("x != true").threshold, 1);
+  EXPECT_DOUBLE_EQ(gate("x > 1.5e3").threshold, 1500);
+}
+
+TEST(GateTest, BadGatesNameWhereAndField) {
+  for (const char* bad : {"write_qps", "write_qps <= ", "write_qps ~ 3", "write_qps{resource} <= 1", "x <= 3 apples"}) {
+    SCOPED_TRACE(bad);
+    try {
+      gate(bad);
+      FAIL() << "expected ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("s.yaml:9: field 'gates[0]'"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(GateTest, ExactLabelsPickOneFigure) {
+  auto r = evaluateGate(gate("write_qps <= 100"), figures());
+  ASSERT_TRUE(r.measured);
+  EXPECT_DOUBLE_EQ(*r.measured, 120);  // the overall figure, not a sum of all
+  EXPECT_FALSE(r.passed);
+  EXPECT_TRUE(evaluateGate(gate("lease_write_share >= 0.5"), figures()).passed);
+}
+
+TEST(GateTest, PartialSelectorSumsAdditiveFigures) {
+  auto r = evaluateGate(gate("write_qps{resource=leases} <= 600"), figures());
+  ASSERT_TRUE(r.measured) << r.reason;
+  EXPECT_DOUBLE_EQ(*r.measured, 85);  // PUT 80 + POST 5
+  EXPECT_TRUE(r.passed);
+}
+
+TEST(GateTest, PartialSelectorOverNonAdditiveFiguresIsAmbiguous) {
+  auto r = evaluateGate(gate("client_latency_p99{verb=PUT,resource=leases} <= 1s"), figures());
+  EXPECT_FALSE(r.passed);
+  EXPECT_FALSE(r.measured);
+  EXPECT_NE(r.reason.find("2 figures match"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("measured_from"), std::string::npos) << r.reason;
+  auto one = evaluateGate(gate("client_latency_p99{verb=PUT,resource=leases,measured_from=scheduled} <= 1s"), figures());
+  EXPECT_TRUE(one.passed) << one.reason;
+  EXPECT_DOUBLE_EQ(*one.measured, 0.012);
+}
+
+TEST(GateTest, UnavailableFigureFailsWithItsReason) {
+  auto r = evaluateGate(gate("etcd_proposals_committed_per_second <= 1000"), figures());
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.reason.find("unavailable: no etcd target"), std::string::npos) << r.reason;
+}
+
+TEST(GateTest, MissingFigureFails) {
+  auto r = evaluateGate(gate("no_such_figure <= 1"), figures());
+  EXPECT_FALSE(r.passed);
+  EXPECT_NE(r.reason.find("no figure named no_such_figure"), std::string::npos);
+  auto l = evaluateGate(gate("write_qps{resource=pods} <= 1"), figures());
+  EXPECT_FALSE(l.passed);
+  EXPECT_NE(l.reason.find("no write_qps figure has labels {resource=pods}"), std::string::npos) << l.reason;
+}
+
+TEST(GateTest, BooleanGate) {
+  EXPECT_TRUE(evaluateGate(gate("generator_limited == false"), figures()).passed);
+  EXPECT_FALSE(evaluateGate(gate("generator_limited == true"), figures()).passed);
+}
+
+}  // namespace
+}  // namespace cpscale::scenario
