@@ -227,7 +227,8 @@ class ChurnInstance final : public WorkloadInstance {
   json summary() const override {
     return {{"sessionsStarted", c_.started}, {"sessionsCreated", c_.created}, {"createFailures", c_.createFailed},
             {"statusUpdates", c_.statusUpdates}, {"suspends", c_.suspends}, {"resumes", c_.resumes},
-            {"deletes", c_.deletes}, {"writeFailures", c_.writeFailed}, {"sessionsLive", sessions_.size()}};
+            {"deletes", c_.deletes}, {"writeFailures", c_.writeFailed}, {"sessionsLive", sessions_.size()},
+            {"lastWriteError", lastError_}};
   }
 
   engine::Simulator& sim() { return ctx_.sim; }
@@ -332,7 +333,14 @@ class ChurnInstance final : public WorkloadInstance {
   // A write whose outcome only counts: the actor carries on either way.
   void write(kube::ApiRequest req, std::uint64_t* okCounter) {
     req.intendedAt = ctx_.sim.now();
-    calls_.call(std::move(req), [this, okCounter](kube::ApiResult r) { r.ok() ? ++*okCounter : ++c_.writeFailed; });
+    calls_.call(std::move(req), [this, okCounter](kube::ApiResult r) {
+      if (r.ok()) {
+        ++*okCounter;
+      } else {
+        ++c_.writeFailed;
+        lastError_ = r.describe();
+      }
+    });
   }
 
   void statusUpdate(Session& s) {
@@ -398,6 +406,7 @@ class ChurnInstance final : public WorkloadInstance {
   std::int64_t budget_ = -1;  // sessions this instance may start; -1: unlimited
   std::uint64_t nextId_ = 0;
   std::unordered_map<std::uint64_t, std::unique_ptr<Session>> sessions_;
+  std::string lastError_;
   Counts c_;
 };
 

@@ -138,6 +138,7 @@ struct Watcher {
   std::string continueToken;
   kube::CallId watch = 0;
   bool gone = false;  // the stream said 410: relist when it closes
+  std::string lastError;
   std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0, listed = 0;
 };
 
@@ -191,7 +192,8 @@ class DormantInstance final : public WorkloadInstance {
   json summary() const override {
     json s = {{"objects", total_},   {"created", c_.created},   {"createFailures", c_.createFailed},
               {"updates", c_.updates}, {"updateFailures", c_.updateFailed}, {"watchers", watchers_.size()}};
-    std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
+    std::string lastError;
+  std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
     for (const auto& w : watchers_) {
       lists += w->lists, relists += w->relists, watches += w->watches, events += w->events;
       bookmarks += w->bookmarks, expired += w->expired, errors += w->errors;
@@ -203,6 +205,9 @@ class DormantInstance final : public WorkloadInstance {
     s["watchBookmarks"] = bookmarks;
     s["watchExpired"] = expired;
     s["watchErrors"] = errors;
+    for (const auto& w : watchers_) {
+      if (!w->lastError.empty()) s["watchLastError"] = w->lastError;
+    }
     return s;
   }
 
@@ -352,6 +357,7 @@ class DormantInstance final : public WorkloadInstance {
     calls_.call(std::move(req), [this, &w](kube::ApiResult r) {
       if (!r.ok()) {
         ++w.errors;
+        w.lastError = r.describe();
         // An expired continue token means the snapshot is gone: start over.
         w.continueToken.clear();
         backoff(w, [this, &w] { list(w); });
@@ -413,6 +419,7 @@ class DormantInstance final : public WorkloadInstance {
             return;
           }
           ++w.errors;
+          w.lastError = r.describe();
           backoff(w, [this, &w] { watch(w); });
         });
   }
