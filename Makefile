@@ -3,7 +3,7 @@
 #   make deps           install the Debian packages the build needs (idempotent)
 #   make / make build   configure and build everything into build/
 #   make control-plane  build the pinned upstream kube-apiserver and etcd (cached)
-#   make run            the main job: start the local plane, show it, stop it
+#   make run            the main job: node-bound scenario on the local plane, summary + report
 #   make test           unit and integration tests (CTest), on the real plane
 #   make bench          benchmarks, JSON into build/bench/
 #   make up / down      start / stop a local plane and leave it running
@@ -53,15 +53,12 @@ build: deps $(BUILD_DIR)/build.ninja
 control-plane: deps
 	@$(UPSTREAM_BUILD)
 
+# The main job: the node-bound scenario on the embedded local plane (started and
+# stopped by cpscale itself). Scale it with RUN_ARGS="--set workloads.fleet.count=2000".
+SCENARIO ?= scenarios/node-bound.yaml
+RUN_ARGS ?=
 run: build control-plane
-	@set -e; bin="$(BIN_DIR)"; state=$$(mktemp -d); \
-	trap '$(CPSCALE) down --state-dir "$$state" --purge >/dev/null' EXIT; \
-	$(CPSCALE) version; \
-	$(CPSCALE) up --name make-run --state-dir "$$state" --bin-dir "$$bin"; \
-	echo; $(CPSCALE) status --state-dir "$$state"; \
-	echo; echo "kubectl get --raw /readyz:"; \
-	kubectl --kubeconfig "$$state/kubeconfig" get --raw /readyz; echo; \
-	kubectl --kubeconfig "$$state/kubeconfig" version 2>/dev/null | grep -i server || true
+	CPSCALE_BIN_DIR="$(BIN_DIR)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
 
 test: build control-plane
 	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2

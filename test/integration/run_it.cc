@@ -1,0 +1,126 @@
+// `cpscale run` end to end on the real plane, as CI would use it: exit codes, the files
+// written, gates that must fail failing, Ctrl-C, and nothing left behind.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sim/controlplane/local_plane.h"
+#include "sim/controlplane/pki.h"
+#include "sim/controlplane/process.h"
+#include "test/integration/plane_fixture.h"
+
+namespace cpscale::testing {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string cpscale(const std::string& args) { return std::string(CPSCALE_BINARY) + " " + args; }
+const std::string kSmoke = std::string(CPSCALE_SOURCE_DIR) + "/scenarios/smoke.yaml";
+
+json readJson(const fs::path& p) { return json::parse(controlplane::readFile(p)); }
+
+// Objects still carrying the run's label, as stock kubectl sees them.
+std::string leftovers(const fs::path& kubeconfig, const std::string& runId) {
+  auto r = runCommand("kubectl --kubeconfig " + kubeconfig.string() +
+                      " get nodes,leases,configmaps,roles,namespaces,customresourcedefinitions -A -o name -l cpscale.io/run=" +
+                      runId);
+  EXPECT_EQ(r.exitCode, 0) << r.output;
+  return r.output;
+}
+
+TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
+  fs::path out = makeTempDir("run-smoke");
+  auto r = runCommand(cpscale("run " + kSmoke + " --out " + out.string() +
+                              " --run-id itsmoke --quiet --keep --set duration=15s"
+                              " --set 'gates[1]=write_qps{resource=leases} < 0'"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;  // one gate cannot pass
+  for (const char* f : {"result.json", "summary.md", "report.html", "junit.xml"})
+    EXPECT_TRUE(fs::exists(out / f)) << f;
+  EXPECT_NE(r.output.find("Report: " + (out / "report.html").string()), std::string::npos) << r.output;
+
+  json result = readJson(out / "result.json");
+  EXPECT_EQ(result["status"], "completed");
+  EXPECT_EQ(result["runId"], "itsmoke");
+  ASSERT_EQ(result["gates"].size(), 3u);
+  EXPECT_EQ(result["gates"][0]["passed"], true) << result["gates"][0].dump();
+  EXPECT_EQ(result["gates"][1]["passed"], false) << result["gates"][1].dump();
+
+  std::string junit = controlplane::readFile(out / "junit.xml");
+  EXPECT_NE(junit.find("<failure"), std::string::npos);
+  EXPECT_NE(junit.find("write_qps{resource=leases} &lt; 0"), std::string::npos) << junit;
+
+  // Server-side figures came from the real apiserver: leases were written.
+  bool leasePuts = false;
+  for (const auto& f : result["figures"])
+    if (f["name"] == "write_requests" && f["labels"].dump().find("\"leases\"") != std::string::npos &&
+        f["labels"].dump().find("\"PUT\"") != std::string::npos && f["value"].is_number())
+      leasePuts = f["value"].get<double>() > 0;
+  EXPECT_TRUE(leasePuts) << "no PUT leases counted by the apiserver";
+
+  // The plane was kept: nothing labelled with the run is left on it.
+  EXPECT_EQ(leftovers(out / "plane/kubeconfig", "itsmoke"), "");
+  EXPECT_EQ(runCommand(cpscale("down --state-dir " + (out / "plane").string())).exitCode, 0);
+}
+
+TEST(RunTest, BadScenarioIsExitTwoAndStartsNothing) {
+  fs::path out = makeTempDir("run-bad");
+  fs::path scenario = out / "bad.yaml";
+  std::ofstream(scenario) << "name: bad\nduration: 10s\nworkloads:\n  - kind: kubelets\n    count: -5\n";
+  auto r = runCommand(cpscale("run " + scenario.string() + " --out " + (out / "o").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find(scenario.string() + ":5: field 'workloads[0].count'"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out / "o")) << "nothing may be created for bad input";
+
+  auto set = runCommand(cpscale("run " + kSmoke + " --set workloads.fleet.count=many --out " + (out / "o").string()));
+  EXPECT_EQ(set.exitCode, 2) << set.output;
+  EXPECT_NE(set.output.find("field 'workloads[0].count'"), std::string::npos) << set.output;
+}
+
+TEST(RunTest, NonLoopbackTargetNeedsConfirmation) {
+  fs::path dir = makeTempDir("run-remote");
+  fs::path kc = dir / "kubeconfig";
+  std::ofstream(kc) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.255.255.1:6443\n"
+                       "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
+                       "users:\n- name: u\n  user:\n    token: t0ps3cr3t\n";
+  auto r = runCommand("env -u CPSCALE_ASSUME_YES " + cpscale("run " + kSmoke + " --kubeconfig " + kc.string() +
+                                                           " --out " + (dir / "o").string()));
+  EXPECT_EQ(r.exitCode, 2) << r.output;
+  EXPECT_NE(r.output.find("https://10.255.255.1:6443"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--yes"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("t0ps3cr3t"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir / "o"));
+}
+
+TEST(RunTest, InterruptWritesPartialResultsCleansUpAndExitsThree) {
+  fs::path out = makeTempDir("run-int");
+  controlplane::ProcessIdentity p = controlplane::spawn(
+      {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itint", "--keep", "--set", "duration=5m"},
+       out.parent_path() / "run-int.log",
+       false});
+  // Wait (bounded) until the load runs: the progress line says so.
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    running = controlplane::tailFile(out.parent_path() / "run-int.log", 50).find("writes") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(running) << controlplane::tailFile(out.parent_path() / "run-int.log", 30);
+  ::kill(p.pid, SIGINT);
+  int status = 0;
+  ::waitpid(p.pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3) << controlplane::tailFile(out.parent_path() / "run-int.log", 30);
+  json result = readJson(out / "result.json");
+  EXPECT_EQ(result["status"], "interrupted");
+  EXPECT_LT(result["measuredSeconds"].get<double>(), 120);
+  EXPECT_FALSE(result["figures"].empty()) << "what was measured before the interrupt must be written";
+  EXPECT_EQ(leftovers(out / "plane/kubeconfig", "itint"), "");
+  EXPECT_EQ(runCommand(cpscale("down --state-dir " + (out / "plane").string())).exitCode, 0);
+}
+
+}  // namespace
+}  // namespace cpscale::testing
