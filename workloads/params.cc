@@ -8,37 +8,6 @@
 
 namespace cpscale::workloads {
 
-std::optional<engine::Duration> parseDuration(std::string_view s) {
-  if (s.empty()) return std::nullopt;
-  if (s == "0") return engine::Duration{0};
-  double total = 0;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    std::size_t start = i;
-    bool dot = false;
-    while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || (s[i] == '.' && !dot))) {
-      dot = dot || s[i] == '.';
-      ++i;
-    }
-    if (i == start || (i - start == 1 && dot)) return std::nullopt;
-    double value = std::strtod(std::string(s.substr(start, i - start)).c_str(), nullptr);
-    std::size_t unitStart = i;
-    while (i < s.size() && std::isalpha(static_cast<unsigned char>(s[i]))) ++i;
-    std::string_view unit = s.substr(unitStart, i - unitStart);
-    double scale;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us" || unit == "µs") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit == "m") scale = 60e9;
-    else if (unit == "h") scale = 3600e9;
-    else return std::nullopt;
-    total += value * scale;
-  }
-  if (total > 9.2e18) return std::nullopt;
-  return engine::Duration{static_cast<engine::Duration::rep>(std::llround(total))};
-}
-
 engine::Duration readDuration(const YamlField& f, engine::Duration lo, engine::Duration hi) {
   auto d = parseDuration(f.asString());
   if (!d) throw f.error("expected a duration like \"250ms\", \"10s\" or \"5m\", found '" + f.asString() + "'");
@@ -49,26 +18,6 @@ engine::Duration readDuration(const YamlField& f, engine::Duration lo, engine::D
   return *d;
 }
 
-std::string formatDuration(engine::Duration d) {
-  using namespace std::chrono;
-  auto ns = d.count();
-  if (ns == 0) return "0s";
-  if (ns % 1'000'000'000 != 0) {
-    char buf[32];
-    if (ns < 1'000'000'000) {
-      std::snprintf(buf, sizeof buf, "%gms", static_cast<double>(ns) / 1e6);
-    } else {
-      std::snprintf(buf, sizeof buf, "%gs", static_cast<double>(ns) / 1e9);
-    }
-    return buf;
-  }
-  long long s = ns / 1'000'000'000;
-  std::string out;
-  if (s >= 3600) out += std::to_string(s / 3600) + "h", s %= 3600;
-  if (s >= 60) out += std::to_string(s / 60) + "m", s %= 60;
-  if (s > 0) out += std::to_string(s) + "s";
-  return out;
-}
 
 // ---- Distribution ----------------------------------------------------------------
 

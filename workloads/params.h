@@ -10,20 +10,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/common/duration.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/engine/clock.h"
 #include "sim/engine/random.h"
 
 namespace cpscale::workloads {
 
-// "250ms", "10s", "5m", "1h30m", "1.5s" (Go's time.ParseDuration units ns, us, ms, s,
-// m, h; no sign). nullopt when `text` is not one.
-std::optional<engine::Duration> parseDuration(std::string_view text);
 // A duration field: must parse and lie in [lo, hi]. Errors name the field.
 engine::Duration readDuration(const YamlField& f, engine::Duration lo = engine::Duration{0},
                               engine::Duration hi = std::chrono::hours(24 * 365));
-// "1m30s" style, for summaries and error messages.
-std::string formatDuration(engine::Duration d);
 
 // A non-negative random quantity (a dwell time in ns, an object size in bytes):
 //   scalar                             fixed value (durations: "30s"; sizes: 2048)

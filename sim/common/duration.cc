@@ -8,11 +8,6 @@ namespace cpscale {
 
 std::optional<engine::Duration> parseDuration(std::string_view s) {
   if (s.empty()) return std::nullopt;
-  bool negative = false;
-  if (s.front() == '-' || s.front() == '+') {
-    negative = s.front() == '-';
-    s.remove_prefix(1);
-  }
   if (s == "0") return engine::Duration{0};
   long double total = 0;
   bool any = false;
@@ -40,7 +35,7 @@ std::optional<engine::Duration> parseDuration(std::string_view s) {
   }
   if (!any || total > static_cast<long double>(INT64_MAX)) return std::nullopt;
   auto ns = static_cast<std::int64_t>(std::llround(total));
-  return engine::Duration{negative ? -ns : ns};
+  return engine::Duration{ns};
 }
 
 std::string formatDuration(engine::Duration d) {

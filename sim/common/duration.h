@@ -1,6 +1,7 @@
 // Durations as people write them in YAML and on the command line, Go style:
-// "250ms", "10s", "5m", "1h30m", "1.5s". Bare numbers are not accepted: a unit is
-// always required, so "10" is never silently read as 10 ns or 10 s.
+// "250ms", "10s", "5m", "1h30m", "1.5s" (units ns, us, ms, s, m, h; "0" alone is
+// allowed; no sign). Bare numbers are not accepted: a unit is always required, so
+// "10" is never silently read as 10 ns or 10 s.
 #pragma once
 
 #include <optional>
