@@ -55,9 +55,12 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
     Flight flight = std::move(it->second);
     flights_.erase(it);
     --admitted_;
-    stats_.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
-                                    classifyStatus(resp.ok(), resp.status)},
-                         end - flight.intended, end - flight.sent);
+    // A request its caller cancelled (a watch closed at the end of a run) says nothing
+    // about the server: it is neither a latency nor an error.
+    if (resp.outcome != kube::TransportOutcome::kAborted)
+      stats_.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
+                                      classifyStatus(resp.ok(), resp.status)},
+                           end - flight.intended, end - flight.sent);
     done(std::move(resp));
     admitWaiting();
   });

@@ -34,6 +34,8 @@ std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats) {
   // Merge outcome classes per (resource, verb).
   std::map<std::pair<std::string, std::string>, engine::RequestLatency> merged;
   for (const auto& [key, lat] : stats.latency()) {
+    // A watch's "latency" is how long the stream stayed open: not a response time.
+    if (key.verb == "WATCH") continue;
     auto& m = merged[{key.resource, key.verb}];
     if (key.outcome == engine::OutcomeClass::kTransportError) continue;  // no server latency to speak of
     m.fromScheduled.merge(lat.fromScheduled);

@@ -14,7 +14,7 @@ namespace cpscale::metrics {
 
 // client_latency_{p50,p90,p99,p99.9,max}{resource, verb, measured_from="scheduled"|"sent"}
 // in seconds, over every response whatever its status (transport errors excluded:
-// they have no server latency). A (resource, verb) with only transport errors gets
+// they have no server latency; so are watches, whose duration is the stream's life). A (resource, verb) with only transport errors gets
 // unavailable latency figures saying so.
 std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats);
 

@@ -30,6 +30,17 @@ TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
   EXPECT_NEAR(v("client_latency_max", "scheduled"), 1.010, 1.010 / 1000);  // the 5 s transport error is excluded
 }
 
+TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
+  engine::RequestStats s;
+  s.recordLatency({"widgets", "WATCH", OutcomeClass::kSuccess}, std::chrono::minutes(5), std::chrono::minutes(5));
+  s.recordLatency({"widgets", "LIST", OutcomeClass::kSuccess}, milliseconds(20), milliseconds(20));
+  auto figs = clientLatencyFigures(s);
+  EXPECT_EQ(findFigure(figs, "client_latency_max", {{"verb", "WATCH"}}), nullptr);
+  EXPECT_NE(findFigure(figs, "client_latency_max", {{"verb", "LIST"}}), nullptr);
+  // Still counted.
+  EXPECT_NE(findFigure(clientCountFigures(s, std::chrono::seconds(1)), "client_requests", {{"verb", "WATCH"}}), nullptr);
+}
+
 TEST(ClientFigures, CountsBesideApiserverAndErrorsByOutcome) {
   engine::RequestStats s;
   for (int i = 0; i < 30; ++i) s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(1), milliseconds(1));
