@@ -57,10 +57,12 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
     --admitted_;
     // A request its caller cancelled (a watch closed at the end of a run) says nothing
     // about the server: it is neither a latency nor an error.
-    if (resp.outcome != kube::TransportOutcome::kAborted)
+    if (resp.outcome != kube::TransportOutcome::kAborted) {
+      stats_.recordStatus(resp.ok() ? resp.status : 0);
       stats_.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
                                       classifyStatus(resp.ok(), resp.status)},
                            end - flight.intended, end - flight.sent);
+    }
     done(std::move(resp));
     admitWaiting();
   });

@@ -56,6 +56,7 @@ void RequestStats::merge(const RequestStats& other) {
   submitLag_.merge(other.submitLag_);
   queueWait_.merge(other.queueWait_);
   completed_ += other.completed_;
+  for (const auto& [status, n] : other.statusCounts_) statusCounts_[status] += n;
 }
 
 GeneratorLimit generatorLimit(const RequestStats& stats, double quantile, Duration threshold) {

@@ -49,6 +49,8 @@ class RequestStats {
   // the request over late (`submitLag`, CPU or loop) and the in-flight bound holding it
   // back (`queueWait`).
   void recordSend(Duration submitLag, Duration queueWait);
+  // The exact HTTP status of a completed request (0: no response), for errors by code.
+  void recordStatus(int status) { ++statusCounts_[status]; }
   void merge(const RequestStats& other);
 
   const std::map<RequestKey, RequestLatency>& latency() const { return latency_; }
@@ -58,11 +60,13 @@ class RequestStats {
   const HdrHistogram& queueWait() const { return queueWait_; }
   std::uint64_t sent() const { return scheduleLag_.count(); }
   std::uint64_t completed() const { return completed_; }
+  const std::map<int, std::uint64_t>& statusCounts() const { return statusCounts_; }
 
  private:
   std::map<RequestKey, RequestLatency> latency_;
   HdrHistogram scheduleLag_, submitLag_, queueWait_;
   std::uint64_t completed_ = 0;
+  std::map<int, std::uint64_t> statusCounts_;
 };
 
 // Why requests left later than scheduled, when they did by more than the threshold.

@@ -81,6 +81,12 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   for (const auto& [outcome, n] : errors) {
     out.push_back(Figure::measured("client_errors", {{"outcome", outcome}}, n, "count", Source::kClient));
   }
+  // Errors by exact code (409, 429, 503, ...; "none" when no response came back).
+  for (const auto& [status, n] : stats.statusCounts()) {
+    if (status >= 200 && status < 300) continue;
+    out.push_back(Figure::measured("client_errors_by_code", {{"code", status == 0 ? "none" : std::to_string(status)}},
+                                   static_cast<double>(n), "count", Source::kClient));
+  }
   return out;
 }
 

@@ -21,7 +21,8 @@ std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats);
 // client_requests{resource, verb, outcome} (count) per outcome class ("2xx", "4xx",
 // "transport_error", ...); client_write_requests and client_write_qps{resource, verb}
 // for write verbs, over `window` (the measured run time), to set beside the
-// apiserver's write_qps; client_errors{outcome} summed over resources.
+// apiserver's write_qps; client_errors{outcome} summed over resources, and
+// client_errors_by_code{code} by exact HTTP status ("none": no response).
 std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine::Duration window);
 
 struct GeneratorHealthOptions {

@@ -79,6 +79,8 @@ TEST(OpenLoopDriver, RecordsPerResourceVerbAndOutcome) {
   EXPECT_EQ(only(s, OutcomeClass::kClientError).fromSent.max(), 2'000'000u);
   EXPECT_EQ(only(s, OutcomeClass::kTransportError).fromSent.max(), 3'000'000u);
   EXPECT_EQ(s.latency().count(RequestKey{"unknown", "GET", OutcomeClass::kSuccess}), 1u);
+  // Exact codes beside the classes: two 200s, one 409, one without a response.
+  EXPECT_EQ(s.statusCounts(), (std::map<int, std::uint64_t>{{0, 1}, {200, 2}, {409, 1}}));
 }
 
 // The in-flight bound queues requests FIFO; their latency from the scheduled time

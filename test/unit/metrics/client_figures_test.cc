@@ -30,6 +30,20 @@ TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
   EXPECT_NEAR(v("client_latency_max", "scheduled"), 1.010, 1.010 / 1000);  // the 5 s transport error is excluded
 }
 
+TEST(ClientFigures, ErrorsByExactCode) {
+  engine::RequestStats s;
+  for (int status : {200, 201, 409, 409, 429, 0}) s.recordStatus(status);
+  auto figs = clientCountFigures(s, std::chrono::seconds(1));
+  EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "409"}})->value, 2);
+  EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "429"}})->value, 1);
+  EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "none"}})->value, 1);
+  EXPECT_EQ(findFigure(figs, "client_errors_by_code", {{"code", "200"}}), nullptr);
+  engine::RequestStats merged;
+  merged.merge(s);
+  merged.merge(s);
+  EXPECT_EQ(merged.statusCounts().at(409), 4u);
+}
+
 TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
   engine::RequestStats s;
   s.recordLatency({"widgets", "WATCH", OutcomeClass::kSuccess}, std::chrono::minutes(5), std::chrono::minutes(5));
