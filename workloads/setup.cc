@@ -43,11 +43,31 @@ bool installCrd(kube::ApiClient& api, engine::Clock& clock, nlohmann::json crd, 
   const engine::TimePoint deadline = clock.now() + timeout;
   for (;;) {
     kube::ApiResult g = api.get(crds.named(name));
-    if (g.ok() && established(g.body)) return created;
+    if (g.ok() && established(g.body)) break;
     if (clock.now() >= deadline) {
       throw UnavailableError("CRD " + name + " did not become Established within " + formatDuration(timeout) +
                              (g.ok() ? "" : ": " + g.describe()));
     }
+    clock.sleepFor(std::chrono::milliseconds(100));
+  }
+  // Established is not yet servable: the new resource's handler and watch cache answer
+  // 404 or 429 "storage is (re)initializing" for a moment. Wait until a LIST succeeds,
+  // so the first seconds of the measured window do not time a CRD's cold start.
+  const auto& versions = crd.at("spec").at("versions");
+  std::string version = versions.empty() ? "v1" : versions.front().value("name", "v1");
+  for (const auto& v : versions)
+    if (v.value("storage", false)) version = v.value("name", version);
+  kube::ResourceRef resources({crd.at("spec").at("group").get<std::string>(), version,
+                               crd.at("spec").at("names").at("plural").get<std::string>(),
+                               crd.at("spec").value("scope", "Namespaced") == "Namespaced"});
+  kube::ListOptions one;
+  one.limit = 1;
+  for (;;) {
+    kube::ApiResult l = api.list(resources, one);
+    if (l.ok()) return created;
+    if (clock.now() >= deadline)
+      throw UnavailableError("CRD " + name + " is Established but not served within " + formatDuration(timeout) + ": " +
+                             l.describe());
     clock.sleepFor(std::chrono::milliseconds(100));
   }
 }

@@ -19,7 +19,8 @@ void ensureNamespace(kube::ApiClient& api, const std::string& name, const std::s
                      const std::string& workload, bool defaultServiceAccount = false);
 
 // Creates `crd` (a filled CRD template; labels are added) unless it exists, then waits
-// up to `timeout` until it is Established. Returns true when this call created it.
+// up to `timeout` until it is Established and a LIST of its resource succeeds (the
+// apiserver serves it). Returns true when this call created it.
 // Throws UnavailableError when creation is refused or it never becomes Established.
 bool installCrd(kube::ApiClient& api, engine::Clock& clock, nlohmann::json crd, const std::string& runId,
                 const std::string& workload, engine::Duration timeout = std::chrono::seconds(60));
