@@ -256,7 +256,8 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
 
 std::vector<const Figure*> generatorHealthFigures(std::span<const Figure> figures) {
   std::vector<const Figure*> out;
-  for (const char* n : {"schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "generator_limited"})
+  for (const char* n : {"schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "generator_limited",
+                        "generator_limited_by_schedule", "generator_limited_by_concurrency"})
     addAll(out, figures, n);
   return out;
 }

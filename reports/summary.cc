@@ -147,10 +147,13 @@ std::string renderSummary(const RunResult& r) {
     }
     out << markdownTable({"figure", "value", "source"}, hrows) << "\n";
     for (const Figure* f : health)
-      if (f->name == "generator_limited" && f->value && *f->value != 0)
-        out << "The generator, not the server, set the pace (limit="
-            << metrics::labelValue(f->labels, "limit")
+      if (f->name == "generator_limited" && f->value && *f->value != 0) {
+        const Figure* bySchedule = metrics::findFigure(r.figures, "generator_limited_by_schedule");
+        bool schedule = bySchedule && bySchedule->value && *bySchedule->value != 0;
+        out << "The generator, not the server, set the pace ("
+            << (schedule ? "it fell behind its schedule" : "the in-flight bound held requests back")
             << "): latency and rates here describe cpscale's limits as much as the control plane's.\n\n";
+      }
   }
 
   out << "## All figures (" << r.figures.size() << ")\n\n";

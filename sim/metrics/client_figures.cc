@@ -104,8 +104,14 @@ std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, co
   out.push_back(Figure::measured("schedule_lag_p99", {}, nsToSeconds(lag.quantile(0.99)), "s", Source::kClient));
   out.push_back(Figure::measured("schedule_lag_max", {}, nsToSeconds(lag.max()), "s", Source::kClient));
   engine::GeneratorLimit limit = engine::generatorLimit(stats, options.quantile, options.lagThreshold);
-  out.push_back(Figure::measured("generator_limited", {{"limit", std::string(engine::toString(limit))}},
-                                 limit == engine::GeneratorLimit::kNone ? 0 : 1, "", Source::kClient));
+  // Unlabelled so that two runs compare figure by figure whatever the cause; the
+  // cause has figures of its own.
+  out.push_back(Figure::measured("generator_limited", {}, limit == engine::GeneratorLimit::kNone ? 0 : 1, "",
+                                 Source::kClient));
+  out.push_back(Figure::measured("generator_limited_by_schedule", {},
+                                 limit == engine::GeneratorLimit::kSchedule ? 1 : 0, "", Source::kClient));
+  out.push_back(Figure::measured("generator_limited_by_concurrency", {},
+                                 limit == engine::GeneratorLimit::kConcurrency ? 1 : 0, "", Source::kClient));
   return out;
 }
 

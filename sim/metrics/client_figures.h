@@ -29,9 +29,9 @@ struct GeneratorHealthOptions {
   double quantile = 0.99;
   engine::Duration lagThreshold = std::chrono::milliseconds(100);
 };
-// schedule_lag_{p50,p99,max} (s) and generator_limited (1 or 0) with label
-// limit="schedule"|"concurrency"|"none": whether the generator, not the server, set
-// the pace (engine::generatorLimit). Unavailable when nothing was sent.
+// schedule_lag_{p50,p99,max} (s), generator_limited (1 or 0): whether the generator,
+// not the server, set the pace (engine::generatorLimit), and its cause as
+// generator_limited_by_schedule / generator_limited_by_concurrency (1 or 0). Unavailable when nothing was sent.
 std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, const GeneratorHealthOptions& options = {});
 
 }  // namespace cpscale::metrics

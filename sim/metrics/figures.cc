@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -243,9 +244,15 @@ std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets) {
     if (!inserted && t->history.scrapes() > it->second->history.scrapes()) it->second = t;
   }
   std::vector<TimeSeries> leaseCounters, allCounters;
+  // What the lease etcd(s) hold besides leases (partitioned-storage puts events there
+  // too): named in a label, so the share is never mistaken for leases alone.
+  std::set<std::string> alongside;
   for (const auto& [cluster, t] : clusters) {
     const auto& res = t->info.etcdResources;
-    bool leasesOnly = !res.empty() && std::all_of(res.begin(), res.end(), [](const std::string& r) { return r == kLeaseResource; });
+    bool holdsLeases = std::find(res.begin(), res.end(), kLeaseResource) != res.end();
+    if (holdsLeases)
+      for (const auto& r : res)
+        if (r != kLeaseResource) alongside.insert(r);
     if (t->history.scrapes() < 2) {
       out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd,
                                         "etcd cluster " + cluster + ": " + tooFewScrapes(*t, 2)));
@@ -258,13 +265,13 @@ std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets) {
       return out;
     }
     TimeSeries c = t->history.counter(ids.front());
-    if (leasesOnly) leaseCounters.push_back(c);
+    if (holdsLeases) leaseCounters.push_back(c);
     allCounters.push_back(std::move(c));
   }
   if (leaseCounters.empty()) {
     out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd,
-                                      "no etcd cluster holds only coordination.k8s.io/leases, so lease proposals "
-                                      "cannot be told apart from other writes"));
+                                      "no etcd cluster of its own holds coordination.k8s.io/leases, so lease "
+                                      "proposals cannot be told apart from other writes"));
     return out;
   }
   double all = sumTotals(allCounters);
@@ -272,7 +279,13 @@ std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets) {
     out.push_back(Figure::unavailable(name, {}, "ratio", Source::kEtcd, "etcd committed no proposals in the window"));
     return out;
   }
-  out.push_back(Figure::measured(name, {}, sumTotals(leaseCounters) / all, "ratio", Source::kEtcd,
+  Labels labels;
+  if (!alongside.empty()) {
+    std::string with;
+    for (const auto& r : alongside) with += (with.empty() ? "" : ",") + r;
+    labels.push_back({"with", with});
+  }
+  out.push_back(Figure::measured(name, labels, sumTotals(leaseCounters) / all, "ratio", Source::kEtcd,
                                  ratio(sumCounterRates(leaseCounters), sumCounterRates(allCounters))));
   return out;
 }

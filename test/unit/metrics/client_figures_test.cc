@@ -80,7 +80,8 @@ TEST(ClientFigures, GeneratorHealth) {
   const Figure* limited = findFigure(figs, "generator_limited");
   ASSERT_TRUE(limited && limited->value);
   EXPECT_EQ(*limited->value, 1);
-  EXPECT_EQ(labelValue(limited->labels, "limit"), "schedule");
+  EXPECT_EQ(*findFigure(figs, "generator_limited_by_schedule")->value, 1);
+  EXPECT_EQ(*findFigure(figs, "generator_limited_by_concurrency")->value, 0);
   EXPECT_NEAR(*findFigure(figs, "schedule_lag_p99")->value, 0.5, 0.5 / 1000);
 
   engine::RequestStats onTime;

@@ -111,18 +111,26 @@ std::string proposals(double v) {
          std::to_string(v) + "\n";
 }
 
-TEST(Figures, EtcdLeaseShareNeedsLeasesOnTheirOwnEtcd) {
+TEST(Figures, EtcdLeaseShareNeedsLeasesInAnEtcdOfTheirOwn) {
   std::vector<TargetScrapes> ts;
   ts.push_back(etcd("main", {}, {{0, proposals(1000)}, {10, proposals(1100)}}));
   ts.push_back(etcd("leases", {"coordination.k8s.io/leases"}, {{0, proposals(5)}, {10, proposals(305)}}));
   auto figs = leaseShareFigures(ts);
   EXPECT_DOUBLE_EQ(valueOf(figs, "etcd_lease_proposal_share"), 0.75);
 
+  // Leases sharing their etcd with events (partitioned-storage): measured, and the
+  // label says what else is in the count.
+  ts.back() = etcd("ephemeral", {"coordination.k8s.io/leases", "events"}, {{0, proposals(5)}, {10, proposals(305)}});
+  figs = leaseShareFigures(ts);
+  const Figure* shared = findFigure(figs, "etcd_lease_proposal_share", {{"with", "events"}});
+  ASSERT_TRUE(shared && shared->value);
+  EXPECT_DOUBLE_EQ(*shared->value, 0.75);
+
   ts.pop_back();
   figs = leaseShareFigures(ts);
   const Figure* f = findFigure(figs, "etcd_lease_proposal_share");
   ASSERT_TRUE(f && !f->value);
-  EXPECT_NE(f->unavailableReason.find("no etcd cluster holds only coordination.k8s.io/leases"), std::string::npos);
+  EXPECT_NE(f->unavailableReason.find("no etcd cluster of its own holds coordination.k8s.io/leases"), std::string::npos);
 }
 
 std::string etcdBody(double proposalsV, double db, double inUse, double keys, double renewals) {

@@ -75,8 +75,8 @@ TEST(SummaryTest, TitleHeadlineGatesAndHealth) {
            "| etcd_lease_proposal_share >= 50%                     | unavailable | >= 50%    | FAIL    | etcd_lease_proposal_share is unavailable: leases share an etcd with everything else |",
            "1 of 3 gates passed.",
            "## Generator health",
-           "| schedule_lag_p99              | 2.1 ms | client |",
-           "| generator_limited{limit=none} | 0      | client |",
+           "| schedule_lag_p99  | 2.1 ms | client |",
+           "| generator_limited | 0      | client |",
            "## All figures (18)",
            // clang-format on
        })
