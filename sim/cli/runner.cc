@@ -257,6 +257,20 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       } catch (const nlohmann::json::exception&) {
       }
     }
+    if (opt.cluster) {
+      // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
+      // Service. They are recorded; load and scrapes go only to the server named.
+      kube::ApiResult ep =
+          setupClient->get(kube::ResourceRef({"", "v1", "endpoints", true}).in("default").named("kubernetes"));
+      if (ep.ok())
+        for (const auto& subset : ep.body.value("subsets", nlohmann::json::array()))
+          for (const auto& addr : subset.value("addresses", nlohmann::json::array()))
+            for (const auto& port : subset.value("ports", nlohmann::json::array())) {
+              std::string hostPort = addr.value("ip", "?") + ":" + std::to_string(port.value("port", 0));
+              result.target.members.push_back(
+                  {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, ""});
+            }
+    }
     for (auto& w : sc.workloads) {
       if (interrupted()) throw UnavailableError("interrupted while preparing workloads");
       created = true;
@@ -277,9 +291,11 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         kube::RestConfig plain;
         plain.server = m.url;
         t.transport = std::make_shared<kube::CurlTransport>(plain);
-      } else {
+      } else if (m.role == "kube-apiserver") {
         t.info.role = metrics::TargetRole::kApiserver;
         t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
+      } else {
+        continue;  // recorded only
       }
       scrapeTargets.push_back(std::move(t));
     }

@@ -67,6 +67,34 @@ TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
   EXPECT_EQ(runCommand(cpscale("down --state-dir " + (out / "plane").string())).exitCode, 0);
 }
 
+TEST(RunTest, AgainstAClusterTheProfileIsRecordedAndEtcdFiguresAreUnavailable) {
+  fs::path dir = makeTempDir("run-cluster");
+  ASSERT_EQ(runCommand(cpscale("up --state-dir " + (dir / "plane").string())).exitCode, 0);
+  auto r = runCommand(cpscale("run " + kSmoke + " --kubeconfig " + (dir / "plane/kubeconfig").string() +
+                              " --out " + (dir / "o").string() + " --run-id itcluster --quiet --set duration=8s" +
+                              " --profile " CPSCALE_SOURCE_DIR "/profiles/classic-ha.yaml" +
+                              " --set 'gates[2]=etcd_proposals_committed_per_second >= 0'"));
+  EXPECT_EQ(r.exitCode, 1) << r.output;  // the etcd gate cannot pass: no etcd is reachable
+  json result = readJson(dir / "o/result.json");
+  EXPECT_EQ(result["target"]["kind"], "cluster");
+  EXPECT_EQ(result["profile"]["applied"], false);
+  EXPECT_EQ(result["profile"]["name"], "classic-ha");
+  // What was found on the cluster, not what the profile says: one apiserver (the
+  // profile has three), with the version it reported. (Its endpoints behind the
+  // `kubernetes` Service are recorded too on a real cluster; a loopback apiserver
+  // cannot publish them.)
+  ASSERT_FALSE(result["target"]["members"].empty());
+  EXPECT_EQ(result["target"]["members"][0]["role"], "kube-apiserver");
+  EXPECT_EQ(result["target"]["members"][0]["version"], CPSCALE_KUBERNETES_VERSION) << result["target"].dump();
+  EXPECT_EQ(result["target"]["kubernetesVersion"], CPSCALE_KUBERNETES_VERSION);
+  EXPECT_EQ(result["gates"][2]["passed"], false);
+  EXPECT_NE(result["gates"][2]["reason"].get<std::string>().find("unavailable"), std::string::npos)
+      << result["gates"][2].dump();
+  // The cluster still runs (cpscale does not own it) and holds nothing of the run.
+  EXPECT_EQ(leftovers(dir / "plane/kubeconfig", "itcluster"), "");
+  EXPECT_EQ(runCommand(cpscale("down --state-dir " + (dir / "plane").string())).exitCode, 0);
+}
+
 TEST(RunTest, BadScenarioIsExitTwoAndStartsNothing) {
   fs::path out = makeTempDir("run-bad");
   fs::path scenario = out / "bad.yaml";
