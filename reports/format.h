@@ -53,4 +53,9 @@ std::string unitOf(std::span<const metrics::Figure> figures, std::string_view na
 // Resources written by the node fleet: their latency belongs to the node axis.
 bool isNodeResource(std::string_view resource);
 
+// Text for XML content and attribute values: & < > " ' escaped, and characters XML 1.0
+// forbids (control characters other than tab, newline, carriage return) replaced by
+// U+FFFD, since a parser rejects the whole file over one of them.
+std::string xmlEscape(std::string_view s);
+
 }  // namespace cpscale::reports

@@ -130,20 +130,7 @@ double at(const Series& s, double t) {
 
 }  // namespace
 
-std::string escape(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
+std::string escape(std::string_view s) { return xmlEscape(s); }
 
 std::vector<double> niceTicks(double max, int approxCount) {
   if (!(max > 0) || !std::isfinite(max)) return {0, 1};

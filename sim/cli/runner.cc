@@ -32,12 +32,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string nowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 std::string hostOf(const std::string& url) {
   auto scheme = url.find("://");
@@ -184,7 +178,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   ::gethostname(host, sizeof host - 1);
   result.environment.host = host;
   result.environment.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  result.environment.startedAt = nowRfc3339();
+  result.environment.startedAt = utcNowRfc3339();
   result.status = reports::RunStatus::kFailed;
 
   std::unique_ptr<controlplane::LocalPlane> plane;
@@ -198,7 +192,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   RunCounters ownCounters;
   RunCounters& counters = opt.counters ? *opt.counters : ownCounters;
   auto finishResult = [&](int exitCode) {
-    result.environment.endedAt = nowRfc3339();
+    result.environment.endedAt = utcNowRfc3339();
     result.exitCode = exitCode;
     reports::writeRunOutputs(result, opt.outDir);
     return result;

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <ctime>
 
 namespace cpscale {
 
@@ -62,6 +63,15 @@ engine::Duration asDuration(const YamlField& field, bool positive) {
   if (!d) throw field.error("expected a duration such as 250ms, 10s or 5m, found '" + text + "'");
   if (positive && d->count() <= 0) throw field.error("must be a positive duration, found '" + text + "'");
   return *d;
+}
+
+std::string utcNowRfc3339() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace cpscale

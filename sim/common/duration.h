@@ -21,4 +21,8 @@ std::string formatDuration(engine::Duration d);
 // With `positive`, zero and negative durations are rejected too.
 engine::Duration asDuration(const YamlField& field, bool positive = true);
 
+// The current time of day, UTC, RFC 3339 to the second ("2026-12-02T16:42:00Z"), for
+// records people read (plane.json, result.json); never for measuring.
+std::string utcNowRfc3339();
+
 }  // namespace cpscale

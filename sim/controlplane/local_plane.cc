@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/pki.h"
@@ -22,12 +23,6 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string nowRfc3339() {
-  std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
 
 std::string versionOf(const fs::path& binary, const std::string& prefix) {
   // `--version` output of the pinned binaries, e.g. "Kubernetes v1.36.3".
@@ -198,7 +193,7 @@ void LocalPlane::start() {
   record_.kubeconfig = record_.stateDir / "kubeconfig";
   record_.kubernetesVersion = versionOf(apiserverBin, "Kubernetes ");
   record_.etcdVersion = versionOf(etcdBin, "etcd Version: ");
-  record_.startedAt = nowRfc3339();
+  record_.startedAt = utcNowRfc3339();
 
   ensurePki(PkiPaths{dir / "pki"});
 
