@@ -33,11 +33,9 @@ int check(const Args& args) {
   cxxopts::Options opts("cpscale check", "Check that a cluster is reachable with the given kubeconfig (read-only).");
   addTargetOptions(opts);
   opts.add_options()("h,help", "show this help");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   kube::RestConfig config = loadTarget(r);
   kube::CurlTransportOptions to;
   to.connectTimeout = std::chrono::seconds(5);

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cxxopts.hpp>
+#include <optional>
 
 #include "sim/cli/commands.h"
 #include "sim/kube/kubeconfig.h"
@@ -9,8 +10,9 @@
 namespace cpscale::cli {
 
 // Parses `args` (what follows the command name); anything unrecognised is a
-// ConfigError naming it.
-cxxopts::ParseResult parseArgs(cxxopts::Options& opts, const Args& args);
+// ConfigError naming it. With -h/--help it prints the command's help and returns
+// nullopt: the command then exits 0. `opts` must declare "h,help".
+std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args& args);
 
 // --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config).
 void addTargetOptions(cxxopts::Options& opts);

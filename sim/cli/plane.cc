@@ -17,13 +17,17 @@ namespace cpscale::cli {
 namespace fs = std::filesystem;
 using controlplane::PlaneRecord;
 
-cxxopts::ParseResult parseArgs(cxxopts::Options& opts, const Args& args) {
+std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args& args) {
   std::vector<const char*> argv{opts.program().c_str()};
   for (const auto& a : args) argv.push_back(a.c_str());
   opts.allow_unrecognised_options();
   auto result = opts.parse(static_cast<int>(argv.size()), argv.data());
   if (!result.unmatched().empty())
     throw ConfigError("command line", result.unmatched().front(), "unexpected argument");
+  if (result.count("help")) {
+    std::cout << opts.help() << "\n";
+    return std::nullopt;
+  }
   return result;
 }
 
@@ -84,11 +88,9 @@ int up(const Args& args) {
       "bin-dir", "directory with the pinned kube-apiserver and etcd (default: $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
       cxxopts::value<std::string>())("timeout", "seconds to wait for readiness",
                                      cxxopts::value<int>()->default_value("180"));
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   controlplane::PlaneOptions po;
   po.name = r["name"].as<std::string>();
   po.stateDir = stateDirOf(r);
@@ -137,11 +139,9 @@ int down(const Args& args) {
   cxxopts::Options opts("cpscale down", "Stop the local control plane started by `cpscale up`.");
   addPlaneOptions(opts);
   opts.add_options()("purge", "also remove the state directory (PKI, etcd data, logs)");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   fs::path dir = stateDirOf(r);
   auto record = controlplane::readRecord(dir);
   if (!record) {
@@ -161,11 +161,9 @@ int down(const Args& args) {
 int status(const Args& args) {
   cxxopts::Options opts("cpscale status", "Show the local control plane and whether each member runs.");
   addPlaneOptions(opts);
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   fs::path dir = stateDirOf(r);
   auto record = controlplane::readRecord(dir);
   if (!record) {

@@ -71,11 +71,9 @@ int run(const Args& args) {
       cxxopts::value<std::string>())("h,help", "show this help");
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   if (!r.count("scenario")) throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
 
   // Everything that can be wrong with the input is checked before anything is contacted.
@@ -158,11 +156,9 @@ int report(const Args& args) {
       "o,output", "file to write (default: stdout for one format)", cxxopts::value<std::string>())("h,help", "show this help");
   opts.parse_positional({"result"});
   opts.positional_help("RESULT.json");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   if (!r.count("result")) throw ConfigError("command line", "RESULT.json", "a result file is required");
   fs::path path = r["result"].as<std::string>();
   reports::RunResult res = reports::readResult(path);
@@ -197,11 +193,9 @@ int compare(const Args& args) {
       "h,help", "show this help");
   opts.parse_positional({"a", "b"});
   opts.positional_help("A.json B.json");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   if (!r.count("a") || !r.count("b")) throw ConfigError("command line", "A.json B.json", "two result files are required");
   double tol = r["tolerance"].as<double>();
   if (tol < 0) throw ConfigError("command line", "--tolerance", "must not be negative");
@@ -221,11 +215,9 @@ int cleanup(const Args& args) {
   addTargetOptions(opts);
   opts.add_options()("run", "run id", cxxopts::value<std::string>())("yes", "confirm a non-loopback server")(
       "h,help", "show this help");
-  auto r = parseArgs(opts, args);
-  if (r.count("help")) {
-    std::cout << opts.help() << "\n";
-    return 0;
-  }
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
   if (!r.count("run")) throw ConfigError("command line", "--run", "the run id is required");
   std::string runId = r["run"].as<std::string>();
   checkRunId(runId);

@@ -20,9 +20,7 @@ using namespace cpscale::kube;
 class ControlPlaneTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    LoadOptions lo;
-    lo.explicitPath = PlaneEnvironment::instance().kubeconfig().string();
-    config = loadKubeconfig(lo);
+    config = PlaneEnvironment::instance().restConfig();
     transport = std::make_unique<CurlTransport>(config);
     client = std::make_unique<ApiClient>(*transport, clock);
   }

@@ -36,6 +36,12 @@ void PlaneEnvironment::TearDown() {
   fs::remove_all(stateDir_, ec);
 }
 
+kube::RestConfig PlaneEnvironment::restConfig() const {
+  kube::LoadOptions lo;
+  lo.explicitPath = kubeconfig().string();
+  return kube::loadKubeconfig(lo);
+}
+
 PlaneEnvironment& PlaneEnvironment::instance() {
   if (!g_instance) throw std::logic_error("PlaneEnvironment not registered");
   return *g_instance;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "sim/controlplane/local_plane.h"
+#include "sim/kube/kubeconfig.h"
 
 namespace cpscale::testing {
 
@@ -21,6 +22,8 @@ class PlaneEnvironment : public ::testing::Environment {
   static PlaneEnvironment& instance();
   const controlplane::LocalPlane& plane() const { return *plane_; }
   const std::filesystem::path& kubeconfig() const { return plane_->kubeconfig(); }
+  // The plane's kubeconfig, loaded as cpscale loads any.
+  kube::RestConfig restConfig() const;
 
  private:
   controlplane::Profile profile_;

@@ -92,9 +92,7 @@ class LiveRun {
 class WorkloadsIT : public ::testing::Test {
  protected:
   void SetUp() override {
-    LoadOptions lo;
-    lo.explicitPath = PlaneEnvironment::instance().kubeconfig().string();
-    config = loadKubeconfig(lo);
+    config = PlaneEnvironment::instance().restConfig();
     transport = std::make_unique<CurlTransport>(config);
     api = std::make_unique<ApiClient>(*transport, clock);
   }
