@@ -76,7 +76,10 @@ ProcessIdentity spawn(const SpawnOptions& options) {
     // the plane in order, instead of killing etcd under a running apiserver.
     ::setpgid(0, 0);
     if (!options.detached) {
-      ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+      // SIGKILL, not SIGTERM: the parent died without stopping the plane in order, so
+      // etcd may already be gone, and a kube-apiserver told to shut down gracefully
+      // then waits on it forever.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
     } else {
       ::setsid();

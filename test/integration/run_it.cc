@@ -123,6 +123,30 @@ TEST(RunTest, TwoProfilesRunBothAndCompareThem) {
   EXPECT_TRUE(share(b)["value"].is_number()) << share(b).dump();
 }
 
+TEST(RunTest, AKilledRunLeavesNoPlaneRunning) {
+  fs::path out = makeTempDir("run-kill");
+  controlplane::ProcessIdentity p = controlplane::spawn(
+      {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itkill", "--set", "duration=5m"},
+       out.parent_path() / "run-kill.log",
+       false});
+  bool running = false;
+  for (int i = 0; i < 600 && !running; ++i) {
+    running = controlplane::tailFile(out.parent_path() / "run-kill.log", 50).find("writes") != std::string::npos;
+    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(running) << controlplane::tailFile(out.parent_path() / "run-kill.log", 30);
+  auto members = controlplane::readRecord(out / "plane");
+  ASSERT_TRUE(members);
+  ::kill(p.pid, SIGKILL);  // no cleanup code runs: the children must go on their own
+  ::waitpid(p.pid, nullptr, 0);
+  bool anyLeft = true;
+  for (int i = 0; i < 100 && anyLeft; ++i) {
+    anyLeft = controlplane::anyRunning(*members);
+    if (anyLeft) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_FALSE(anyLeft) << "a member of the killed run's plane is still running";
+}
+
 TEST(RunTest, BadScenarioIsExitTwoAndStartsNothing) {
   fs::path out = makeTempDir("run-bad");
   fs::path scenario = out / "bad.yaml";
