@@ -125,16 +125,17 @@ TEST(RunTest, TwoProfilesRunBothAndCompareThem) {
 
 TEST(RunTest, AKilledRunLeavesNoPlaneRunning) {
   fs::path out = makeTempDir("run-kill");
+  fs::path log = makeTempDir("run-kill-log") / "cpscale.log";  // fresh: never a previous run's
   controlplane::ProcessIdentity p = controlplane::spawn(
       {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itkill", "--set", "duration=5m"},
-       out.parent_path() / "run-kill.log",
+       log,
        false});
   bool running = false;
   for (int i = 0; i < 600 && !running; ++i) {
-    running = controlplane::tailFile(out.parent_path() / "run-kill.log", 50).find("writes") != std::string::npos;
+    running = controlplane::tailFile(log, 50).find("writes") != std::string::npos;
     if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_TRUE(running) << controlplane::tailFile(out.parent_path() / "run-kill.log", 30);
+  ASSERT_TRUE(running) << controlplane::tailFile(log, 30);
   auto members = controlplane::readRecord(out / "plane");
   ASSERT_TRUE(members);
   ::kill(p.pid, SIGKILL);  // no cleanup code runs: the children must go on their own
@@ -178,22 +179,23 @@ TEST(RunTest, NonLoopbackTargetNeedsConfirmation) {
 
 TEST(RunTest, InterruptWritesPartialResultsCleansUpAndExitsThree) {
   fs::path out = makeTempDir("run-int");
+  fs::path log = makeTempDir("run-int-log") / "cpscale.log";  // fresh: never a previous run's
   controlplane::ProcessIdentity p = controlplane::spawn(
       {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itint", "--keep", "--set", "duration=5m"},
-       out.parent_path() / "run-int.log",
+       log,
        false});
   // Wait (bounded) until the load runs: the progress line says so.
   bool running = false;
   for (int i = 0; i < 600 && !running; ++i) {
-    running = controlplane::tailFile(out.parent_path() / "run-int.log", 50).find("writes") != std::string::npos;
+    running = controlplane::tailFile(log, 50).find("writes") != std::string::npos;
     if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  ASSERT_TRUE(running) << controlplane::tailFile(out.parent_path() / "run-int.log", 30);
+  ASSERT_TRUE(running) << controlplane::tailFile(log, 30);
   ::kill(p.pid, SIGINT);
   int status = 0;
   ::waitpid(p.pid, &status, 0);
   ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 3) << controlplane::tailFile(out.parent_path() / "run-int.log", 30);
+  EXPECT_EQ(WEXITSTATUS(status), 3) << controlplane::tailFile(log, 30);
   json result = readJson(out / "result.json");
   EXPECT_EQ(result["status"], "interrupted");
   EXPECT_LT(result["measuredSeconds"].get<double>(), 120);
