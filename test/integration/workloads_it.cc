@@ -207,15 +207,16 @@ watchers: {perKind: 2, shards: 0, timeout: 5s}
   EXPECT_LE(cs["writeFailures"].get<int>(), 3) << cs;
   EXPECT_GT(cs["deletes"].get<int>(), 20) << cs;
   EXPECT_GT(cs["suspends"].get<int>(), 5) << cs;
-  // Sessions still live on the server are the ones not deleted (a DELETE cancelled by
-  // stop() may still have reached the server).
+  // Sessions still live on the server are the ones not deleted, give or take the
+  // requests stop() cancelled in flight: such a DELETE or POST may still have reached
+  // the server without being counted.
   const std::size_t live = countLabelled(ResourceRef({"churn.cpscale.io", "v1", "agentsessions", true})) +
                            countLabelled(ResourceRef(gvr::kConfigMaps).in(
                                workloads::ChurnWorkload::namespaceName(runId(), "sessions", 0))) +
                            countLabelled(ResourceRef(gvr::kConfigMaps).in(
                                workloads::ChurnWorkload::namespaceName(runId(), "sessions", 1)));
   const int notDeleted = cs["sessionsCreated"].get<int>() - cs["deletes"].get<int>();
-  EXPECT_LE(static_cast<int>(live), notDeleted);
+  EXPECT_LE(static_cast<int>(live), notDeleted + 3);
   EXPECT_GE(static_cast<int>(live), notDeleted - 3);
 
   const json ds = d->summary();
