@@ -33,6 +33,28 @@ std::string leftovers(const fs::path& kubeconfig, const std::string& runId) {
   return r.output;
 }
 
+// A long smoke run started in the background, returned once its load is running (the
+// progress line says so; bounded at 60 s). Its log is in a fresh directory, never a
+// previous run's.
+struct BackgroundRun {
+  controlplane::ProcessIdentity process;
+  fs::path log;
+  bool loadRunning = false;
+};
+BackgroundRun startLongSmoke(const fs::path& out, const std::string& runId, std::vector<std::string> extra = {}) {
+  BackgroundRun run;
+  run.log = makeTempDir(runId + "-log") / "cpscale.log";
+  std::vector<std::string> argv{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", runId,
+                                "--set", "duration=5m"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  run.process = controlplane::spawn({argv, run.log, false});
+  for (int i = 0; i < 600 && !run.loadRunning; ++i) {
+    run.loadRunning = controlplane::tailFile(run.log, 50).find("writes") != std::string::npos;
+    if (!run.loadRunning) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return run;
+}
+
 TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
   fs::path out = makeTempDir("run-smoke");
   auto r = runCommand(cpscale("run " + kSmoke + " --out " + out.string() +
@@ -125,17 +147,9 @@ TEST(RunTest, TwoProfilesRunBothAndCompareThem) {
 
 TEST(RunTest, AKilledRunLeavesNoPlaneRunning) {
   fs::path out = makeTempDir("run-kill");
-  fs::path log = makeTempDir("run-kill-log") / "cpscale.log";  // fresh: never a previous run's
-  controlplane::ProcessIdentity p = controlplane::spawn(
-      {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itkill", "--set", "duration=5m"},
-       log,
-       false});
-  bool running = false;
-  for (int i = 0; i < 600 && !running; ++i) {
-    running = controlplane::tailFile(log, 50).find("writes") != std::string::npos;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(running) << controlplane::tailFile(log, 30);
+  BackgroundRun run = startLongSmoke(out, "itkill");
+  controlplane::ProcessIdentity p = run.process;
+  ASSERT_TRUE(run.loadRunning) << controlplane::tailFile(run.log, 30);
   auto members = controlplane::readRecord(out / "plane");
   ASSERT_TRUE(members);
   ::kill(p.pid, SIGKILL);  // no cleanup code runs: the children must go on their own
@@ -179,18 +193,10 @@ TEST(RunTest, NonLoopbackTargetNeedsConfirmation) {
 
 TEST(RunTest, InterruptWritesPartialResultsCleansUpAndExitsThree) {
   fs::path out = makeTempDir("run-int");
-  fs::path log = makeTempDir("run-int-log") / "cpscale.log";  // fresh: never a previous run's
-  controlplane::ProcessIdentity p = controlplane::spawn(
-      {{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", "itint", "--keep", "--set", "duration=5m"},
-       log,
-       false});
-  // Wait (bounded) until the load runs: the progress line says so.
-  bool running = false;
-  for (int i = 0; i < 600 && !running; ++i) {
-    running = controlplane::tailFile(log, 50).find("writes") != std::string::npos;
-    if (!running) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_TRUE(running) << controlplane::tailFile(log, 30);
+  BackgroundRun run = startLongSmoke(out, "itint", {"--keep"});
+  controlplane::ProcessIdentity p = run.process;
+  const fs::path& log = run.log;
+  ASSERT_TRUE(run.loadRunning) << controlplane::tailFile(log, 30);
   ::kill(p.pid, SIGINT);
   int status = 0;
   ::waitpid(p.pid, &status, 0);
