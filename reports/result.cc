@@ -38,6 +38,7 @@ std::string_view toString(RunStatus s) {
 namespace {
 
 constexpr Source kSources[] = {Source::kClient, Source::kApiserver, Source::kEtcd, Source::kModel};
+constexpr metrics::Window kWindows[] = {metrics::Window::kSteady, metrics::Window::kSetup, metrics::Window::kRun};
 constexpr GateOp kOps[] = {GateOp::kLt, GateOp::kLe, GateOp::kGt, GateOp::kGe, GateOp::kEq, GateOp::kNe};
 constexpr RunStatus kStatuses[] = {RunStatus::kCompleted, RunStatus::kInterrupted, RunStatus::kFailed};
 
@@ -62,7 +63,8 @@ double secondsSinceStart(engine::TimePoint t) {
 
 json figureJson(const Figure& f) {
   json j = {{"name", f.name}, {"labels", labelsJson(f.labels)}, {"unit", f.unit},
-            {"source", std::string(metrics::toString(f.source))}};
+            {"source", std::string(metrics::toString(f.source))},
+            {"window", std::string(metrics::toString(f.window))}};
   if (f.value) {
     j["value"] = number(*f.value);
   } else {
@@ -199,6 +201,7 @@ Figure readFigure(const Reader& r) {
   f.labels = readLabels(r.at("labels"));
   f.unit = r.at("unit").str();
   f.source = readEnum(r.at("source"), kSources, "source");
+  f.window = readEnum(r.at("window"), kWindows, "window");
   f.value = r.at("value").optionalNum();
   if (!f.value) {
     if (!r.has("unavailable")) r.at("value").fail("is null but no \"unavailable\" reason is given");
@@ -241,7 +244,7 @@ bool sameNumber(const std::optional<double>& a, const std::optional<double>& b) 
 }
 
 bool sameFigure(const Figure& a, const Figure& b) {
-  if (a.name != b.name || a.labels != b.labels || a.unit != b.unit || a.source != b.source ||
+  if (a.name != b.name || a.labels != b.labels || a.unit != b.unit || a.source != b.source || a.window != b.window ||
       !sameNumber(a.value, b.value) || a.unavailableReason != b.unavailableReason ||
       a.overTime.times != b.overTime.times || a.overTime.values.size() != b.overTime.values.size())
     return false;
@@ -290,7 +293,8 @@ bool operator==(const RunResult& a, const RunResult& b) {
   return a.schemaVersion == b.schemaVersion && a.runId == b.runId && a.scenario == b.scenario &&
          a.profile == b.profile && a.target == b.target && a.environment == b.environment && a.status == b.status &&
          a.statusDetail == b.statusDetail && sameNumber(a.measuredSeconds, b.measuredSeconds) &&
-         sameAll(a.figures, b.figures, sameFigure) && a.workloads == b.workloads &&
+         a.phases == b.phases && a.incidents == b.incidents && sameAll(a.figures, b.figures, sameFigure) &&
+         a.workloads == b.workloads &&
          sameAll(a.gates, b.gates, sameGate) && a.exitCode == b.exitCode;
 }
 
@@ -305,6 +309,13 @@ json toJson(const RunResult& r) {
     workloads.push_back({{"kind", w.kind}, {"name", w.name}, {"summary", w.summary}});
   json gates = json::array();
   for (const GateResult& g : r.gates) gates.push_back(gateJson(g));
+  json phases = json::array();
+  for (const Phase& p : r.phases)
+    phases.push_back({{"name", p.name}, {"startSeconds", number(p.startSeconds)}, {"endSeconds", number(p.endSeconds)},
+                      {"complete", p.complete}, {"detail", p.detail}});
+  json incidents = json::array();
+  for (const Incident& i : r.incidents)
+    incidents.push_back({{"kind", i.kind}, {"member", i.member}, {"atSeconds", number(i.atSeconds)}, {"detail", i.detail}});
   return {
       {"apiVersion", std::string(kResultApiVersion)},
       {"kind", std::string(kResultKind)},
@@ -338,6 +349,8 @@ json toJson(const RunResult& r) {
       {"status", std::string(toString(r.status))},
       {"statusDetail", r.statusDetail},
       {"measuredSeconds", number(r.measuredSeconds)},
+      {"phases", std::move(phases)},
+      {"incidents", std::move(incidents)},
       {"figures", std::move(figures)},
       {"workloads", std::move(workloads)},
       {"gates", std::move(gates)},
@@ -398,6 +411,19 @@ RunResult fromJson(const json& j, const std::string& where) {
   r.status = readEnum(root.at("status"), kStatuses, "status");
   r.statusDetail = root.strOr("statusDetail");
   r.measuredSeconds = root.at("measuredSeconds").num();
+  Reader ps = root.at("phases");
+  for (std::size_t i = 0; i < ps.array().size(); ++i) {
+    Reader p = ps.at(i);
+    Phase ph{p.at("name").str(), p.at("startSeconds").num(), p.at("endSeconds").num(), p.at("complete").boolean(),
+             p.strOr("detail")};
+    if (ph.endSeconds < ph.startSeconds) p.at("endSeconds").fail("is before startSeconds");
+    r.phases.push_back(std::move(ph));
+  }
+  Reader is = root.at("incidents");
+  for (std::size_t i = 0; i < is.array().size(); ++i) {
+    Reader in = is.at(i);
+    r.incidents.push_back({in.at("kind").str(), in.strOr("member"), in.at("atSeconds").num(), in.strOr("detail")});
+  }
 
   Reader fs = root.at("figures");
   for (std::size_t i = 0; i < fs.array().size(); ++i) r.figures.push_back(readFigure(fs.at(i)));
@@ -412,6 +438,12 @@ RunResult fromJson(const json& j, const std::string& where) {
   for (std::size_t i = 0; i < gs.array().size(); ++i) r.gates.push_back(readGate(gs.at(i)));
   r.exitCode = static_cast<int>(root.at("exitCode").integer());
   return r;
+}
+
+const Phase* findPhase(const RunResult& r, std::string_view name) {
+  for (const Phase& p : r.phases)
+    if (p.name == name) return &p;
+  return nullptr;
 }
 
 void writeResult(const RunResult& r, const std::filesystem::path& path) {

@@ -16,7 +16,7 @@
 
 namespace cpscale::reports {
 
-inline constexpr int kResultSchemaVersion = 1;
+inline constexpr int kResultSchemaVersion = 2;
 inline constexpr std::string_view kResultApiVersion = "cpscale.io/v1alpha1";
 inline constexpr std::string_view kResultKind = "RunResult";
 
@@ -77,6 +77,32 @@ struct WorkloadSummary {
   bool operator==(const WorkloadSummary&) const = default;
 };
 
+// A part of the run's timeline, in seconds since the run started (the time base of
+// every figure's overTime). The run's own phases are "setup" (registration, population
+// creation, CRDs served, watchers synced: recorded, not the headline) and "steady" (the
+// measured window, `duration` long); a workload may add ramps of its own inside setup
+// ("ramp/<workload>/<kind>", e.g. one per object kind of a dormant population).
+struct Phase {
+  std::string name;
+  double startSeconds = 0;
+  double endSeconds = 0;
+  // false: the phase was cut short (setup timed out, the run was interrupted, a member
+  // died); `detail` says why.
+  bool complete = true;
+  std::string detail;
+  bool operator==(const Phase&) const = default;
+};
+
+// Something that happened to the target during the run: a member that exited, a fault.
+// Drawn on every chart and listed in the report.
+struct Incident {
+  std::string kind;    // "member-exited", ...
+  std::string member;  // e.g. kube-apiserver-1
+  double atSeconds = 0;
+  std::string detail;
+  bool operator==(const Incident&) const = default;
+};
+
 struct RunResult {
   int schemaVersion = kResultSchemaVersion;
   std::string runId;
@@ -86,13 +112,19 @@ struct RunResult {
   EnvironmentInfo environment;
   RunStatus status = RunStatus::kCompleted;
   std::string statusDetail;
+  // Length of the steady window that was measured (less than `duration` when cut short).
   double measuredSeconds = 0;
+  std::vector<Phase> phases;
+  std::vector<Incident> incidents;
   // Time series inside are stored as seconds since the run started.
   std::vector<metrics::Figure> figures;
   std::vector<WorkloadSummary> workloads;
   std::vector<scenario::GateResult> gates;
   int exitCode = 0;
 };
+
+// The phase with this name, or null.
+const Phase* findPhase(const RunResult& r, std::string_view name);
 
 // Field by field, figures and gates included (they have no operator== of their own).
 bool operator==(const RunResult& a, const RunResult& b);

@@ -16,6 +16,7 @@
 #include "sim/engine/worker_pool.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/resource.h"
+#include "workloads/phases.h"
 
 namespace cpscale::workloads {
 
@@ -39,6 +40,21 @@ struct WorkloadContext {
   // renewTime, condition heartbeats) are epochUnixNanos + sim.now(). Set it from the
   // system clock for live runs; virtual runs may leave it at 0.
   std::int64_t epochUnixNanos = 0;
+  // Where the instance reports the end of its setup and marks ramps of its own; null
+  // (unit tests that do not look) ignores the reports.
+  PhaseLog* phases = nullptr;
+  // Once, when this instance's setup is over: every actor that needed registering or
+  // creating was answered (success or failure) and watchers hold their first list. A
+  // workload with nothing to set up calls it from start().
+  void setupDone() const {
+    if (phases) phases->setupDone();
+  }
+  void beginPhase(const std::string& name) const {
+    if (phases) phases->begin(name, sim.now());
+  }
+  void endPhase(const std::string& name) const {
+    if (phases) phases->end(name, sim.now());
+  }
   bool owns(const std::string& actorId) const { return worker == nullptr || worker->owns(actorId); }
   // This instance's share of a population-wide rate (rates are split evenly).
   double share(double rate) const { return worker == nullptr ? rate : rate / static_cast<double>(worker->workers()); }

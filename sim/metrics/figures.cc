@@ -19,6 +19,15 @@ std::string_view toString(Source s) {
   return "client";
 }
 
+std::string_view toString(Window w) {
+  switch (w) {
+    case Window::kSteady: return "steady";
+    case Window::kSetup: return "setup";
+    case Window::kRun: return "run";
+  }
+  return "steady";
+}
+
 Figure Figure::measured(std::string name, Labels labels, double value, std::string unit, Source source,
                         TimeSeries overTime) {
   Figure f;

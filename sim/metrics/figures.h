@@ -21,12 +21,20 @@ namespace cpscale::metrics {
 enum class Source { kClient, kApiserver, kEtcd, kModel };
 std::string_view toString(Source s);
 
+// The part of the run a figure describes. kSteady: the measured steady-state window
+// (`duration`, after setup), which the headline and the gates read; kSetup: the
+// setup/ramp phase (registration, population creation, watchers syncing), where
+// bytes_per_object is fitted; kRun: the whole run (scrape health, generator totals).
+enum class Window { kSteady, kSetup, kRun };
+std::string_view toString(Window w);  // "steady" | "setup" | "run"
+
 struct Figure {
   std::string name;   // e.g. "write_qps", "apiserver_heap_inuse_bytes"
   Labels labels;      // e.g. {group, resource, verb} or {apiserver}; sorted by name
   std::optional<double> value;  // nullopt: unavailable
   std::string unit;   // "1/s", "bytes", "ratio", "s", "objects", "count"
   Source source = Source::kApiserver;
+  Window window = Window::kSteady;
   std::string unavailableReason;  // set exactly when !value
   TimeSeries overTime;            // empty for a figure that is one number
 

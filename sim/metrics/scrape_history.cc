@@ -102,6 +102,28 @@ TimeSeries ScrapeHistory::counter(SeriesId id) const {
   return out;
 }
 
+ScrapeHistory ScrapeHistory::slice(engine::TimePoint from, engine::TimePoint to) const {
+  ScrapeHistory out;
+  out.keys_ = keys_;
+  out.index_ = index_;
+  out.byName_ = byName_;
+  out.types_ = types_;
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    if (times_[r] < from || times_[r] > to) continue;
+    out.times_.push_back(times_[r]);
+    out.rows_.push_back(rows_[r]);
+  }
+  return out;
+}
+
+std::vector<TargetScrapes> sliceTargets(std::span<const TargetScrapes> targets, engine::TimePoint from,
+                                        engine::TimePoint to) {
+  std::vector<TargetScrapes> out;
+  out.reserve(targets.size());
+  for (const TargetScrapes& t : targets) out.push_back({t.info, t.status, t.history.slice(from, to)});
+  return out;
+}
+
 std::size_t ScrapeHistory::memoryBytes() const {
   std::size_t bytes = times_.capacity() * sizeof(engine::TimePoint) + lastOrder_.capacity() * sizeof(SeriesId);
   for (const auto& row : rows_) bytes += row.capacity() * sizeof(double) + sizeof(row);

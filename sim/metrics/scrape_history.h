@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -78,6 +79,12 @@ class ScrapeHistory {
   // (and again after a restart): its first count is an increase within the run.
   TimeSeries counter(SeriesId id) const;
 
+  // The scrapes taken within [from, to] (both included), with every series key kept:
+  // the input of figures over one phase of the run. A counter's increase over a slice
+  // starts from its value in the slice's first scrape, so a phase boundary needs a
+  // scrape at the boundary itself (the runner takes one there).
+  ScrapeHistory slice(engine::TimePoint from, engine::TimePoint to) const;
+
   // Heap bytes held, for keeping an eye on long runs.
   std::size_t memoryBytes() const;
 
@@ -102,5 +109,9 @@ struct TargetScrapes {
   TargetStatus status;
   ScrapeHistory history;
 };
+
+// Every target's scrapes within [from, to]; identity and scrape outcomes are kept whole.
+std::vector<TargetScrapes> sliceTargets(std::span<const TargetScrapes> targets, engine::TimePoint from,
+                                        engine::TimePoint to);
 
 }  // namespace cpscale::metrics

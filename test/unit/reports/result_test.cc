@@ -56,7 +56,7 @@ TEST_F(ResultFileTest, DocumentIdentifiesItselfAndMarksUnavailableFigures) {
   nlohmann::json j = toJson(testing::sampleResult());
   EXPECT_EQ(j["apiVersion"], "cpscale.io/v1alpha1");
   EXPECT_EQ(j["kind"], "RunResult");
-  EXPECT_EQ(j["schemaVersion"], 1);
+  EXPECT_EQ(j["schemaVersion"], 2);
   const nlohmann::json& share = j["figures"][4];
   ASSERT_EQ(share["name"], "etcd_lease_proposal_share");
   EXPECT_TRUE(share["value"].is_null());
@@ -86,7 +86,7 @@ TEST_F(ResultFileTest, MalformedJsonNamesTheFile) {
 TEST_F(ResultFileTest, WrongApiVersionKindOrSchemaVersion) {
   expectConfigError(writeEdited([](auto& j) { j["apiVersion"] = "cpscale.io/v2"; }), "/apiVersion", "cpscale.io/v2");
   expectConfigError(writeEdited([](auto& j) { j["kind"] = "Scenario"; }), "/kind", "not a RunResult");
-  expectConfigError(writeEdited([](auto& j) { j["schemaVersion"] = 2; }), "/schemaVersion", "reads version 1");
+  expectConfigError(writeEdited([](auto& j) { j["schemaVersion"] = 1; }), "/schemaVersion", "reads version 2");
   expectConfigError(writeEdited([](auto& j) { j.erase("apiVersion"); }), "/apiVersion", "missing");
 }
 
