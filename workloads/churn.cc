@@ -203,6 +203,9 @@ class ChurnInstance final : public WorkloadInstance {
         bucket_(ctx_.share(p.create.qps), std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now()),
         rng_(ctx_.seed, "churn/" + p.name + "/" + std::to_string(ctx_.workerIndex())) {
     validateRunId(ctx_.runId);
+    // Nothing to set up beyond the CRDs prepare() installed: sessions are the load. The
+    // scenario's `warmup` lets the live-session population build up before measuring.
+    ctx_.setupDone();
     for (const auto& t : p.targets) totalWeight_ += t.weight;
     // maxSessions is split like the rate: worker i starts its share (rounded so the
     // shares add up to the total).

@@ -27,7 +27,7 @@ constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
 
 KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   e.expectMap({"kind", "name", "count", "registrationQps", "registrationBurst", "leaseDurationSeconds",
-               "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "nodeImages",
+               "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "renewalPhase", "nodeImages",
                "podsPerNode", "podStatusInterval", "podQps", "podBurst", "failures", "churn", "nodeTemplate",
                "leaseTemplate", "podTemplate"});
   KubeletFleetParams p;
@@ -54,6 +54,12 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   if (auto f = e.get("statusChangeProbability")) {
     p.statusChangeProbability = f->asDouble();
     if (!(p.statusChangeProbability >= 0 && p.statusChangeProbability <= 1)) throw f->error("must be in [0, 1]");
+  }
+  if (auto f = e.get("renewalPhase")) {
+    std::string v = f->asString();
+    if (v == "random") p.renewalPhase = RenewalPhase::kRandom;
+    else if (v == "registration") p.renewalPhase = RenewalPhase::kRegistration;
+    else throw f->error("must be random or registration, found '" + v + "'");
   }
   if (auto f = e.get("nodeImages")) p.nodeImages = f->asInt(0, 1000);
   if (auto f = e.get("podsPerNode")) p.podsPerNode = f->asInt(0, 250);
@@ -151,6 +157,10 @@ struct Kubelet {
   NodeState state = NodeState::kNew;
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
   bool reporting = false;  // a status PATCH is in flight
+  // Setup: the first Lease creation and every pod creation not yet answered (nodes
+  // present at start only; a node that joins later is load, not setup).
+  bool awaitingLease = false;
+  std::uint8_t podsAwaiting = 0;
   struct Pods {
     Pods(Kubelet& k, Duration gap, std::uint64_t seed)
         : timer(*k.fleet_sim(), engine::PeriodicTimer::bind<&Kubelet::onPodTimer>(&k), gap, gap / 25, seed) {}
@@ -179,8 +189,13 @@ class FleetInstance final : public WorkloadInstance {
         pods_(kube::ResourceRef(kube::gvr::kPods).in(KubeletFleet::podNamespace(ctx.runId, p.name))) {
     validateRunId(ctx.runId);
     for (std::int64_t i = 0; i < p.count; ++i) {
-      if (ctx.owns(nodeName(i))) kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
+      if (!ctx.owns(nodeName(i))) continue;
+      kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
+      kubelets_.back()->awaitingLease = true;
+      kubelets_.back()->podsAwaiting = static_cast<std::uint8_t>(p.podsPerNode);
     }
+    setupRemaining_ = kubelets_.size();
+    if (setupRemaining_ == 0) ctx_.setupDone();
     scheduleRegistration();
     const TimePoint t0 = ctx.sim.now();
     if (p.failures.fraction > 0) {
@@ -206,6 +221,7 @@ class FleetInstance final : public WorkloadInstance {
 
   json summary() const override {
     return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
+            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupRemaining_ == 0},
             {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
             {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
             {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
@@ -287,7 +303,7 @@ class FleetInstance final : public WorkloadInstance {
       // The kubelet's status loop starts with registration, which itself reported.
       k.state = NodeState::kRunning;
       k.lastReport = ctx_.sim.now();
-      k.statusTimer.start(ctx_.sim.now() + p_.statusUpdateFrequency);
+      k.statusTimer.start(firstTick(k, p_.statusUpdateFrequency));
       if (p_.podsPerNode > 0) createPods(k);
     });
   }
@@ -307,6 +323,10 @@ class FleetInstance final : public WorkloadInstance {
     k.renewing = true;
     calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
       k.renewing = false;
+      if (k.awaitingLease) {
+        k.awaitingLease = false;
+        setupStepDone(k);
+      }
       if (r.ok()) {
         ++c_.leasesCreated;
         cacheLease(k, std::move(r.body));
@@ -316,7 +336,7 @@ class FleetInstance final : public WorkloadInstance {
       } else {
         ++c_.renewFailed;
       }
-      if (k.state == NodeState::kRunning && !k.leaseTimer.armed()) k.leaseTimer.start(ctx_.sim.now() + p_.renewPeriod());
+      if (k.state == NodeState::kRunning && !k.leaseTimer.armed()) k.leaseTimer.start(firstTick(k, p_.renewPeriod()));
     });
   }
 
@@ -449,6 +469,39 @@ class FleetInstance final : public WorkloadInstance {
     });
   }
 
+  // ---- setup ----
+
+  // When the first renewal (or status tick) of a node that just registered falls due.
+  // Kubelets of a real fleet started at different times, so their cycles have
+  // independent phases: a uniformly random phase of the period (seeded per node) keeps
+  // a fleet registered in a burst from renewing in the same burst every period.
+  TimePoint firstTick(const Kubelet& k, Duration period) const {
+    if (p_.renewalPhase == KubeletFleetParams::RenewalPhase::kRegistration) return ctx_.sim.now() + period;
+    engine::SplitMix64 phase(seedFor(k.index) ^ static_cast<std::uint64_t>(period.count()));
+    return ctx_.sim.now() + Duration{static_cast<Duration::rep>(engine::toUnitInterval(phase.next()) *
+                                                                static_cast<double>(period.count()))};
+  }
+
+  void podAnswered(Kubelet& k) {
+    if (k.podsAwaiting == 0) return;
+    --k.podsAwaiting;
+    setupStepDone(k);
+  }
+
+  // Counts a node as set up once its Lease and pods were all answered.
+  void setupStepDone(Kubelet& k) {
+    if (k.awaitingLease || k.podsAwaiting > 0 || setupRemaining_ == 0) return;
+    if (--setupRemaining_ == 0) ctx_.setupDone();
+  }
+
+  // A node that fails or leaves before its setup finished will never finish it.
+  void abandonSetup(Kubelet& k) {
+    if (!k.awaitingLease && k.podsAwaiting == 0) return;
+    k.awaitingLease = false;
+    k.podsAwaiting = 0;
+    setupStepDone(k);
+  }
+
   // ---- pods ----
 
   void createPods(Kubelet& k) {
@@ -458,7 +511,10 @@ class FleetInstance final : public WorkloadInstance {
     }
     for (std::int64_t i = 0; i < p_.podsPerNode; ++i) {
       events_.at(podBucket_.reserve(ctx_.sim.now()), [this, &k, i] {
-        if (k.state != NodeState::kRunning && k.state != NodeState::kFailed) return;
+        if (k.state != NodeState::kRunning && k.state != NodeState::kFailed) {
+          podAnswered(k);
+          return;
+        }
         const std::string node = nodeName(k.index);
         json pod = p_.podTemplate->fill(
             {{"name", node + "-p" + std::to_string(i)}, {"namespace", pods_.ns}, {"node", node}});
@@ -466,6 +522,7 @@ class FleetInstance final : public WorkloadInstance {
         auto req = kube::ApiRequest::create(pods_, pod);
         req.intendedAt = ctx_.sim.now();
         calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+          podAnswered(k);
           if (!r.ok() && !r.alreadyExists()) {
             ++c_.podFailed;
             return;
@@ -502,6 +559,7 @@ class FleetInstance final : public WorkloadInstance {
     for (auto& k : kubelets_) {
       if (k->index >= static_cast<std::uint64_t>(p_.count) || !failsAt(k->index, p_.failures.fraction)) continue;
       if (k->state == NodeState::kGone) continue;
+      if (k->state != NodeState::kRunning) abandonSetup(*k);
       k->state = NodeState::kFailed;
       k->leaseTimer.stop();
       k->statusTimer.stop();
@@ -555,6 +613,7 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   void leave(Kubelet& k) {
+    abandonSetup(k);
     k.state = NodeState::kGone;
     k.leaseTimer.stop();
     k.statusTimer.stop();
@@ -602,6 +661,7 @@ class FleetInstance final : public WorkloadInstance {
   std::vector<std::unique_ptr<Kubelet>> kubelets_;
   std::size_t nextToRegister_ = 0;
   std::uint64_t joined_ = 0;
+  std::size_t setupRemaining_ = 0;  // nodes present at start whose setup is unanswered
   bool stopped_ = false;
   Counts c_;
 };

@@ -18,6 +18,11 @@
 //     nodeStatusUpdateFrequency: 10s  # how often status is computed
 //     statusReportFrequency: 5m       # PATCH at least this often when nothing changed
 //     statusChangeProbability: 0      # chance a computed status differs, per computation
+//     renewalPhase: random            # first renewal/status tick at a uniformly random phase
+//                                     # of the period (seeded), as kubelets started at
+//                                     # different times are; `registration`: one period after
+//                                     # the node registered (a fleet registered together
+//                                     # then renews in bursts)
 //     nodeImages: 40                  # status.images entries (~250 B each): node size
 //     podsPerNode: 0                  # pods bound to each node, with a status stream
 //     podStatusInterval: 60s          # per pod, between status updates
@@ -49,6 +54,8 @@ struct KubeletFleetParams {
   engine::Duration statusUpdateFrequency = std::chrono::seconds(10);
   engine::Duration statusReportFrequency = std::chrono::minutes(5);
   double statusChangeProbability = 0;
+  enum class RenewalPhase { kRandom, kRegistration };
+  RenewalPhase renewalPhase = RenewalPhase::kRandom;
   std::int64_t nodeImages = 40;
   std::int64_t podsPerNode = 0;
   engine::Duration podStatusInterval = std::chrono::seconds(60);

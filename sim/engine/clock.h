@@ -42,6 +42,8 @@ class VirtualClock final : public Clock {
 class WallClock final : public Clock {
  public:
   WallClock() : origin_(std::chrono::steady_clock::now()) {}
+  // Several clocks with one origin share one timeline (a run's scraper and its workers).
+  explicit WallClock(std::chrono::steady_clock::time_point origin) : origin_(origin) {}
   TimePoint now() const override {
     return TimePoint{std::chrono::duration_cast<Duration>(std::chrono::steady_clock::now() - origin_)};
   }

@@ -42,7 +42,7 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
                           TimePoint submitted) {
   const TimePoint now = clock_.now();
   const TimePoint intended = *req.intendedAt;
-  stats_.recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
+  statsFor(intended).recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
   Flight& f = flights_[id];
   f.intended = intended;
   f.sent = now;
@@ -58,8 +58,9 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
     // A request its caller cancelled (a watch closed at the end of a run) says nothing
     // about the server: it is neither a latency nor an error.
     if (resp.outcome != kube::TransportOutcome::kAborted) {
-      stats_.recordStatus(resp.ok() ? resp.status : 0);
-      stats_.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
+      RequestStats& stats = statsFor(flight.intended);
+      stats.recordStatus(resp.ok() ? resp.status : 0);
+      stats.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
                                       classifyStatus(resp.ok(), resp.status)},
                            end - flight.intended, end - flight.sent);
     }

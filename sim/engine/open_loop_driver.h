@@ -8,7 +8,9 @@
 // for server latency.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <limits>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -51,7 +53,13 @@ class OpenLoopDriver final : public kube::Transport {
   std::size_t admitted() const { return admitted_; }
   std::size_t queued() const { return queue_.size(); }
   std::size_t bound() const { return bound_; }
+  // The measured window starts at `t`: requests scheduled before it are counted in
+  // setupStats(), the rest in stats(). Any thread may set it; a request is attributed
+  // by its scheduled time, so one scheduled after the boundary can never land in setup.
+  // Unset, everything is counted in stats().
+  void setSteadyStart(TimePoint t) { steadyStartNs_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
   const RequestStats& stats() const { return stats_; }
+  const RequestStats& setupStats() const { return setupStats_; }
   GeneratorLimit limit() const { return generatorLimit(stats_, options_.lagQuantile, options_.lagThreshold); }
 
  private:
@@ -81,7 +89,14 @@ class OpenLoopDriver final : public kube::Transport {
   std::deque<Waiting> queue_;
   std::unordered_map<kube::RequestId, Flight> flights_;
   bool admitting_ = false;
+  RequestStats& statsFor(TimePoint intended) {
+    return intended.time_since_epoch().count() >= steadyStartNs_.load(std::memory_order_relaxed) ? stats_
+                                                                                                   : setupStats_;
+  }
+
   RequestStats stats_;
+  RequestStats setupStats_;
+  std::atomic<std::int64_t> steadyStartNs_{std::numeric_limits<std::int64_t>::min()};
 };
 
 }  // namespace cpscale::engine

@@ -7,7 +7,8 @@
 
 namespace cpscale::engine {
 
-WorkerPool::WorkerPool(WorkerOptions options, TransportFactory transports) : options_(options) {
+WorkerPool::WorkerPool(WorkerOptions options, TransportFactory transports)
+    : options_(options), wallClock_(options.wallOrigin.value_or(std::chrono::steady_clock::now())) {
   if (options.workers == 0) throw ConfigError("WorkerPool", "workers", "must be > 0");
   for (std::size_t i = 0; i < options.workers; ++i) {
     auto w = std::make_unique<Worker>();
@@ -88,6 +89,20 @@ RequestStats WorkerPool::requestStats() const {
     if (w->driver_) all.merge(w->driver_->stats());
   }
   return all;
+}
+
+RequestStats WorkerPool::setupRequestStats() const {
+  RequestStats all;
+  for (const auto& w : workers_) {
+    if (w->driver_) all.merge(w->driver_->setupStats());
+  }
+  return all;
+}
+
+void WorkerPool::setSteadyStart(TimePoint t) {
+  for (auto& w : workers_) {
+    if (w->driver_) w->driver_->setSteadyStart(t);
+  }
 }
 
 HdrHistogram WorkerPool::eventLag() const {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct WorkerOptions {
   // Paced mode: after the end time, how long to keep polling for responses still in
   // flight (actors no longer run). Virtual runs end at the end time.
   Duration drain = std::chrono::seconds(10);
+  // Paced mode: the origin of the workers' timeline, so another clock (the scraper's)
+  // can share it. Default: when the pool is constructed.
+  std::optional<std::chrono::steady_clock::time_point> wallOrigin;
 };
 
 // One engine loop's view, handed to the setup function on the worker's own thread.
@@ -78,8 +82,14 @@ class WorkerPool {
 
   std::size_t size() const { return workers_.size(); }
   Worker& worker(std::size_t i) { return *workers_[i]; }
-  // Statistics of all workers, merged. Call after run().
+  // The measured window starts at `t` on the workers' timeline (any thread): see
+  // OpenLoopDriver::setSteadyStart.
+  void setSteadyStart(TimePoint t);
+  const Clock& clock() const { return wallClock_; }
+  // Statistics of all workers in the measured window, merged. Call after run().
   RequestStats requestStats() const;
+  // The same for requests scheduled before the measured window (setup).
+  RequestStats setupRequestStats() const;
   // Engine lag of all workers, merged (paced mode: how late events ran).
   HdrHistogram eventLag() const;
   std::uint64_t eventsRun() const;

@@ -4,6 +4,7 @@
 
 #include <map>
 
+#include "sim/common/error.h"
 #include "test/unit/workloads/harness.h"
 #include "workloads/kubelet_fleet.h"
 
@@ -245,6 +246,109 @@ TEST(KubeletFleet, IdleKubeletStateIsSmall) {
   const auto perNode = inst->summary()["actorBytes"].get<std::size_t>() / 1000;
   EXPECT_LT(perNode, 900u);
   EXPECT_GT(perNode, 300u);  // the cached Lease is in there
+}
+
+// A fleet registered in a burst renews in the same burst every period unless each
+// kubelet's cycle starts at its own phase, as a real fleet's do.
+std::map<long, int> putsPerSecond(const Harness& h, engine::TimePoint from) {
+  std::map<long, int> out;
+  for (const auto& r : h.requests("PUT", kLeases))
+    if (r.submittedAt >= from) ++out[std::chrono::duration_cast<std::chrono::seconds>(r.submittedAt.time_since_epoch()).count()];
+  return out;
+}
+int maxOf(const std::map<long, int>& m) {
+  int mx = 0;
+  for (const auto& [s, n] : m) mx = std::max(mx, n);
+  return mx;
+}
+
+TEST(KubeletFleet, RenewalPhasesAreSpreadUniformlyByDefault) {
+  Harness h;
+  auto w = fleet("", 500);  // registered within half a second
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{100s});
+  auto perSecond = putsPerSecond(h, engine::TimePoint{30s});
+  ASSERT_EQ(perSecond.size(), 70u) << "every second of the window sees renewals";
+  // 50 renewals/s on average; a uniform spread keeps every second near it.
+  EXPECT_LT(maxOf(perSecond), 90);
+  // Each node's first renewal comes within one period of its Lease's creation.
+  std::map<std::string, engine::TimePoint> created, first;
+  for (const auto& r : h.requests("POST", "/leases"))
+    created[json::parse(r.request.body)["metadata"]["name"]] = r.submittedAt;
+  for (const auto& r : h.requests("PUT", kLeases)) {
+    std::string name = pathOf(r.request).substr(pathOf(r.request).rfind('/') + 1);
+    if (!first.contains(name)) first[name] = r.submittedAt;
+  }
+  ASSERT_EQ(first.size(), 500u);
+  for (const auto& [name, t] : first) {
+    EXPECT_GT(t, created[name]) << name;
+    EXPECT_LT(t - created[name], 10s + 10ms) << name;
+  }
+}
+
+TEST(KubeletFleet, RegistrationPhaseKeepsTheBurstWhenAskedFor) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\n", 500);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{100s});
+  auto perSecond = putsPerSecond(h, engine::TimePoint{30s});
+  EXPECT_GT(maxOf(perSecond), 250);  // all 500 inside a second or two
+  EXPECT_LT(perSecond.size(), 30u);  // and silence in between
+}
+
+TEST(KubeletFleet, RenewalPhaseRejectsUnknownValues) {
+  try {
+    fleet("renewalPhase: bursty\n");
+    FAIL() << "accepted renewalPhase: bursty";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("renewalPhase"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KubeletFleet, SetupIsDoneOnceEveryNodesLeaseAndPodsWereAnswered) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 5\nregistrationBurst: 1\n"
+                              "podsPerNode: 2\npodQps: 100\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{1s});
+  EXPECT_FALSE(log.setupComplete());
+  EXPECT_EQ(inst->summary()["setupComplete"], false);
+  // The tenth node registers at 1.8 s; its Lease and pods are answered milliseconds later.
+  h.sim.runUntil(engine::TimePoint{1800ms});
+  EXPECT_FALSE(log.setupComplete());
+  h.sim.runUntil(engine::TimePoint{1900ms});
+  EXPECT_TRUE(log.setupComplete());
+  EXPECT_EQ(h.count("POST", "/pods"), 20u);
+  EXPECT_EQ(inst->summary()["setupComplete"], true);
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);
+}
+
+TEST(KubeletFleet, ANodeThatNeverRegistersKeepsSetupOpen) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  h.override = [](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "POST" && pathOf(r) == "/api/v1/nodes" && r.body.find("cpscale-t1-fleet-3\"") != std::string::npos)
+      return statusResponse(500, "InternalError");
+    return std::nullopt;
+  };
+  auto w = fleet("", 5);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{60s});
+  EXPECT_FALSE(log.setupComplete());
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 1);
+  EXPECT_EQ(inst->summary()["setupComplete"], false);
+}
+
+TEST(KubeletFleet, AnEmptyFleetHasNothingToSetUp) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  auto w = fleet("", 0);
+  auto inst = w->start(h.ctx);
+  EXPECT_TRUE(log.setupComplete());
 }
 
 }  // namespace

@@ -1,0 +1,77 @@
+// The measured window's client-side statistics: requests scheduled before the steady
+// window starts (setup: registrations, population creation) are kept apart from those
+// scheduled inside it, whenever they complete.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "sim/engine/open_loop_driver.h"
+#include "sim/engine/worker_pool.h"
+#include "test/unit/engine/scripted_transport.h"
+
+namespace cpscale::engine {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::ScriptedTransport;
+
+kube::HttpRequest put(TimePoint intended) {
+  kube::HttpRequest r;
+  r.method = "PUT";
+  r.path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n1";
+  r.statsResource = "leases";
+  r.statsVerb = "PUT";
+  r.intendedAt = intended;
+  return r;
+}
+
+std::uint64_t completed(const RequestStats& s) { return s.completed(); }
+
+TEST(SteadyWindow, RequestsAreAttributedByScheduledTimeNotCompletion) {
+  VirtualSimulator sim;
+  // A slow server: the request scheduled at 1.9 s completes inside the steady window
+  // but belongs to setup.
+  ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{500ms}; });
+  OpenLoopDriver driver(server, sim.clock());
+  driver.setSteadyStart(TimePoint::max());  // as a run starts: all setup until told
+  for (auto at : {1000ms, 1900ms, 2000ms, 2500ms, 3000ms})
+    sim.scheduleAt(TimePoint{at}, [&, at] { driver.submit(put(TimePoint{at}), [](auto) {}); });
+  sim.scheduleAt(TimePoint{1950ms}, [&] { driver.setSteadyStart(TimePoint{2s}); });
+  sim.run();
+  EXPECT_EQ(completed(driver.setupStats()), 2u);
+  EXPECT_EQ(completed(driver.stats()), 3u);
+  EXPECT_EQ(driver.setupStats().sent(), 2u);
+  EXPECT_EQ(driver.stats().sent(), 3u);
+}
+
+TEST(SteadyWindow, WithoutABoundaryEverythingIsMeasured) {
+  VirtualSimulator sim;
+  ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
+  OpenLoopDriver driver(server, sim.clock());
+  for (int i = 0; i < 4; ++i) sim.scheduleAt(TimePoint{i * 1s}, [&, i] { driver.submit(put(TimePoint{i * 1s}), [](auto) {}); });
+  sim.run();
+  EXPECT_EQ(completed(driver.stats()), 4u);
+  EXPECT_EQ(completed(driver.setupStats()), 0u);
+}
+
+TEST(SteadyWindow, ThePoolSplitsEveryWorkersStatistics) {
+  WorkerOptions o;
+  o.workers = 2;
+  o.mode = SimulatorMode::kVirtual;
+  WorkerPool pool(o, [](Worker& w) -> kube::TransportPtr {
+    auto& sim = static_cast<VirtualSimulator&>(w.simulator());
+    return std::make_unique<ScriptedTransport>(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
+  });
+  pool.setSteadyStart(TimePoint{5s});
+  pool.run(
+      [](Worker& w) {
+        for (int i = 0; i < 10; ++i)
+          w.simulator().scheduleAt(TimePoint{i * 1s}, [&w, i] { w.driver()->submit(put(TimePoint{i * 1s}), [](auto) {}); });
+      },
+      TimePoint{20s});
+  EXPECT_EQ(pool.setupRequestStats().completed(), 10u);  // 0..4 s on both workers
+  EXPECT_EQ(pool.requestStats().completed(), 10u);       // 5..9 s on both workers
+}
+
+}  // namespace
+}  // namespace cpscale::engine
