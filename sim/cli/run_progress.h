@@ -19,6 +19,8 @@ struct RunCounters {
   std::atomic<std::uint64_t> errors{0};  // non-2xx (watch streams excepted) or no response
   // Largest lag (ns) of a send behind its intended time since the reporter last read it.
   std::atomic<std::int64_t> maxLagNs{0};
+  // 0: setup (registration, population creation, warmup); 1: the steady window.
+  std::atomic<int> phase{0};
 };
 
 class CountingTransport final : public kube::Transport {

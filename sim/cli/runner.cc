@@ -25,6 +25,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/metrics/scraper.h"
 #include "workloads/cleanup.h"
+#include "workloads/phases.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
@@ -45,8 +46,9 @@ std::string hostOf(const std::string& url) {
 // an actor, and the actors' engines never delay a scrape.
 class ScrapeLoop {
  public:
-  ScrapeLoop(std::vector<metrics::ScrapeTarget> targets, engine::Duration interval)
-      : sim_(clock_), scraper_(sim_, std::move(targets), metrics::ScraperOptions{interval, {}, {}}) {
+  ScrapeLoop(std::vector<metrics::ScrapeTarget> targets, engine::Duration interval,
+             std::chrono::steady_clock::time_point origin)
+      : clock_(origin), sim_(clock_), scraper_(sim_, std::move(targets), metrics::ScraperOptions{interval, {}, {}}) {
     sim_.setIdleHook([this](engine::TimePoint deadline) {
       scraper_.pollTransports();
       auto wait = std::min<engine::Duration>(deadline - clock_.now(), 20ms);
@@ -58,9 +60,19 @@ class ScrapeLoop {
   void start() {
     thread_ = std::thread([this] {
       scraper_.start();
-      while (!stopping_.load()) sim_.runUntil(clock_.now() + 200ms);
+      while (!stopping_.load()) {
+        if (restart_.exchange(false)) {
+          boundaries_.push_back(sim_.now());  // the round below is recorded at or just after this
+          scraper_.stop();
+          scraper_.start();
+        }
+        sim_.runUntil(clock_.now() + 50ms);
+      }
     });
   }
+  // A phase boundary (any thread): a round now, so counters have a value at the
+  // boundary itself, and the schedule restarts from there.
+  void scrapeAtBoundary() { restart_ = true; }
   // One last round (the end of the measured window), waits for it, then stops.
   void finish() {
     if (!thread_.joinable()) return;
@@ -76,6 +88,8 @@ class ScrapeLoop {
     }
   }
   const std::vector<metrics::TargetScrapes>& targets() const { return scraper_.targets(); }
+  // When each boundary round was started, in order. Read after finish().
+  const std::vector<engine::TimePoint>& boundaries() const { return boundaries_; }
 
  private:
   engine::WallClock clock_;
@@ -83,6 +97,8 @@ class ScrapeLoop {
   metrics::Scraper scraper_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> restart_{false};
+  std::vector<engine::TimePoint> boundaries_;
 };
 
 // Periodic progress: one rewritten line on a terminal, plain log lines otherwise.
@@ -123,9 +139,13 @@ class ProgressReporter {
       double lagMs = static_cast<double>(counters_.maxLagNs.exchange(0)) / 1e6;
       auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(now - start);
       char line[256];
-      std::snprintf(line, sizeof line, "[%s/%s] writes %.0f/s  requests %llu  errors %llu  lag max %.1f ms",
-                    formatDuration(elapsed).c_str(),
-                    formatDuration(std::chrono::duration_cast<std::chrono::seconds>(total_)).c_str(), qps,
+      const bool steady = counters_.phase.load() == 1;
+      if (steady && !steadySince_) steadySince_ = now;
+      if (steady) elapsed = std::chrono::duration_cast<std::chrono::seconds>(now - *steadySince_);
+      std::snprintf(line, sizeof line, "[%s %s/%s] writes %.0f/s  requests %llu  errors %llu  lag max %.1f ms",
+                    steady ? "steady" : "setup", formatDuration(elapsed).c_str(),
+                    steady ? formatDuration(std::chrono::duration_cast<std::chrono::seconds>(total_)).c_str() : "?",
+                    qps,
                     static_cast<unsigned long long>(counters_.completed.load()),
                     static_cast<unsigned long long>(counters_.errors.load()), lagMs);
       if (tty_)
@@ -136,6 +156,7 @@ class ProgressReporter {
   }
 
   RunCounters& counters_;
+  std::optional<std::chrono::steady_clock::time_point> steadySince_;
   engine::Duration total_;
   bool enabled_;
   bool tty_;
@@ -144,6 +165,54 @@ class ProgressReporter {
   std::condition_variable cv_;
   bool done_ = false;
 };
+
+// What the run's supervisor saw: when setup was over, when the steady window started
+// and when the load stopped, and why it stopped early if it did.
+struct RunTimeline {
+  std::optional<engine::TimePoint> ready;        // every workload's setup was over
+  std::optional<engine::TimePoint> steadyStart;  // ready + warmup
+  std::optional<engine::TimePoint> end;          // the load stopped
+  std::string cut;                               // set when the run was cut short
+  std::vector<reports::Incident> incidents;
+};
+
+double secondsAt(engine::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
+void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vector<workloads::PhaseLog::Span>& spans,
+                  engine::Duration duration) {
+  const double end = secondsAt(*tl.end);
+  reports::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
+  if (!tl.ready) setup.detail = tl.cut;
+  else if (tl.steadyStart && *tl.steadyStart > *tl.ready)
+    setup.detail = "includes " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.steadyStart - *tl.ready)) +
+                   " of warmup";
+  r.phases.push_back(setup);
+  for (const auto& sp : spans) {
+    reports::Phase p{sp.name, secondsAt(sp.start), sp.ended() ? secondsAt(sp.end) : end, sp.ended(), ""};
+    if (!sp.ended()) p.detail = "still open when the load stopped";
+    r.phases.push_back(std::move(p));
+  }
+  if (tl.steadyStart) {
+    // A window that ran its full duration is complete; the supervisor ends it within
+    // one polling pass of the deadline.
+    bool full = *tl.end - *tl.steadyStart >= duration - std::chrono::milliseconds(100) && tl.cut.empty();
+    r.phases.push_back({"steady", secondsAt(*tl.steadyStart), end, full, full ? "" : tl.cut});
+  }
+}
+
+// Sums numeric counts across workers; a flag holds only if it holds on every worker;
+// anything else is taken from the first worker that has it.
+void mergeSummary(nlohmann::json& merged, const nlohmann::json& part) {
+  for (auto& [k, v] : part.items()) {
+    if (!merged.contains(k)) {
+      merged[k] = v;
+    } else if (v.is_boolean() && merged[k].is_boolean()) {
+      merged[k] = merged[k].get<bool>() && v.get<bool>();
+    } else if (v.is_number() && merged[k].is_number()) {
+      merged[k] = merged[k].get<double>() + v.get<double>();
+    }
+  }
+}
 
 kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server) {
   kube::RestConfig c = base;
@@ -188,6 +257,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   std::unique_ptr<kube::CurlTransport> setupTransport;
   std::unique_ptr<kube::ApiClient> setupClient;
   bool created = false;  // the run may have created objects: clean up, whatever happens
+  bool planeBroken = false;  // a member of the local plane exited: the plane goes, and its objects with it
   std::vector<metrics::ScrapeTarget> scrapeTargets;
   RunCounters ownCounters;
   RunCounters& counters = opt.counters ? *opt.counters : ownCounters;
@@ -293,15 +363,18 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       }
       scrapeTargets.push_back(std::move(t));
     }
-    ScrapeLoop scrapes(scrapeTargets, sc.scrapeInterval);
-
-    // 4. The load: paced workers, one open-loop driver each.
+    // 4. The load and the scrapes on one timeline, whose origin is the run's t = 0 in
+    //    every series and phase. Paced workers, one open-loop driver each.
+    const auto origin = std::chrono::steady_clock::now();
+    engine::WallClock runClock(origin);
+    ScrapeLoop scrapes(scrapeTargets, sc.scrapeInterval, origin);
     engine::WorkerOptions wo;
     wo.workers = sc.workers;
     wo.mode = engine::SimulatorMode::kPaced;
     wo.seed = sc.seed;
     wo.driver = sc.driver;
     wo.drain = sc.drain;
+    wo.wallOrigin = origin;
     kube::CurlTransportOptions cto;
     cto.maxHostConnections = static_cast<long>(sc.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
@@ -309,6 +382,10 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, cto),
                                                  w.simulator().clock(), counters);
     });
+    // Nothing counts as the measured window until every workload's setup is over.
+    pool.setSteadyStart(engine::TimePoint::max());
+    workloads::PhaseLog phaseLog(sc.workers * sc.workloads.size());
+    counters.phase = 0;
     struct PerWorker {
       std::unique_ptr<kube::ApiClient> api;
       std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances;
@@ -316,19 +393,51 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     std::vector<PerWorker> perWorker(sc.workers);
 
     ProgressReporter progress(counters, sc.duration, opt.progress);
+    RunTimeline tl;
     std::atomic<bool> runDone{false};
-    std::thread interruptWatch([&] {
+    // The run's supervisor: starts the steady window once setup is over (and warmup has
+    // passed), ends it after `duration`, and cuts the run short on Ctrl-C, a member of
+    // the local plane exiting, or setup that never finishes.
+    std::thread monitor([&] {
+      auto cut = [&](engine::TimePoint now, std::string why) {
+        tl.end = now;
+        tl.cut = std::move(why);
+        scrapes.scrapeAtBoundary();
+        pool.stop();
+      };
       while (!runDone.load()) {
-        if (interrupted()) {
+        const engine::TimePoint now = runClock.now();
+        if (interrupted()) return cut(now, "interrupted");
+        if (plane) {
+          if (auto how = plane->crashed()) {
+            std::string member = how->substr(0, how->find(' '));
+            tl.incidents.push_back({"member-exited", member, secondsAt(now), *how});
+            return cut(now, member + " exited during the run");
+          }
+        }
+        if (!tl.ready && phaseLog.setupComplete()) tl.ready = now;
+        if (tl.ready && !tl.steadyStart && now >= *tl.ready + sc.warmup) {
+          tl.steadyStart = now;
+          pool.setSteadyStart(now);
+          counters.phase = 1;
+          scrapes.scrapeAtBoundary();
+        }
+        if (!tl.ready && now >= engine::TimePoint{sc.setupTimeout})
+          return cut(now, "setup did not finish within " + formatDuration(sc.setupTimeout) + " (" +
+                              std::to_string(phaseLog.setupPending()) + " of " +
+                              std::to_string(sc.workers * sc.workloads.size()) +
+                              " workload instances still setting up; see the workloads' summaries)");
+        if (tl.steadyStart && now >= *tl.steadyStart + sc.duration) {
+          tl.end = now;
+          scrapes.scrapeAtBoundary();
           pool.stop();
           return;
         }
-        std::this_thread::sleep_for(50ms);
+        std::this_thread::sleep_for(10ms);
       }
     });
     scrapes.start();
     progress.start();
-    auto loadStart = std::chrono::steady_clock::now();
     try {
       pool.run(
           [&](engine::Worker& w) {
@@ -338,6 +447,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             pw.api = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator(), ao);
             for (auto& wl : sc.workloads) {
               workloads::WorkloadContext ctx{w.simulator(), *pw.api, opt.runId, sc.seed, &w};
+              ctx.phases = &phaseLog;
               // Timestamps written into objects (renewTime) are Unix time.
               ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
@@ -346,48 +456,97 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
               pw.instances.push_back(wl->start(ctx));
             }
           },
-          engine::TimePoint{sc.duration});
+          engine::TimePoint{sc.setupTimeout + sc.warmup + sc.duration + 1min});
     } catch (...) {
       runDone = true;
-      interruptWatch.join();
+      monitor.join();
       throw;
     }
     runDone = true;
-    interruptWatch.join();
-    auto measured = std::chrono::steady_clock::now() - loadStart;
+    monitor.join();
+    if (!tl.end) tl.end = runClock.now();
     progress.stop();
     scrapes.finish();
-    result.measuredSeconds = std::chrono::duration<double>(measured).count();
 
-    // 5. Figures, from the server and from the generator.
+    // 5. Phases, then figures per phase: the steady window is the headline; setup is
+    //    recorded beside it; scrape health covers the whole run.
+    recordPhases(result, tl, phaseLog.spans(), sc.duration);
+    result.incidents = tl.incidents;
+    planeBroken = plane && !tl.incidents.empty();
+    const double steadySeconds = tl.steadyStart ? secondsAt(*tl.end) -
+                                                      secondsAt(*tl.steadyStart)
+                                                : 0;
+    result.measuredSeconds = steadySeconds;
     for (std::size_t i = 0; i < sc.workloads.size(); ++i) {
       nlohmann::json merged = nlohmann::json::object();
       for (auto& pw : perWorker) {
         if (i >= pw.instances.size()) continue;
         pw.instances[i]->stop();
-        nlohmann::json part = pw.instances[i]->summary();
-        for (auto& [k, v] : part.items()) {
-          if (v.is_number() && merged.contains(k) && merged[k].is_number())
-            merged[k] = merged[k].get<double>() + v.get<double>();
-          else if (!merged.contains(k))
-            merged[k] = v;
-        }
+        mergeSummary(merged, pw.instances[i]->summary());
       }
       result.workloads.push_back({sc.workloads[i]->kind(), sc.workloads[i]->name(), merged});
     }
+    const auto& all = scrapes.targets();
+    // Each phase's scrapes run from the round taken at its start boundary to the one
+    // taken at its end boundary (a boundary round is recorded within microseconds of
+    // the boundary time the scrape loop noted). Without a boundary round (the loop
+    // never saw it), the supervisor's time with a scrape loop's pass of slack.
+    const auto& bounds = scrapes.boundaries();
+    auto boundary = [&](std::size_t i, engine::TimePoint fallback) {
+      return i < bounds.size() ? bounds[i] + 1ms : fallback + 60ms;
+    };
+    const engine::TimePoint setupEnd = tl.steadyStart ? *tl.steadyStart : *tl.end;
+    auto setupSlice = metrics::sliceTargets(all, engine::TimePoint{}, boundary(0, setupEnd));
+    std::vector<metrics::Figure> figures;
+    auto add = [&](std::vector<metrics::Figure> fs, metrics::Window w) {
+      for (auto& f : fs) {
+        f.window = w;
+        figures.push_back(std::move(f));
+      }
+    };
+    if (tl.steadyStart) {
+      engine::TimePoint from = bounds.empty() ? *tl.steadyStart : bounds[0];
+      auto steady = metrics::sliceTargets(all, from, boundary(1, *tl.end));
+      add(metrics::writeFigures(steady), metrics::Window::kSteady);
+      add(metrics::leaseShareFigures(steady), metrics::Window::kSteady);
+      add(metrics::apiserverMemoryFigures(steady), metrics::Window::kSteady);
+      add(metrics::etcdFigures(steady), metrics::Window::kSteady);
+      add(metrics::serverLatencyFigures(steady), metrics::Window::kSteady);
+    } else {
+      std::string why = "the steady window never started: " + tl.cut;
+      for (const char* n : {"write_qps", "lease_write_share"})
+        figures.push_back(metrics::Figure::unavailable(n, {}, n == std::string_view("write_qps") ? "1/s" : "ratio",
+                                                       metrics::Source::kApiserver, why));
+    }
+    add(metrics::writeFigures(setupSlice), metrics::Window::kSetup);
+    add(metrics::leaseShareFigures(setupSlice), metrics::Window::kSetup);
+    add(metrics::bytesPerObjectFigures(setupSlice), metrics::Window::kSetup);
+    add(metrics::scrapeHealthFigures(all), metrics::Window::kRun);
+
     engine::RequestStats stats = pool.requestStats();
-    result.figures = metrics::allFigures(scrapes.targets());
-    for (auto& f : metrics::clientLatencyFigures(stats)) result.figures.push_back(std::move(f));
-    for (auto& f : metrics::clientCountFigures(stats, std::chrono::duration_cast<engine::Duration>(measured)))
-      result.figures.push_back(std::move(f));
-    metrics::GeneratorHealthOptions gho{sc.driver.lagQuantile, sc.driver.lagThreshold};
-    for (auto& f : metrics::generatorHealthFigures(stats, gho)) result.figures.push_back(std::move(f));
+    engine::RequestStats setupStats = pool.setupRequestStats();
+    if (tl.steadyStart) {
+      add(metrics::clientLatencyFigures(stats), metrics::Window::kSteady);
+      add(metrics::clientCountFigures(stats, *tl.end - *tl.steadyStart), metrics::Window::kSteady);
+      metrics::GeneratorHealthOptions gho{sc.driver.lagQuantile, sc.driver.lagThreshold};
+      add(metrics::generatorHealthFigures(stats, gho), metrics::Window::kSteady);
+    }
+    add(metrics::clientCountFigures(setupStats, setupEnd - engine::TimePoint{}), metrics::Window::kSetup);
+    result.figures = std::move(figures);
     for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
 
     perWorker.clear();  // before the pool's drivers go away
     if (interrupted()) {
       result.status = reports::RunStatus::kInterrupted;
-      result.statusDetail = "interrupted after " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(measured));
+      result.statusDetail = "interrupted after " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(
+                                                       *tl.end - engine::TimePoint{}));
+    } else if (!tl.cut.empty()) {
+      // A member that died or a setup that never finished: what was measured is
+      // written, but the run did not complete.
+      result.status = reports::RunStatus::kFailed;
+      result.statusDetail = tl.cut;
+      std::cerr << "cpscale run: " << tl.cut << "\n";
+      for (const auto& i : result.incidents) std::cerr << "cpscale run: " << i.detail << "\n";
     } else {
       result.status = reports::RunStatus::kCompleted;
     }
@@ -400,7 +559,10 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   }
 
   // 6. Cleanup of what the run created, on every path that may have created something.
-  if (opt.cleanup && created && setupClient) {
+  if (planeBroken && !opt.keepPlane) {
+    result.workloads.push_back(
+        {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped with its data"}}});
+  } else if (opt.cleanup && created && setupClient) {
     bool wasInterrupted = interrupted();
     setInterrupted(false);  // a Ctrl-C stops the load, not the cleanup
     try {

@@ -132,14 +132,25 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
 
 GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figures) {
   GateResult r{gate, std::nullopt, false, ""};
+  // `window` selects the part of the run (steady, setup, run); without it a gate reads
+  // the measured window (and whole-run figures), never the setup ramp.
+  std::string window;
+  metrics::Labels selector;
+  for (const auto& l : gate.selector) {
+    if (l.name == "window") window = l.value;
+    else selector.push_back(l);
+  }
+  auto inWindow = [&](const metrics::Figure& f) {
+    return window.empty() ? f.window != metrics::Window::kSetup : metrics::toString(f.window) == window;
+  };
   std::vector<const metrics::Figure*> matches;
   const metrics::Figure* exact = nullptr;
   bool nameSeen = false;
   for (const auto& f : figures) {
-    if (f.name != gate.figure) continue;
+    if (f.name != gate.figure || !inWindow(f)) continue;
     nameSeen = true;
-    if (!includes(f.labels, gate.selector)) continue;
-    if (f.labels.size() == gate.selector.size()) exact = &f;
+    if (!includes(f.labels, selector)) continue;
+    if (f.labels.size() == selector.size()) exact = &f;
     matches.push_back(&f);
   }
   if (exact) matches = {exact};

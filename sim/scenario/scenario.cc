@@ -147,7 +147,7 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   YamlField top(root, path.string(), "");
 
   top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval",
-                 "driver", "drain", "workloads", "gates"});
+                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates"});
   if (auto f = top.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
     throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
   if (auto f = top.get("kind"); f && f->asString() != "Scenario")
@@ -162,6 +162,8 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   if (auto f = top.get("workers")) s.workers = static_cast<std::size_t>(f->asInt(1, 64));
   if (auto f = top.get("scrapeInterval")) s.scrapeInterval = asDuration(*f);
   if (auto f = top.get("drain")) s.drain = asDuration(*f, false);
+  if (auto f = top.get("setupTimeout")) s.setupTimeout = asDuration(*f);
+  if (auto f = top.get("warmup")) s.warmup = asDuration(*f, false);
   if (auto f = top.get("driver")) {
     f->expectMap({"maxInFlight", "connections", "maxInFlightPerConnection", "lagThreshold", "lagQuantile"});
     if (auto g = f->get("maxInFlight")) s.driver.maxInFlight = static_cast<std::size_t>(g->asInt(1, 1'000'000));

@@ -32,8 +32,16 @@ struct Scenario {
   std::string name;
   std::string description;
   std::string source;  // the file
-  // The measured window: load runs this long after the workloads start.
+  // The measured steady-state window: it starts once every workload finished its setup
+  // (nodes registered, populations created, watchers synced) and `warmup` passed, and
+  // lasts this long.
   engine::Duration duration{0};
+  // Setup that has not finished by then ends the run as failed (exit 3), with what it
+  // measured: a population that never finishes creating is never reported as complete.
+  engine::Duration setupTimeout = std::chrono::minutes(10);
+  // After setup, load runs this long before the measured window starts (e.g. for churn
+  // sessions to reach their steady live population). Recorded as part of setup.
+  engine::Duration warmup{0};
   std::uint64_t seed = 1;
   std::size_t workers = 1;
   engine::Duration scrapeInterval = std::chrono::seconds(5);

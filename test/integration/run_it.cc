@@ -210,5 +210,91 @@ TEST(RunTest, InterruptWritesPartialResultsCleansUpAndExitsThree) {
   EXPECT_EQ(runCommand(cpscale("down --state-dir " + (out / "plane").string())).exitCode, 0);
 }
 
+const std::string kNodeBound = std::string(CPSCALE_SOURCE_DIR) + "/scenarios/node-bound.yaml";
+
+const json* figure(const json& result, const std::string& name, const std::string& window,
+                   const std::vector<std::pair<std::string, std::string>>& labels = {}) {
+  for (const auto& f : result["figures"]) {
+    if (f["name"] != name || f["window"] != window) continue;
+    bool all = true;
+    for (const auto& [k, v] : labels) all = all && f["labels"].value(k, std::string("\x01")) == v;
+    if (all && (!labels.empty() || f["labels"].empty())) return &f;
+  }
+  return nullptr;
+}
+
+// The headline is the steady window: registration happens in setup, and the lease PUT
+// rate of the window is what the fleet renews, count / 10 per second.
+TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
+  fs::path out = makeTempDir("run-phases");
+  auto r = runCommand(cpscale("run " + kNodeBound + " --out " + out.string() +
+                              " --run-id itphase --quiet --set duration=40s --set scrapeInterval=2s"
+                              " --set workloads.fleet.count=200 --set workloads.fleet.registrationQps=40"));
+  EXPECT_LE(r.exitCode, 1) << r.output;
+  json result = readJson(out / "result.json");
+  ASSERT_EQ(result["status"], "completed") << result["statusDetail"];
+  ASSERT_GE(result["phases"].size(), 2u) << result["phases"].dump();
+  const json& setup = result["phases"][0];
+  const json& steady = result["phases"].back();
+  EXPECT_EQ(setup["name"], "setup");
+  EXPECT_EQ(setup["complete"], true);
+  // 200 registrations at 40/s take five seconds.
+  EXPECT_GE(setup["endSeconds"].get<double>(), 4.5);
+  EXPECT_LT(setup["endSeconds"].get<double>(), 30);
+  EXPECT_EQ(steady["name"], "steady");
+  EXPECT_EQ(steady["complete"], true) << steady.dump();
+  EXPECT_NEAR(steady["endSeconds"].get<double>() - steady["startSeconds"].get<double>(), 40, 1);
+  EXPECT_NEAR(result["measuredSeconds"].get<double>(), 40, 1);
+
+  const json* puts = figure(result, "write_qps", "steady",
+                            {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}});
+  ASSERT_NE(puts, nullptr);
+  ASSERT_TRUE((*puts)["value"].is_number()) << puts->dump();
+  EXPECT_NEAR((*puts)["value"].get<double>(), 20.0, 2.0) << "200 nodes renew every 10 s";
+  const json* posts = figure(result, "write_requests", "steady", {{"resource", "nodes"}, {"verb", "POST"}});
+  EXPECT_TRUE(posts == nullptr || (*posts)["value"] == 0) << "registration inside the steady window: " << posts->dump();
+  const json* setupPosts = figure(result, "write_requests", "setup", {{"resource", "nodes"}, {"verb", "POST"}});
+  ASSERT_NE(setupPosts, nullptr);
+  EXPECT_EQ((*setupPosts)["value"], 200) << setupPosts->dump();
+  const json* share = figure(result, "lease_write_share", "steady");
+  ASSERT_NE(share, nullptr);
+  EXPECT_GT((*share)["value"].get<double>(), 0.95) << "steady writes are renewals (and a few status patches)";
+}
+
+// A member of the local plane that dies mid-run is noticed at once: the run stops,
+// says which member and when, writes what it measured and exits 3.
+TEST(RunTest, AMemberThatDiesMidRunEndsItWithExitThreeAndPartialResults) {
+  fs::path out = makeTempDir("run-crash");
+  BackgroundRun run = startLongSmoke(out, "itcrash");
+  ASSERT_TRUE(run.loadRunning) << controlplane::tailFile(run.log, 30);
+  auto record = controlplane::readRecord(out / "plane");
+  ASSERT_TRUE(record);
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // wall-clock load on a real plane
+  pid_t victim = 0;
+  for (const auto& c : record->components)
+    if (c.name == "kube-apiserver-0") victim = c.process.pid;
+  ASSERT_GT(victim, 0);
+  ::kill(victim, SIGKILL);
+  int status = 0;
+  ::waitpid(run.process.pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3) << controlplane::tailFile(run.log, 30);
+  json result = readJson(out / "result.json");
+  EXPECT_EQ(result["status"], "failed");
+  EXPECT_NE(result["statusDetail"].get<std::string>().find("kube-apiserver-0"), std::string::npos)
+      << result["statusDetail"];
+  ASSERT_EQ(result["incidents"].size(), 1u) << result["incidents"].dump();
+  EXPECT_EQ(result["incidents"][0]["kind"], "member-exited");
+  EXPECT_EQ(result["incidents"][0]["member"], "kube-apiserver-0");
+  EXPECT_GT(result["incidents"][0]["atSeconds"].get<double>(), 3);
+  EXPECT_LT(result["measuredSeconds"].get<double>(), 60);
+  EXPECT_FALSE(result["figures"].empty());
+  const json& last = result["phases"].back();
+  EXPECT_EQ(last["complete"], false) << result["phases"].dump();
+  std::string summary = controlplane::readFile(out / "summary.md");
+  EXPECT_NE(summary.find("kube-apiserver-0"), std::string::npos) << summary;
+  EXPECT_FALSE(controlplane::anyRunning(*record)) << "the rest of the plane must be stopped";
+}
+
 }  // namespace
 }  // namespace cpscale::testing

@@ -105,5 +105,23 @@ TEST(GateTest, BooleanGate) {
   EXPECT_FALSE(evaluateGate(gate("generator_limited == true"), figures()).passed);
 }
 
+// The same figure exists for the setup ramp and the steady window: a gate reads the
+// steady one unless it names the window.
+TEST(GateTest, ReadsTheSteadyWindowUnlessAnotherIsNamed) {
+  auto fs = figures();
+  Figure setup = Figure::measured("write_qps", {}, 900, "1/s", Source::kApiserver);
+  setup.window = metrics::Window::kSetup;
+  fs.insert(fs.begin(), setup);  // first, so a window-blind lookup would find it
+  auto steady = evaluateGate(gate("write_qps <= 200"), fs);
+  EXPECT_TRUE(steady.passed) << steady.reason;
+  EXPECT_EQ(*steady.measured, 120);
+  auto ramp = evaluateGate(gate("write_qps{window=setup} <= 200"), fs);
+  EXPECT_FALSE(ramp.passed);
+  EXPECT_EQ(*ramp.measured, 900);
+  auto none = evaluateGate(gate("lease_write_share{window=setup} > 0"), fs);
+  EXPECT_FALSE(none.passed);
+  EXPECT_FALSE(none.measured.has_value());
+}
+
 }  // namespace
 }  // namespace cpscale::scenario
