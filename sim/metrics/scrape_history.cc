@@ -91,6 +91,11 @@ void ScrapeHistory::record(engine::TimePoint at, const FamilyMap& families) {
   lastOrder_ = std::move(order);
   times_.push_back(at);
   identities_.push_back(identityOf(families));
+  const ScrapeIdentity& id = identities_.back();
+  bool sameProcess = !processes_.ofScrape.empty() && (!id.startTime || id.startTime == lastFilled_.startTime) &&
+                     (id.replica.empty() || id.replica == lastFilled_.replica);
+  if (sameProcess) processes_.ofScrape.push_back(processes_.ofScrape.back());
+  else recomputeProcesses();
   rows_.push_back(std::move(row));
 }
 
@@ -119,11 +124,13 @@ TimeSeries ScrapeHistory::gauge(SeriesId id) const {
   return out;
 }
 
-ScrapeProcesses ScrapeHistory::processes() const {
-  ScrapeProcesses p;
+void ScrapeHistory::recomputeProcesses() {
+  ScrapeProcesses& p = processes_;
+  p = {};
+  lastFilled_ = {};
   const std::size_t n = identities_.size();
   p.ofScrape.resize(n);
-  if (n == 0) return p;
+  if (n == 0) return;
   // A scrape that names no start time or replica (a series missing from one scrape)
   // belongs to the process of its neighbours: carried forward, the leading ones back.
   std::vector<std::optional<double>> start(n);
@@ -169,12 +176,12 @@ ScrapeProcesses ScrapeHistory::processes() const {
     p.startedWithin[k] = replicaSeen && !interleaved[replicaOf[k]];
     replicaSeen = true;
   }
-  return p;
+  lastFilled_ = {start[n - 1], replica[n - 1]};
 }
 
 TimeSeries ScrapeHistory::counter(SeriesId id) const {
   TimeSeries out;
-  ScrapeProcesses procs = processes();
+  const ScrapeProcesses& procs = processes_;
   std::vector<bool> visited(procs.count(), false);
   // The series' value in the latest scrape answered by each process (nullopt: absent).
   std::vector<std::optional<double>> last(procs.count());
@@ -213,6 +220,7 @@ ScrapeHistory ScrapeHistory::slice(engine::TimePoint from, engine::TimePoint to)
     out.identities_.push_back(identities_[r]);
     out.rows_.push_back(rows_[r]);
   }
+  out.recomputeProcesses();
   return out;
 }
 

@@ -112,7 +112,7 @@ class ScrapeHistory {
 
   // Per scrape, what identified the answering process.
   const ScrapeIdentity& identity(std::size_t scrape) const { return identities_[scrape]; }
-  ScrapeProcesses processes() const;
+  const ScrapeProcesses& processes() const { return processes_; }
 
   // The scrapes taken within [from, to] (both included), with every series key kept:
   // the input of figures over one phase of the run. A counter's increase over a slice
@@ -132,6 +132,11 @@ class ScrapeHistory {
   std::map<std::string, MetricType, std::less<>> types_;
   std::vector<engine::TimePoint> times_;
   std::vector<ScrapeIdentity> identities_;  // one per scrape
+  // Kept up to date by record() and slice(): every counter() reads it. A scrape from
+  // the same process as the one before only extends it; anything else recomputes it.
+  ScrapeProcesses processes_;
+  ScrapeIdentity lastFilled_;  // the last scrape's identity with gaps filled from its neighbours
+  void recomputeProcesses();
   // rows_[scrape][series]; shorter rows and absent values are kAbsent.
   std::vector<std::vector<double>> rows_;
   // The series order of the last scrape: servers write series in a stable order, so

@@ -114,6 +114,17 @@ TEST(ScrapeHistory, SliceKeepsWhichProcessAnswered) {
   EXPECT_EQ(puts(h.slice(at(20), at(30))), series({{20, 0}, {30, 20}}));
 }
 
+TEST(ScrapeHistory, AScrapeWithoutAStartTimeBelongsToItsNeighbours) {
+  // The first scrape lacks the start time (taken as the next one's), the fourth too
+  // (taken as the previous one's): no restart at either, one at 40.
+  ScrapeHistory h = historyOf(
+      {{0, 0, "", 100}, {10, 1000, "", 110}, {20, 1000, "", 120}, {30, 0, "", 130}, {40, 2000, "", 5}});
+  EXPECT_EQ(h.processes().ofScrape, (std::vector<std::size_t>{0, 0, 0, 0, 1}));
+  EXPECT_EQ(h.processes().startedWithin, (std::vector<bool>{false, true}));
+  EXPECT_EQ(totalIncrease(puts(h)), 30 + 5);
+  EXPECT_FALSE(h.identity(3).startTime);
+}
+
 TEST(ScrapeHistory, EtcdServerIdIsAReplicaIdentity) {
   ScrapeHistory h;
   for (auto [t, id, v] : {std::tuple{0, "m1", 10.0}, {10, "m2", 500.0}, {20, "m1", 15.0}}) {
