@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 #include <tuple>
 #include <utility>
 
@@ -150,13 +151,28 @@ std::string resourceOf(const Labels& l) {
 
 using RequestKey = std::tuple<std::string, std::string, std::string>;  // group, resource, verb
 
+// Writes of apiserver_request_total across the apiservers. The headline counts only
+// those that reached storage: a 409 conflict, a 429 from priority and fairness or a
+// 422 never changed anything, and counting them would make a struggling server look
+// busier than a healthy one.
 struct WriteData {
-  std::map<RequestKey, std::vector<TimeSeries>> byKey;
-  std::vector<TimeSeries> all;
-  std::vector<TimeSeries> leases;
+  std::map<RequestKey, std::vector<TimeSeries>> byKey;  // 2xx
+  std::vector<TimeSeries> all;                          // 2xx
+  std::vector<TimeSeries> leases;                       // 2xx
+  std::map<std::string, std::vector<TimeSeries>> byClass;
+  std::map<std::string, std::vector<TimeSeries>> rejectedByCode;  // any known code but 2xx
+  std::vector<TimeSeries> rejected;
   std::optional<std::pair<engine::TimePoint, engine::TimePoint>> window;
   std::string unavailable;  // why there is no write data at all
 };
+
+bool isLongRunningVerb(std::string_view verb) { return verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT"; }
+
+// A write that reached storage: a write verb, not a dry run, answered 2xx.
+bool isStoredWrite(const Labels& l) {
+  return isWriteVerb(labelValue(l, "verb")) && labelValue(l, "dry_run").empty() &&
+         statusClass(labelValue(l, "code")) == "2xx";
+}
 
 WriteData collectWrites(std::span<const TargetScrapes> targets) {
   WriteData d;
@@ -173,6 +189,16 @@ WriteData collectWrites(std::span<const TargetScrapes> targets) {
       std::string_view verb = labelValue(l, "verb");
       if (!isWriteVerb(verb) || !labelValue(l, "dry_run").empty()) continue;
       TimeSeries c = h.counter(id);
+      std::string_view code = labelValue(l, "code");
+      std::string cls = statusClass(code);
+      d.byClass[cls].push_back(c);
+      if (cls != "2xx") {
+        if (cls != "unknown") {
+          d.rejected.push_back(c);
+          d.rejectedByCode[std::string(code)].push_back(std::move(c));
+        }
+        continue;
+      }
       std::string group(labelValue(l, "group"));
       std::string resource = resourceOf(l);
       if (group + "/" + resource == kLeaseResource) d.leases.push_back(c);
@@ -196,12 +222,21 @@ double sumTotals(const std::vector<TimeSeries>& counters) {
 
 }  // namespace
 
+std::string statusClass(std::string_view code) {
+  bool digits = code.size() == 3 && std::all_of(code.begin(), code.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || code[0] < '1' || code[0] > '5') return "unknown";
+  return std::string(1, code[0]) + "xx";
+}
+
 std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
   std::vector<Figure> out;
   WriteData d = collectWrites(targets);
   if (!d.unavailable.empty()) {
     out.push_back(Figure::unavailable("write_qps", {}, "1/s", Source::kApiserver, d.unavailable));
     out.push_back(Figure::unavailable("write_requests", {}, "count", Source::kApiserver, d.unavailable));
+    out.push_back(Figure::unavailable("write_qps_by_class", {}, "1/s", Source::kApiserver, d.unavailable));
+    out.push_back(Figure::unavailable("rejected_write_qps", {}, "1/s", Source::kApiserver, d.unavailable));
+    out.push_back(Figure::unavailable("rejected_write_requests", {}, "count", Source::kApiserver, d.unavailable));
     return out;
   }
   double span = seconds(d.window->second - d.window->first);
@@ -215,6 +250,70 @@ std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
   for (const auto& [key, counters] : d.byKey) {
     const auto& [group, resource, verb] = key;
     add(makeLabels({{"group", group}, {"resource", resource}, {"verb", verb}}), counters);
+  }
+  // A class no series of which exists had no writes: apiservers create a series on its
+  // first increment, so 0 is measured, not assumed.
+  for (const char* cls : {"2xx", "3xx", "4xx", "5xx"}) d.byClass.try_emplace(cls);
+  for (const auto& [cls, counters] : d.byClass) {
+    out.push_back(Figure::measured("write_qps_by_class", makeLabels({{"code_class", cls}}), sumTotals(counters) / span,
+                                   "1/s", Source::kApiserver, sumCounterRates(counters)));
+  }
+  double rejected = sumTotals(d.rejected);
+  out.push_back(Figure::measured("rejected_write_qps", {}, rejected / span, "1/s", Source::kApiserver,
+                                 sumCounterRates(d.rejected)));
+  out.push_back(Figure::measured("rejected_write_requests", {}, rejected, "count", Source::kApiserver));
+  for (const auto& [code, counters] : d.rejectedByCode) {
+    out.push_back(Figure::measured("rejected_write_requests", makeLabels({{"code", code}}), sumTotals(counters), "count",
+                                   Source::kApiserver));
+  }
+  return out;
+}
+
+std::vector<Figure> apiserverRequestFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  auto apis = ofRole(targets, TargetRole::kApiserver);
+  if (apis.empty()) {
+    std::string why = whyNoRoleData(apis, TargetRole::kApiserver, 2);
+    out.push_back(Figure::unavailable("apiserver_requests", {}, "count", Source::kApiserver, why));
+    out.push_back(Figure::unavailable("apiserver_request_qps", {}, "1/s", Source::kApiserver, why));
+    out.push_back(Figure::unavailable("apiserver_write_qps", {}, "1/s", Source::kApiserver, why));
+    return out;
+  }
+  // One window for every replica, the one write_qps uses: the replicas' rates add up.
+  auto window = windowOf(apis);
+  for (const TargetScrapes* t : apis) {
+    const ScrapeHistory& h = t->history;
+    Labels self = makeLabels({{"apiserver", t->info.name}});
+    std::string why = h.scrapes() < 2                ? tooFewScrapes(*t, 2)
+                      : !h.hasFamily(kRequestTotal) ? std::string(kRequestTotal) + " is not exposed by " + t->info.name
+                                                     : "";
+    if (!why.empty()) {
+      out.push_back(Figure::unavailable("apiserver_requests", self, "count", Source::kApiserver, why));
+      out.push_back(Figure::unavailable("apiserver_request_qps", self, "1/s", Source::kApiserver, why));
+      out.push_back(Figure::unavailable("apiserver_write_qps", self, "1/s", Source::kApiserver, why));
+      out.push_back(Figure::unavailable("apiserver_long_running_requests", self, "count", Source::kApiserver, why));
+      continue;
+    }
+    std::vector<TimeSeries> requests, writes, longRunning;
+    for (ScrapeHistory::SeriesId id : h.seriesNamed(kRequestTotal)) {
+      const Labels& l = h.key(id).labels;
+      TimeSeries c = h.counter(id);
+      if (isLongRunningVerb(labelValue(l, "verb"))) {
+        longRunning.push_back(std::move(c));
+        continue;
+      }
+      if (isStoredWrite(l)) writes.push_back(c);
+      requests.push_back(std::move(c));
+    }
+    double span = seconds(window->second - window->first);
+    double total = sumTotals(requests);
+    out.push_back(Figure::measured("apiserver_requests", self, total, "count", Source::kApiserver));
+    out.push_back(Figure::measured("apiserver_request_qps", self, total / span, "1/s", Source::kApiserver,
+                                   sumCounterRates(requests)));
+    out.push_back(Figure::measured("apiserver_write_qps", self, sumTotals(writes) / span, "1/s", Source::kApiserver,
+                                   sumCounterRates(writes)));
+    out.push_back(Figure::measured("apiserver_long_running_requests", self, sumTotals(longRunning), "count",
+                                   Source::kApiserver));
   }
   return out;
 }
@@ -315,11 +414,32 @@ GaugeOrWhy firstGauge(const TargetScrapes& t, std::string_view name) {
 
 double peakOf(const TimeSeries& s) { return *std::max_element(s.values.begin(), s.values.end()); }
 
+// Every time any target answered a scrape: the scrape rounds, against which a replica's
+// missed scrapes are counted.
+std::vector<engine::TimePoint> roundsOf(std::span<const TargetScrapes> targets) {
+  std::vector<engine::TimePoint> rounds;
+  for (const TargetScrapes& t : targets)
+    for (std::size_t r = 0; r < t.history.scrapes(); ++r) rounds.push_back(t.history.time(r));
+  std::sort(rounds.begin(), rounds.end());
+  rounds.erase(std::unique(rounds.begin(), rounds.end()), rounds.end());
+  return rounds;
+}
+
+std::string runSeconds(engine::TimePoint t) {
+  std::ostringstream s;
+  s.precision(12);
+  s << seconds(t.time_since_epoch()) << "s";
+  return s.str();
+}
+
 // Per-target last value and peak of one gauge, and their total across targets
-// (unavailable unless every target has it: a total missing a replica is wrong).
+// (unavailable unless every target has it: a total missing a replica is wrong). A
+// target that stopped answering (missed staleAfter rounds by the last one) drops out
+// of the total from then on, and its own figures say since when.
 void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const TargetScrapes*>& ts,
                             std::string_view metric, const std::string& figure, const std::string& unit,
-                            Source source, const std::string& targetLabel) {
+                            Source source, const std::string& targetLabel, std::span<const engine::TimePoint> rounds,
+                            std::size_t staleAfter) {
   std::vector<TimeSeries> all;
   std::string totalWhy;
   for (const TargetScrapes* t : ts) {
@@ -330,6 +450,10 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
       out.push_back(Figure::unavailable(figure + "_peak", l, unit, source, g.why));
       totalWhy += (totalWhy.empty() ? "" : "; ") + g.why;
       continue;
+    }
+    if (staleAfter > 0 && !rounds.empty() && missedBefore(g.series, rounds, rounds.back()) >= staleAfter) {
+      auto firstMissed = std::upper_bound(rounds.begin(), rounds.end(), g.series.times.back());
+      l = withLabel(std::move(l), "stopped_answering_at", runSeconds(*firstMissed));
     }
     double peak = peakOf(g.series);
     out.push_back(Figure::measured(figure, l, g.series.values.back(), unit, source, g.series));
@@ -343,7 +467,7 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
     out.push_back(Figure::unavailable(total + "_peak", {}, unit, source, totalWhy));
     return;
   }
-  TimeSeries sum = sumGauges(all);
+  TimeSeries sum = sumGauges(all, staleAfter, rounds);
   out.push_back(Figure::measured(total, {}, sum.values.back(), unit, source, sum));
   out.push_back(Figure::measured(total + "_peak", {}, peakOf(sum), unit, source));
 }
@@ -410,11 +534,14 @@ void watchCacheFigures(std::vector<Figure>& out, const TargetScrapes& t) {
 
 }  // namespace
 
-std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets) {
+std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto apis = ofRole(targets, TargetRole::kApiserver);
-  gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver");
-  gaugePerTargetAndTotal(out, apis, kRss, "apiserver_rss_bytes", "bytes", Source::kApiserver, "apiserver");
+  std::vector<engine::TimePoint> rounds = roundsOf(targets);
+  gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
+                         replicas.staleAfterMissedScrapes);
+  gaugePerTargetAndTotal(out, apis, kRss, "apiserver_rss_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
+                         replicas.staleAfterMissedScrapes);
   for (const TargetScrapes* t : apis) {
     const ScrapeHistory& h = t->history;
     Labels self = makeLabels({{"apiserver", t->info.name}});
@@ -513,7 +640,7 @@ std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets
   return out;
 }
 
-std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto etcds = ofRole(targets, TargetRole::kEtcd);
   struct Rate {
@@ -537,6 +664,7 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
     }
     return out;
   }
+  std::vector<engine::TimePoint> rounds = roundsOf(targets);
   for (const TargetScrapes* t : etcds) {
     const ScrapeHistory& h = t->history;
     std::string cluster = t->info.etcdCluster.empty() ? t->info.name : t->info.etcdCluster;
@@ -561,7 +689,8 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
     }
   }
   for (const Gauge& g : gauges) {
-    gaugePerTargetAndTotal(out, etcds, g.metric, std::string(g.figure), std::string(g.unit), Source::kEtcd, "etcd");
+    gaugePerTargetAndTotal(out, etcds, g.metric, std::string(g.figure), std::string(g.unit), Source::kEtcd, "etcd",
+                           rounds, replicas.staleAfterMissedScrapes);
     // A sum across etcd members or clusters of these is not a figure anyone reads.
     std::erase_if(out, [&](const Figure& f) { return f.name.starts_with(std::string(g.figure) + "_all_replicas"); });
   }
@@ -638,14 +767,16 @@ std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) 
   return out;
 }
 
-std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo) {
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo,
+                               const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto append = [&](std::vector<Figure> v) { std::move(v.begin(), v.end(), std::back_inserter(out)); };
   append(writeFigures(targets));
+  append(apiserverRequestFigures(targets));
   append(leaseShareFigures(targets));
-  append(apiserverMemoryFigures(targets));
+  append(apiserverMemoryFigures(targets, replicas));
   append(bytesPerObjectFigures(targets, bpo));
-  append(etcdFigures(targets));
+  append(etcdFigures(targets, replicas));
   append(serverLatencyFigures(targets));
   append(scrapeHealthFigures(targets));
   return out;

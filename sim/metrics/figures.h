@@ -53,26 +53,56 @@ const Figure* findFigure(std::span<const Figure> figures, std::string_view name,
 // reports a server-side-apply PATCH, so it is a write too.
 bool isWriteVerb(std::string_view verb);
 
+// The class of an HTTP status code as apiserver_request_total's `code` label holds it:
+// "2xx" for "201"; "unknown" for a missing or malformed code.
+std::string statusClass(std::string_view code);
+
 // write_qps{group,resource,verb} (mean over the scraped window, with the rate over
 // time) and write_requests{...} (count), summed across every apiserver, from
 // apiserver_request_total deltas; resource includes the subresource ("nodes/status").
-// Dry-run requests are left out: they never reach storage. Also write_qps{} and
-// write_requests{} over all writes.
+// Only writes that reached storage count: code 2xx, not dry-run. Also write_qps{} and
+// write_requests{} over all of them. Beside them, every write by status class:
+// write_qps_by_class{code_class} (2xx, 3xx, 4xx, 5xx always, others when seen; with the
+// rate over time), and the writes the apiserver answered with another code:
+// rejected_write_qps{} (over time too), rejected_write_requests{} and
+// rejected_write_requests{code} per code.
 std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets);
 
-// lease_write_share: writes to coordination.k8s.io/leases over all writes, over the
-// window and over time (apiserver source). etcd_lease_proposal_share: proposals
-// committed by etcd clusters that hold only leases over proposals of all clusters;
-// unavailable unless leases have an etcd of their own and every cluster answered.
+// Per apiserver, from its apiserver_request_total deltas, so a report can show how the
+// load spreads over the replicas: apiserver_requests{apiserver} (every request but the
+// long-running WATCH/WATCHLIST/CONNECT, reads included, any code),
+// apiserver_request_qps{apiserver} and apiserver_write_qps{apiserver} (writes as in
+// write_qps: 2xx, not dry-run), per second over the window of all apiservers (so the
+// replicas' write rates add up to write_qps{}) and over time, and
+// apiserver_long_running_requests{apiserver} (WATCH/WATCHLIST/CONNECT requests that
+// ended in the window).
+std::vector<Figure> apiserverRequestFigures(std::span<const TargetScrapes> targets);
+
+// lease_write_share: writes to coordination.k8s.io/leases over all writes (both as in
+// write_qps: 2xx, not dry-run), over the window and over time (apiserver source).
+// etcd_lease_proposal_share: proposals committed by etcd clusters that hold only
+// leases over proposals of all clusters; unavailable unless leases have an etcd of
+// their own and every cluster answered.
 std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets);
+
+// How figures summed across replicas treat a replica that stops answering.
+struct ReplicaOptions {
+  // A replica that missed this many scrape rounds in a row (rounds in which another
+  // target answered) drops out of the _all_replicas sums from the last of them on,
+  // and its own figures get a stopped_answering_at label (the run time of the first
+  // round it missed, "45s"). 0: never drop one (its last value carries forward).
+  std::size_t staleAfterMissedScrapes = 2;
+};
 
 // Per apiserver: heap in use (go_memstats_heap_inuse_bytes) and RSS
 // (process_resident_memory_bytes), last value and peak, over time; their totals across
-// apiserver replicas; objects per (group, resource) (apiserver_resource_objects, or
+// apiserver replicas (without the replicas that stopped answering, see
+// ReplicaOptions); objects per (group, resource) (apiserver_resource_objects, or
 // the deprecated apiserver_storage_objects when it is all there is); watch-cache
 // capacity and event rates (apiserver_watch_cache_*, watch_cache_capacity,
 // apiserver_watch_events_total).
-std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets);
+std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets,
+                                           const ReplicaOptions& replicas = {});
 
 struct BytesPerObjectOptions {
   // Fewer scrapes than this make the fit meaningless.
@@ -92,7 +122,7 @@ std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets
 // peak), keys, lease renewals per second and in total, has_leader. Without an etcd
 // target (a user's cluster whose etcd is not reachable) each figure is present but
 // unavailable, with that reason.
-std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets);
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
 
 // Server-side latency per (group, resource, verb) from apiserver_request_duration_seconds
 // buckets: the increase of each bucket over the window, summed across apiservers, then
@@ -104,7 +134,8 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 // figure carrying the reason) scrape_last_error when the target never answered.
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
 
-// Every figure above, in that order.
-std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo = {});
+// Every figure above, in that order (apiserverRequestFigures after writeFigures).
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo = {},
+                               const ReplicaOptions& replicas = {});
 
 }  // namespace cpscale::metrics

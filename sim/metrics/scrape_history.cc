@@ -1,7 +1,10 @@
 #include "sim/metrics/scrape_history.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <map>
+#include <utility>
 
 namespace cpscale::metrics {
 
@@ -15,6 +18,30 @@ const double kAbsent = std::bit_cast<double>(kAbsentBits);
 bool isAbsent(double v) { return std::bit_cast<std::uint64_t>(v) == kAbsentBits; }
 
 bool sameSeries(const SeriesKey& k, const Sample& s) { return k.name == s.name && k.labels == s.labels; }
+
+constexpr std::string_view kStartTime = "process_start_time_seconds";
+constexpr std::string_view kEtcdServerId = "etcd_server_id";
+
+ScrapeIdentity identityOf(const FamilyMap& families) {
+  ScrapeIdentity id;
+  if (auto it = families.find(kStartTime); it != families.end() && !it->second.samples.empty()) {
+    id.startTime = it->second.samples.front().value;
+  }
+  if (auto it = families.find(kEtcdServerId); it != families.end() && !it->second.samples.empty()) {
+    id.replica = std::string(labelValue(it->second.samples.front().labels, "server_id"));
+  }
+  for (const auto& [name, fam] : families) {
+    if (!id.replica.empty()) break;
+    for (const Sample& s : fam.samples) {
+      std::string_view hash = labelValue(s.labels, "apiserver_id_hash");
+      if (!hash.empty()) {
+        id.replica = std::string(hash);
+        break;
+      }
+    }
+  }
+  return id;
+}
 }  // namespace
 
 std::string ScrapeHistory::canonical(std::string_view name, const Labels& labels) {
@@ -63,6 +90,12 @@ void ScrapeHistory::record(engine::TimePoint at, const FamilyMap& families) {
   }
   lastOrder_ = std::move(order);
   times_.push_back(at);
+  identities_.push_back(identityOf(families));
+  const ScrapeIdentity& id = identities_.back();
+  bool sameProcess = !processes_.ofScrape.empty() && (!id.startTime || id.startTime == lastFilled_.startTime) &&
+                     (id.replica.empty() || id.replica == lastFilled_.replica);
+  if (sameProcess) processes_.ofScrape.push_back(processes_.ofScrape.back());
+  else recomputeProcesses();
   rows_.push_back(std::move(row));
 }
 
@@ -91,13 +124,86 @@ TimeSeries ScrapeHistory::gauge(SeriesId id) const {
   return out;
 }
 
+void ScrapeHistory::recomputeProcesses() {
+  ScrapeProcesses& p = processes_;
+  p = {};
+  lastFilled_ = {};
+  const std::size_t n = identities_.size();
+  p.ofScrape.resize(n);
+  if (n == 0) return;
+  // A scrape that names no start time or replica (a series missing from one scrape)
+  // belongs to the process of its neighbours: carried forward, the leading ones back.
+  std::vector<std::optional<double>> start(n);
+  std::vector<std::string> replica(n);
+  for (std::size_t r = 0; r < n; ++r) {
+    start[r] = identities_[r].startTime ? identities_[r].startTime : (r > 0 ? start[r - 1] : std::nullopt);
+    replica[r] = !identities_[r].replica.empty() ? identities_[r].replica : (r > 0 ? replica[r - 1] : "");
+  }
+  for (std::size_t r = n; r-- > 1;) {
+    if (!start[r - 1]) start[r - 1] = start[r];
+    if (replica[r - 1].empty()) replica[r - 1] = replica[r];
+  }
+
+  // Processes keyed by (replica, start time); a missing start time is one unknown process.
+  std::map<std::pair<std::string, std::optional<double>>, std::size_t> index;
+  std::vector<std::string> replicaOf;
+  for (std::size_t r = 0; r < n; ++r) {
+    auto [it, added] = index.try_emplace({replica[r], start[r]}, p.count());
+    if (added) {
+      p.startedWithin.push_back(false);
+      p.firstScrape.push_back(r);
+      replicaOf.push_back(replica[r]);
+    }
+    p.ofScrape[r] = it->second;
+  }
+
+  // Per replica: do its processes follow one another (restarts), or does an earlier one
+  // answer again after a later one did (several processes behind one address)?
+  std::map<std::string, bool> interleaved;
+  std::map<std::string, std::size_t> current;
+  for (std::size_t r = 0; r < n; ++r) {
+    std::size_t k = p.ofScrape[r];
+    auto [it, added] = current.try_emplace(replicaOf[k], k);
+    if (!added && it->second != k) {
+      if (p.firstScrape[k] != r) interleaved[replicaOf[k]] = true;
+      it->second = k;
+    }
+  }
+  std::map<std::string, bool> seen;
+  for (std::size_t k = 0; k < p.count(); ++k) {
+    bool& replicaSeen = seen[replicaOf[k]];
+    // A replica's first process is a baseline: it was running before it was reached.
+    p.startedWithin[k] = replicaSeen && !interleaved[replicaOf[k]];
+    replicaSeen = true;
+  }
+  lastFilled_ = {start[n - 1], replica[n - 1]};
+}
+
 TimeSeries ScrapeHistory::counter(SeriesId id) const {
   TimeSeries out;
+  const ScrapeProcesses& procs = processes_;
+  std::vector<bool> visited(procs.count(), false);
+  // The series' value in the latest scrape answered by each process (nullopt: absent).
+  std::vector<std::optional<double>> last(procs.count());
+  double total = 0;
   for (std::size_t r = 0; r < rows_.size(); ++r) {
-    if (auto v = value(r, id)) {
-      if (r > 0 && !value(r - 1, id)) out.push(times_[r - 1], 0);
-      out.push(times_[r], *v);
-    }
+    std::size_t k = procs.ofScrape[r];
+    std::optional<double> v = value(r, id);
+    std::optional<double> before = last[k];
+    bool firstOfProcess = !visited[k];
+    visited[k] = true;
+    last[k] = v;
+    if (!v) continue;
+    // From 0: a process started since the previous scrape, or a series created since
+    // this process' previous scrape. Its interval starts at the previous scrape.
+    bool fromZero = firstOfProcess ? procs.startedWithin[k] : !before;
+    double increase;
+    if (fromZero) increase = *v;
+    else if (firstOfProcess) increase = 0;  // a baseline
+    else increase = *v >= *before ? *v - *before : *v;
+    if (fromZero && r > 0 && (out.empty() || out.times.back() != times_[r - 1])) out.push(times_[r - 1], total);
+    total += increase;
+    out.push(times_[r], total);
   }
   return out;
 }
@@ -111,8 +217,10 @@ ScrapeHistory ScrapeHistory::slice(engine::TimePoint from, engine::TimePoint to)
   for (std::size_t r = 0; r < rows_.size(); ++r) {
     if (times_[r] < from || times_[r] > to) continue;
     out.times_.push_back(times_[r]);
+    out.identities_.push_back(identities_[r]);
     out.rows_.push_back(rows_[r]);
   }
+  out.recomputeProcesses();
   return out;
 }
 
@@ -125,7 +233,8 @@ std::vector<TargetScrapes> sliceTargets(std::span<const TargetScrapes> targets, 
 }
 
 std::size_t ScrapeHistory::memoryBytes() const {
-  std::size_t bytes = times_.capacity() * sizeof(engine::TimePoint) + lastOrder_.capacity() * sizeof(SeriesId);
+  std::size_t bytes = times_.capacity() * sizeof(engine::TimePoint) + lastOrder_.capacity() * sizeof(SeriesId) +
+                      identities_.capacity() * sizeof(ScrapeIdentity);
   for (const auto& row : rows_) bytes += row.capacity() * sizeof(double) + sizeof(row);
   for (const SeriesKey& k : keys_) {
     bytes += sizeof(k) + k.name.capacity();

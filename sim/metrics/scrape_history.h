@@ -48,6 +48,32 @@ struct TargetStatus {
   std::optional<engine::TimePoint> lastFailureAt;
 };
 
+// Which server process answered one scrape, as far as its exposition tells.
+struct ScrapeIdentity {
+  // process_start_time_seconds: a new value is a new process, whose counters began at 0.
+  std::optional<double> startTime;
+  // The replica behind a load balancer: the apiserver_id_hash label a kube-apiserver
+  // puts on its config-controller series (present only with an authentication,
+  // authorization or encryption config file), or etcd_server_id's server_id. Empty
+  // when the exposition names none.
+  std::string replica;
+  bool operator==(const ScrapeIdentity&) const = default;
+};
+
+// The server processes behind a history's scrapes, and which of them started within
+// it (its counters began at 0 after the previous scrape, so its first reading is an
+// increase), as opposed to a replica first reached through a load balancer (its first
+// reading is a baseline). Within one replica a new start time is a restart. Without a
+// replica identity, start times that alternate (A, B, A) are replicas behind a load
+// balancer, not restarts: a restart of one of them is then taken as a baseline too (one
+// interval of its counts is lost rather than a whole lifetime counted).
+struct ScrapeProcesses {
+  std::vector<std::size_t> ofScrape;  // process index per scrape
+  std::vector<bool> startedWithin;    // per process, in order of first appearance
+  std::vector<std::size_t> firstScrape;
+  std::size_t count() const { return startedWithin.size(); }
+};
+
 struct SeriesKey {
   std::string name;  // sample name, e.g. apiserver_request_duration_seconds_bucket
   Labels labels;
@@ -74,10 +100,19 @@ class ScrapeHistory {
 
   // The scrapes that held the series, as a gauge.
   TimeSeries gauge(SeriesId id) const;
-  // As a counter: a scrape that did not hold the series, directly before one that
-  // did, reads 0 there, because apiservers create a series on its first increment
-  // (and again after a restart): its first count is an increase within the run.
+  // As a counter, made continuous: each value is the increase since the first scrape
+  // that held the series, so counterIncreases()/counterRates() over it need no reset
+  // handling of their own. Increases are taken per server process (see processes()):
+  // a process that started within the history counts from 0 even when its first
+  // value is above the last one of its predecessor; within a process, a drop is a
+  // reset as in Prometheus' increase(). A scrape that did not hold the series,
+  // directly before one that did, reads its running total there, and the first value
+  // after it counts from 0, because apiservers create a series on its first increment.
   TimeSeries counter(SeriesId id) const;
+
+  // Per scrape, what identified the answering process.
+  const ScrapeIdentity& identity(std::size_t scrape) const { return identities_[scrape]; }
+  const ScrapeProcesses& processes() const { return processes_; }
 
   // The scrapes taken within [from, to] (both included), with every series key kept:
   // the input of figures over one phase of the run. A counter's increase over a slice
@@ -96,6 +131,12 @@ class ScrapeHistory {
   std::map<std::string, std::vector<SeriesId>, std::less<>> byName_;
   std::map<std::string, MetricType, std::less<>> types_;
   std::vector<engine::TimePoint> times_;
+  std::vector<ScrapeIdentity> identities_;  // one per scrape
+  // Kept up to date by record() and slice(): every counter() reads it. A scrape from
+  // the same process as the one before only extends it; anything else recomputes it.
+  ScrapeProcesses processes_;
+  ScrapeIdentity lastFilled_;  // the last scrape's identity with gaps filled from its neighbours
+  void recomputeProcesses();
   // rows_[scrape][series]; shorter rows and absent values are kAbsent.
   std::vector<std::vector<double>> rows_;
   // The series order of the last scrape: servers write series in a stable order, so

@@ -9,7 +9,7 @@
 namespace cpscale::metrics {
 
 bool isFigureFamily(std::string_view family) {
-  static constexpr std::array<std::string_view, 24> kExact = {
+  static constexpr std::array<std::string_view, 25> kExact = {
       "apiserver_request_total",
       "apiserver_request_duration_seconds",
       "apiserver_resource_objects",
@@ -34,8 +34,17 @@ bool isFigureFamily(std::string_view family) {
       "etcd_debugging_mvcc_keys_total",
       "etcd_debugging_lease_renewed_total",
       "etcd_mvcc_put_total",
+      // Which etcd member answered, when the scrape goes through a load balancer.
+      "etcd_server_id",
   };
   if (std::find(kExact.begin(), kExact.end(), family) != kExact.end()) return true;
+  // The only kube-apiserver families naming the replica (label apiserver_id_hash),
+  // exposed when it runs with an authentication, authorization or encryption config
+  // file: a handful of series that tell replicas behind a load balancer apart.
+  for (std::string_view p : {"apiserver_authentication_config_controller_", "apiserver_authorization_config_controller_",
+                             "apiserver_encryption_config_controller_"}) {
+    if (family.starts_with(p)) return true;
+  }
   return family.starts_with("apiserver_watch_cache_");
 }
 

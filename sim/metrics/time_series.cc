@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 namespace cpscale::metrics {
@@ -65,16 +66,34 @@ TimeSeries sumCounterRates(std::span<const TimeSeries> counters) {
   return out;
 }
 
-TimeSeries sumGauges(std::span<const TimeSeries> gauges) {
+std::size_t missedBefore(const TimeSeries& series, std::span<const engine::TimePoint> timeline, engine::TimePoint t) {
+  auto it = std::upper_bound(series.times.begin(), series.times.end(), t);
+  auto until = std::upper_bound(timeline.begin(), timeline.end(), t);
+  auto from = timeline.begin();
+  if (it != series.times.begin()) from = std::upper_bound(timeline.begin(), timeline.end(), *std::prev(it));
+  return from < until ? static_cast<std::size_t>(until - from) : 0;
+}
+
+TimeSeries sumGauges(std::span<const TimeSeries> gauges, std::size_t staleAfter,
+                     std::span<const engine::TimePoint> rounds) {
+  std::vector<engine::TimePoint> timeline = unionOfTimes(gauges);
+  if (!rounds.empty()) {
+    timeline.insert(timeline.end(), rounds.begin(), rounds.end());
+    std::sort(timeline.begin(), timeline.end());
+    timeline.erase(std::unique(timeline.begin(), timeline.end()), timeline.end());
+  }
   TimeSeries out;
-  for (engine::TimePoint t : unionOfTimes(gauges)) {
+  for (engine::TimePoint t : timeline) {
     double sum = 0;
+    bool any = false;
     for (const TimeSeries& g : gauges) {
       auto it = std::upper_bound(g.times.begin(), g.times.end(), t);
       if (it == g.times.begin()) continue;
+      if (staleAfter > 0 && missedBefore(g, timeline, t) >= staleAfter) continue;
       sum += g.values[static_cast<std::size_t>(it - g.times.begin()) - 1];
+      any = true;
     }
-    out.push(t, sum);
+    if (any) out.push(t, sum);
   }
   return out;
 }

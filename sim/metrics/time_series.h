@@ -45,10 +45,21 @@ TimeSeries counterRates(const TimeSeries& counter);
 // failed scrape leaves one longer interval: this keeps the sum right in both cases.
 TimeSeries sumCounterRates(std::span<const TimeSeries> counters);
 
-// Sums gauges of several replicas onto one timeline: at each distinct time t of any
-// input, a replica contributes its latest value at or before t (nothing before its
-// first point).
-TimeSeries sumGauges(std::span<const TimeSeries> gauges);
+// Sums gauges of several replicas onto one timeline: at each distinct time t of the
+// timeline, a replica contributes its latest value at or before t (nothing before its
+// first point), unless it is stale there: `staleAfter` or more times of the timeline
+// lie after its latest point, up to t (scrapes it missed while others answered). A
+// replica that stopped answering thus drops out of the sum instead of carrying its
+// last value forever; staleAfter 0 never drops one. The timeline is every time of any
+// input, plus `rounds` when given (every scrape round of the target, so a round all
+// the replicas missed still counts as missed).
+TimeSeries sumGauges(std::span<const TimeSeries> gauges, std::size_t staleAfter = 2,
+                     std::span<const engine::TimePoint> rounds = {});
+
+// The number of times of `timeline` (sorted) after the last point of `series` at or
+// before t, up to t: how many scrapes in a row a replica has missed at t. 0 when it has
+// a point at t; the whole count up to t when it has none at or before t.
+std::size_t missedBefore(const TimeSeries& series, std::span<const engine::TimePoint> timeline, engine::TimePoint t);
 
 // Element-wise a / b on the timeline of `a`, where b has a point at the same time and
 // b != 0.

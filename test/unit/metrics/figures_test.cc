@@ -106,6 +106,164 @@ TEST(Figures, LeaseShareOverallAndOverTime) {
   EXPECT_NE(etcdShare->unavailableReason.find("no etcd target"), std::string::npos);
 }
 
+std::string coded(std::string group, std::string resource, std::string verb, std::string code, double v,
+                  std::string dryRun = "") {
+  return "apiserver_request_total{code=\"" + code + "\",component=\"apiserver\",dry_run=\"" + dryRun + "\",group=\"" +
+         group + "\",resource=\"" + resource + "\",scope=\"resource\",subresource=\"\",verb=\"" + verb +
+         "\",version=\"v1\"} " + std::to_string(v) + "\n";
+}
+
+TEST(Figures, StatusClass) {
+  EXPECT_EQ(statusClass("201"), "2xx");
+  EXPECT_EQ(statusClass("429"), "4xx");
+  EXPECT_EQ(statusClass("504"), "5xx");
+  EXPECT_EQ(statusClass(""), "unknown");
+  EXPECT_EQ(statusClass("0"), "unknown");
+  EXPECT_EQ(statusClass("600"), "unknown");
+}
+
+TEST(Figures, HeadlineWritesAreOnlyThoseThatReachedStorage) {
+  auto body = [](double ok, double conflicts, double created, double throttled, std::optional<double> failed,
+                 double dryRunInvalid) {
+    std::string s = kReqType + coded("coordination.k8s.io", "leases", "PUT", "200", ok) +
+                    coded("coordination.k8s.io", "leases", "PUT", "409", conflicts) +
+                    coded("", "pods", "POST", "201", created) + coded("", "pods", "POST", "429", throttled) +
+                    coded("", "pods", "POST", "422", dryRunInvalid, "All") + coded("", "pods", "GET", "404", 1000);
+    if (failed) s += coded("", "pods", "POST", "500", *failed);
+    return s;
+  };
+  std::vector<TargetScrapes> ts{target("api-0", TargetRole::kApiserver,
+                                       {{0, body(0, 0, 0, 5, std::nullopt, 0)},
+                                        {10, body(100, 10, 50, 5, std::nullopt, 7)},
+                                        {20, body(200, 30, 50, 25, 4, 7)}})};
+  auto figs = writeFigures(ts);
+  // Stored: 200 lease PUTs and 50 pod POSTs; the 409s, 429s, 500s and the dry run are not.
+  EXPECT_EQ(valueOf(figs, "write_requests"), 250);
+  EXPECT_EQ(valueOf(figs, "write_qps"), 12.5);
+  EXPECT_EQ(valueOf(figs, "write_requests", {{"resource", "leases"}, {"verb", "PUT"}}), 200);
+  EXPECT_EQ(valueOf(figs, "write_qps", {{"resource", "pods"}, {"verb", "POST"}}), 2.5);
+  TimeSeries stored;
+  stored.push(at(10), 15);  // (100 + 50) / 10 s
+  stored.push(at(20), 10);
+  EXPECT_EQ(findFigure(figs, "write_qps")->overTime, stored);
+
+  EXPECT_EQ(valueOf(figs, "write_qps_by_class", {{"code_class", "2xx"}}), 12.5);
+  EXPECT_EQ(valueOf(figs, "write_qps_by_class", {{"code_class", "3xx"}}), 0);
+  EXPECT_EQ(valueOf(figs, "write_qps_by_class", {{"code_class", "4xx"}}), 2.5);  // 30 conflicts + 20 throttled
+  EXPECT_DOUBLE_EQ(valueOf(figs, "write_qps_by_class", {{"code_class", "5xx"}}), 0.2);
+  const Figure* fourXX = findFigure(figs, "write_qps_by_class", {{"code_class", "4xx"}});
+  TimeSeries fourOverTime;
+  fourOverTime.push(at(10), 1);
+  fourOverTime.push(at(20), 4);
+  EXPECT_EQ(fourXX->overTime, fourOverTime);
+  EXPECT_EQ(fourXX->unit, "1/s");
+
+  const Figure* rejected = findFigure(figs, "rejected_write_qps");
+  ASSERT_TRUE(rejected && rejected->value);
+  EXPECT_DOUBLE_EQ(*rejected->value, 54.0 / 20.0);
+  EXPECT_EQ(rejected->unit, "1/s");
+  ASSERT_EQ(rejected->overTime.size(), 2u);
+  EXPECT_DOUBLE_EQ(rejected->overTime.values[0], 1.0);
+  EXPECT_DOUBLE_EQ(rejected->overTime.values[1], 4.4);  // the 500s' series appeared at 20 with 4
+  EXPECT_EQ(valueOf(figs, "rejected_write_requests"), 54);
+  EXPECT_EQ(valueOf(figs, "rejected_write_requests", {{"code", "409"}}), 30);
+  EXPECT_EQ(valueOf(figs, "rejected_write_requests", {{"code", "429"}}), 20);
+  EXPECT_EQ(valueOf(figs, "rejected_write_requests", {{"code", "500"}}), 4);
+  EXPECT_EQ(findFigure(figs, "rejected_write_requests", {{"code", "422"}}), nullptr);  // dry run
+  EXPECT_EQ(findFigure(figs, "rejected_write_requests", {{"code", "404"}}), nullptr);  // a read
+  EXPECT_EQ(findFigure(figs, "rejected_write_requests", {{"code", "409"}})->unit, "count");
+
+  EXPECT_DOUBLE_EQ(valueOf(leaseShareFigures(ts), "lease_write_share"), 200.0 / 250.0);
+}
+
+std::string startTime(double s) {
+  return "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " + std::to_string(s) + "\n";
+}
+
+TEST(Figures, WritesOverARestartAreTheIncreasesBeforeAndAfterIt) {
+  // The apiserver restarts between 10 and 20; by 20 the new process has counted 180
+  // lease PUTs, more than the 150 before, so only the start time shows the restart.
+  std::vector<TargetScrapes> ts{target("api-0", TargetRole::kApiserver,
+                                       {{0, startTime(1000) + kReqType + leases(100)},
+                                        {10, startTime(1000) + kReqType + leases(150)},
+                                        {20, startTime(1015) + kReqType + leases(180)},
+                                        {30, startTime(1015) + kReqType + leases(200)}})};
+  auto figs = writeFigures(ts);
+  EXPECT_EQ(valueOf(figs, "write_requests", {{"resource", "leases"}}), 50 + 180 + 20);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "write_qps"), 250.0 / 30.0);
+  TimeSeries expected;
+  expected.push(at(10), 5);
+  expected.push(at(20), 18);
+  expected.push(at(30), 2);
+  EXPECT_EQ(findFigure(figs, "write_qps")->overTime, expected);
+}
+
+TEST(Figures, ServerLatencyOverARestartAddsTheBucketsOfBothProcesses) {
+  const std::string kDuration = "# TYPE apiserver_request_duration_seconds histogram\n";
+  auto put = [&](double start, double fast, double medium, double all) {
+    std::string s = startTime(start) + kDuration;
+    for (auto [le, v] : {std::pair{"0.1", fast}, {"0.5", medium}, {"+Inf", all}}) {
+      s += "apiserver_request_duration_seconds_bucket{group=\"\",resource=\"pods\",subresource=\"\",verb=\"PUT\",le=\"" +
+           std::string(le) + "\"} " + std::to_string(v) + "\n";
+    }
+    return s;
+  };
+  // Before the restart: +10 fast, +10 medium; after it, from 0: 150 fast, 40 medium, 10 slower.
+  std::vector<TargetScrapes> ts{target("api-0", TargetRole::kApiserver,
+                                       {{0, put(1000, 100, 100, 100)},
+                                        {10, put(1000, 110, 120, 120)},
+                                        {20, put(2000, 150, 190, 200)}})};
+  auto figs = serverLatencyFigures(ts);
+  Labels pods{{"resource", "pods"}, {"verb", "PUT"}};
+  // 160 <= 0.1, 210 <= 0.5, 220 in all.
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p50", pods), 0.1 * 110.0 / 160.0);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p90", pods), 0.1 + 0.4 * (198.0 - 160.0) / 50.0);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p99", pods), 0.5);
+  EXPECT_FALSE(findFigure(figs, "server_latency_max", pods)->value);
+}
+
+TEST(Figures, RequestsPerApiserverReplica) {
+  auto api0 = [](double ok, double gets, double watches, double conflicts) {
+    return kReqType + coded("coordination.k8s.io", "leases", "PUT", "200", ok) + coded("", "pods", "GET", "200", gets) +
+           coded("", "pods", "WATCH", "200", watches) + coded("coordination.k8s.io", "leases", "PUT", "409", conflicts);
+  };
+  auto api1 = [](double ok, double lists) {
+    return kReqType + coded("coordination.k8s.io", "leases", "PUT", "200", ok) + coded("", "pods", "LIST", "200", lists);
+  };
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, api0(0, 0, 0, 0)}, {10, api0(100, 300, 2, 10)}, {20, api0(200, 600, 3, 10)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, api1(0, 10)}, {10, api1(50, 20)}, {20, api1(100, 30)}}));
+  TargetScrapes dead;
+  dead.info.name = "api-2";
+  dead.status.attempts = 3;
+  dead.status.failures = 3;
+  dead.status.lastError = "connect failed";
+  ts.push_back(dead);
+  auto figs = apiserverRequestFigures(ts);
+  Labels a0{{"apiserver", "api-0"}}, a1{{"apiserver", "api-1"}};
+  // api-0: 200 PUTs + 600 GETs + 10 conflicting PUTs; the WATCHes are counted apart.
+  EXPECT_EQ(valueOf(figs, "apiserver_requests", a0), 810);
+  EXPECT_EQ(valueOf(figs, "apiserver_request_qps", a0), 40.5);
+  EXPECT_EQ(valueOf(figs, "apiserver_write_qps", a0), 10);
+  EXPECT_EQ(valueOf(figs, "apiserver_long_running_requests", a0), 3);
+  EXPECT_EQ(valueOf(figs, "apiserver_requests", a1), 120);
+  EXPECT_EQ(valueOf(figs, "apiserver_request_qps", a1), 6);
+  EXPECT_EQ(valueOf(figs, "apiserver_write_qps", a1), 5);
+  // The replicas' write rates add up to the cluster's.
+  EXPECT_EQ(valueOf(writeFigures(ts), "write_qps"), 15);
+  const Figure* qps = findFigure(figs, "apiserver_request_qps", a0);
+  TimeSeries expected;
+  expected.push(at(10), 41);
+  expected.push(at(20), 40);
+  EXPECT_EQ(qps->overTime, expected);
+  EXPECT_EQ(qps->unit, "1/s");
+  EXPECT_EQ(findFigure(figs, "apiserver_requests", a0)->unit, "count");
+  const Figure* none = findFigure(figs, "apiserver_requests", {{"apiserver", "api-2"}});
+  ASSERT_TRUE(none && !none->value);
+  EXPECT_NE(none->unavailableReason.find("never answered"), std::string::npos);
+}
+
 std::string proposals(double v) {
   return "# TYPE etcd_server_proposals_committed_total gauge\netcd_server_proposals_committed_total " +
          std::to_string(v) + "\n";
@@ -320,6 +478,49 @@ TEST(Figures, ServerLatencyFromBucketDeltasAcrossApiservers) {
   EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_p99", pods), 0.5 + 0.5 * 9.0 / 10.0);
   EXPECT_DOUBLE_EQ(valueOf(figs, "server_latency_max", pods), 1.0);
   EXPECT_EQ(findFigure(figs, "server_latency_p50", {{"verb", "WATCH"}}), nullptr);
+}
+
+TEST(Figures, AReplicaThatStoppedAnsweringDropsOutOfTheTotals) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, memBody(100, 1)}, {5, memBody(100, 1)}, {10, memBody(100, 1)}, {15, memBody(100, 1)},
+                       {20, memBody(100, 1)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, memBody(1000, 10)}, {5, memBody(1000, 10)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  const Figure* total = findFigure(figs, "apiserver_heap_inuse_bytes_all_replicas");
+  ASSERT_TRUE(total && total->value);
+  EXPECT_EQ(*total->value, 100);
+  TimeSeries expected;
+  expected.push(at(0), 1100);
+  expected.push(at(5), 1100);
+  expected.push(at(10), 1100);  // one missed scrape: still counted
+  expected.push(at(15), 100);   // the second: gone
+  expected.push(at(20), 100);
+  EXPECT_EQ(total->overTime, expected);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_bytes_all_replicas_peak"), 1100);
+  EXPECT_EQ(valueOf(figs, "apiserver_rss_bytes_all_replicas"), 1);
+  // Its own figure keeps its last value and says since when it has not answered.
+  const Figure* gone = findFigure(figs, "apiserver_heap_inuse_bytes", {{"apiserver", "api-1"}});
+  ASSERT_TRUE(gone && gone->value);
+  EXPECT_EQ(*gone->value, 1000);
+  EXPECT_EQ(labelValue(gone->labels, "stopped_answering_at"), "10s");
+  EXPECT_EQ(labelValue(findFigure(figs, "apiserver_rss_bytes_peak", {{"apiserver", "api-1"}})->labels,
+                       "stopped_answering_at"),
+            "10s");
+  EXPECT_EQ(findFigure(figs, "apiserver_heap_inuse_bytes", {{"apiserver", "api-0"}})->labels.size(), 1u);
+
+  ReplicaOptions never;
+  never.staleAfterMissedScrapes = 0;
+  auto carried = apiserverMemoryFigures(ts, never);
+  EXPECT_EQ(valueOf(carried, "apiserver_heap_inuse_bytes_all_replicas"), 1100);
+  EXPECT_EQ(labelValue(findFigure(carried, "apiserver_heap_inuse_bytes", {{"apiserver", "api-1"}})->labels,
+                       "stopped_answering_at"),
+            "");
+  ReplicaOptions patient;
+  patient.staleAfterMissedScrapes = 3;  // missed 10, 15, 20
+  EXPECT_EQ(valueOf(apiserverMemoryFigures(ts, patient), "apiserver_heap_inuse_bytes_all_replicas"), 100);
+  patient.staleAfterMissedScrapes = 4;
+  EXPECT_EQ(valueOf(apiserverMemoryFigures(ts, patient), "apiserver_heap_inuse_bytes_all_replicas"), 1100);
 }
 
 }  // namespace

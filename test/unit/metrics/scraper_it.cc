@@ -59,6 +59,10 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     SCOPED_TRACE(t.info.name);
     EXPECT_EQ(t.status.failures, 0u) << t.status.lastError;
     ASSERT_EQ(t.history.scrapes(), 3u);
+    // The real servers say which process answered: one process, started before the run.
+    for (std::size_t r = 0; r < t.history.scrapes(); ++r) EXPECT_TRUE(t.history.identity(r).startTime);
+    EXPECT_EQ(t.history.processes().count(), 1u);
+    if (t.info.role == TargetRole::kEtcd) EXPECT_FALSE(t.history.identity(0).replica.empty());
     if (t.info.role != TargetRole::kApiserver) continue;
     const auto& ids = t.history.seriesNamed("apiserver_request_total");
     ASSERT_FALSE(ids.empty());
@@ -87,6 +91,13 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     const Figure* f = findFigure(figs, name, {{"etcd", "etcd-main"}});
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->value) << name << ": " << f->unavailableReason;
+  }
+  const Figure* requests = findFigure(figs, "apiserver_requests");
+  ASSERT_TRUE(requests && requests->value) << (requests ? requests->unavailableReason : "missing");
+  EXPECT_GT(*requests->value, 0);  // the plane's own controllers read and write
+  for (const char* cls : {"2xx", "3xx", "4xx", "5xx"}) {
+    const Figure* f = findFigure(figs, "write_qps_by_class", {{"code_class", cls}});
+    ASSERT_TRUE(f && f->value) << cls;
   }
   EXPECT_GT(*findFigure(figs, "etcd_db_total_size_bytes")->value, 0);
   EXPECT_EQ(*findFigure(figs, "etcd_has_leader")->value, 1);

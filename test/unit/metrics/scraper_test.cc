@@ -81,6 +81,15 @@ TEST_F(ScraperTest, ScrapesEveryTargetEachIntervalAndKeepsGoingOnFailure) {
   EXPECT_NE(db->unavailableReason.find("never answered"), std::string::npos);
 }
 
+TEST(Scraper, KeepsWhatTellsProcessesAndReplicasApart) {
+  EXPECT_TRUE(isFigureFamily("process_start_time_seconds"));
+  EXPECT_TRUE(isFigureFamily("etcd_server_id"));
+  EXPECT_TRUE(isFigureFamily("apiserver_authentication_config_controller_last_config_info"));
+  EXPECT_TRUE(isFigureFamily("apiserver_authorization_config_controller_automatic_reloads_total"));
+  EXPECT_TRUE(isFigureFamily("apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds"));
+  EXPECT_FALSE(isFigureFamily("apiserver_envelope_encryption_key_id_hash_total"));  // one series per key
+}
+
 TEST_F(ScraperTest, SlowTargetDoesNotDelayOthersAndOverrunsAreCounted) {
   auto api = apiserver();
   auto slow = fake(seconds(12));

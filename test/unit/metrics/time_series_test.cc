@@ -43,6 +43,32 @@ TEST(TimeSeries, SumGaugesCarriesLastValueForward) {
   EXPECT_EQ(sumGauges(g), series({{0, 1}, {5, 11}, {10, 13}}));
 }
 
+TEST(TimeSeries, SumGaugesDropsAReplicaThatStoppedAnswering) {
+  TimeSeries a = series({{0, 100}, {5, 100}, {10, 100}, {15, 100}, {20, 100}});
+  TimeSeries b = series({{0, 10}, {5, 10}});  // stops answering after 5
+  std::vector<TimeSeries> g{a, b};
+  // One missed scrape (10) carries b; the second (15) drops it.
+  EXPECT_EQ(sumGauges(g), series({{0, 110}, {5, 110}, {10, 110}, {15, 100}, {20, 100}}));
+  EXPECT_EQ(sumGauges(g, 3), series({{0, 110}, {5, 110}, {10, 110}, {15, 110}, {20, 100}}));
+  EXPECT_EQ(sumGauges(g, 0), series({{0, 110}, {5, 110}, {10, 110}, {15, 110}, {20, 110}}));
+  // b answers again at 25: back in the sum.
+  g[1].push(at(25), 20);
+  g[0].push(at(25), 100);
+  EXPECT_EQ(sumGauges(g).values.back(), 120);
+}
+
+TEST(TimeSeries, SumGaugesCountsRoundsEveryReplicaMissed) {
+  TimeSeries a = series({{0, 100}, {5, 100}, {10, 100}});
+  TimeSeries b = series({{0, 10}, {5, 10}});
+  std::vector<TimeSeries> g{a, b};
+  std::vector<engine::TimePoint> rounds{at(0), at(5), at(10), at(15), at(20)};  // etcd still answered at 15, 20
+  // 15: b has missed two rounds, a one; 20: both two or more, nothing is left to sum.
+  EXPECT_EQ(sumGauges(g, 2, rounds), series({{0, 110}, {5, 110}, {10, 110}, {15, 100}}));
+  EXPECT_EQ(missedBefore(b, rounds, at(5)), 0u);
+  EXPECT_EQ(missedBefore(b, rounds, at(20)), 3u);
+  EXPECT_EQ(missedBefore(series({{10, 1}}), rounds, at(5)), 2u);  // none yet: every round up to t
+}
+
 TEST(TimeSeries, RatioOnCommonTimes) {
   EXPECT_EQ(ratio(series({{5, 1}, {10, 2}, {15, 3}}), series({{5, 4}, {15, 0}})), series({{5, 0.25}}));
 }
