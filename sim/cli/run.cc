@@ -14,6 +14,7 @@
 #include "sim/cli/metrics_endpoint.h"
 #include "sim/cli/options.h"
 #include "sim/cli/runner.h"
+#include "sim/cli/target_check.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"

@@ -33,14 +33,6 @@ using namespace std::chrono_literals;
 namespace {
 
 
-std::string hostOf(const std::string& url) {
-  auto scheme = url.find("://");
-  std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
-  rest = rest.substr(0, rest.find('/'));
-  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);
-  return rest.substr(0, rest.rfind(':') == std::string::npos ? rest.size() : rest.rfind(':'));
-}
-
 // The scraper runs on its own paced engine and thread, so a slow /metrics never delays
 // an actor, and the actors' engines never delay a scrape.
 class ScrapeLoop {
@@ -155,11 +147,6 @@ kube::RestConfig withServer(const kube::RestConfig& base, const std::string& ser
 
 nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
   return {{"deleted", c.deleted}, {"remaining", c.remaining}, {"errors", c.errors}, {"complete", c.complete()}};
-}
-
-bool isLoopbackServer(const std::string& serverUrl) {
-  std::string host = hostOf(serverUrl);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
