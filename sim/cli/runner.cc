@@ -388,8 +388,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
 
   // 6. Cleanup of what the run created, on every path that may have created something.
   if (opt.cleanup && created && setupClient) {
-    bool wasInterrupted = interrupted();
-    setInterrupted(false);  // a Ctrl-C stops the load, not the cleanup
+    // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
+    // exits at once (exit 3). What was measured goes to disk first, so that exit loses
+    // nothing but the cleanup's own outcome.
+    try {
+      reports::RunResult provisional = result;
+      provisional.workloads.push_back(
+          {"cleanup", "cleanup", {{"abandoned", true}, {"retry", "cpscale cleanup --run " + opt.runId}}});
+      provisional.environment.endedAt = utcNowRfc3339();
+      provisional.exitCode = static_cast<int>(ExitCode::kUnavailable);
+      reports::writeRunOutputs(provisional, opt.outDir);
+    } catch (const std::exception& e) {
+      std::cerr << "cpscale run: cannot write the result before cleaning up: " << e.what() << "\n";
+    }
+    CleanupPhase cleaning(opt.runId);
+    if (opt.progress || interrupted())
+      std::cerr << "cpscale run: deleting what run " << opt.runId << " created"
+                << (interrupted() ? " (Ctrl-C again to exit without cleaning up)" : "") << "\n";
     try {
       std::vector<kube::GroupVersionResource> resources;
       for (const auto& w : sc.workloads)
@@ -404,7 +419,6 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       std::cerr << "cpscale run: cleanup failed: " << e.what() << " (retry with `cpscale cleanup --run " << opt.runId
                 << "`)\n";
     }
-    setInterrupted(wasInterrupted);
   }
   if (result.status == reports::RunStatus::kFailed) return finishResult(static_cast<int>(ExitCode::kUnavailable));
 
