@@ -15,7 +15,11 @@ using kube::GroupVersionResource;
 using kube::ResourceRef;
 using nlohmann::json;
 
-std::string key(const GroupVersionResource& g) { return g.group.empty() ? g.resource : g.resource + "." + g.group; }
+// The result's key for a resource; CRDs are "customresourcedefinitions", as documented.
+std::string key(const GroupVersionResource& g) {
+  if (g == kube::gvr::kCustomResourceDefinitions || g.group.empty()) return g.resource;
+  return g.resource + "." + g.group;
+}
 
 struct Object {
   std::string ns;

@@ -95,6 +95,49 @@ TEST(CleanupTest, DeletesEverythingLabelledAndCountsIt) {
   EXPECT_EQ(s.elapsed(), 0s);  // nothing left at the first look: no waiting
 }
 
+TEST(CleanupTest, CrdsAndTheirObjectsAreDeletedAndCountedUnderTheirDocumentedKeys) {
+  FakeServer s;
+  const std::string crdPath = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  const std::string widgetPath = "/apis/example.io/v1/widgets";
+  std::set<std::string> crds = {"widgets.example.io"}, widgets = {"w1", "w2"};
+  s.deleteCollectionStatus = 200;
+  s.transport.setHandler([&](const kube::HttpRequest& r) {
+    std::string path = r.path.substr(0, r.path.find('?'));
+    if (r.method == "GET" && path == crdPath) {
+      json items = json::array();
+      for (const auto& c : crds)
+        items.push_back({{"metadata", {{"name", c}}},
+                         {"spec",
+                          {{"group", "example.io"},
+                           {"names", {{"plural", "widgets"}}},
+                           {"scope", "Cluster"},
+                           {"versions", {{{"name", "v1"}, {"storage", true}}}}}}});
+      return answer(200, {{"items", items}, {"metadata", json::object()}});
+    }
+    if (r.method == "DELETE" && path == crdPath + "/widgets.example.io") {
+      crds.clear();
+      widgets.clear();
+      return answer(200, json::object());
+    }
+    if (path == widgetPath && crds.empty()) return failure(404);  // no longer served
+    if (r.method == "GET" && path == widgetPath) {
+      json items = json::array();
+      for (const auto& w : widgets) items.push_back({{"metadata", {{"name", w}}}});
+      return answer(200, {{"items", items}, {"metadata", json::object()}});
+    }
+    if (r.method == "DELETE" && path == widgetPath) {
+      widgets.clear();
+      return answer(200, json::object());
+    }
+    return s.handle(r);
+  });
+  CleanupResult r = s.cleanup();
+  EXPECT_TRUE(r.complete()) << nlohmann::json(r.errors).dump() << nlohmann::json(r.remaining).dump();
+  EXPECT_EQ(r.deleted,
+            (std::map<std::string, std::int64_t>{{"widgets.example.io", 2}, {"customresourcedefinitions", 1}}));
+  EXPECT_TRUE(crds.empty());
+}
+
 TEST(CleanupTest, ADeleteAnswering500IsNotCountedAndReported) {
   FakeServer s;
   s.nodes = {"n1", "n2", "n3"};
