@@ -203,8 +203,8 @@ CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::
     deleteEach(p, kube::gvr::kCustomResourceDefinitions, crdObjects, {});
   }
 
-  const std::string limit = formatDuration(std::chrono::duration_cast<std::chrono::seconds>(options.timeout));
   if (p.expired()) {
+    const std::string limit = formatDuration(std::chrono::duration_cast<std::chrono::seconds>(options.timeout));
     // No time left to look again: what was listed and not deleted remains, and what
     // was never listed is named.
     out.remaining = p.leftBehind;
