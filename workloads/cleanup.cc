@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <set>
 
+#include "sim/common/duration.h"
 #include "workloads/params.h"
 
 namespace cpscale::workloads {
@@ -14,74 +15,119 @@ using kube::GroupVersionResource;
 using kube::ResourceRef;
 using nlohmann::json;
 
-std::string key(const GroupVersionResource& g) { return g.group.empty() ? g.resource : g.resource + "." + g.group; }
+// The result's key for a resource; CRDs are "customresourcedefinitions", as documented.
+std::string key(const GroupVersionResource& g) {
+  if (g == kube::gvr::kCustomResourceDefinitions || g.group.empty()) return g.resource;
+  return g.resource + "." + g.group;
+}
 
 struct Object {
   std::string ns;
   std::string name;
 };
 
-// Every object of `g` with the label, across namespaces; nullopt when the resource is
-// not served (e.g. its CRD is already gone).
-std::optional<std::vector<Object>> listLabelled(kube::ApiClient& api, const GroupVersionResource& g,
-                                                const std::string& selector, CleanupResult& out) {
-  std::vector<Object> objs;
+// One listing of a resource's labelled objects.
+struct Listing {
+  bool failed = false;  // the list request failed (the error is recorded)
+  std::vector<Object> objects;  // empty too when the resource is not served (its CRD is gone)
+};
+
+// The state of one cleanup: its deadline, and what it learnt about what is left.
+struct Pass {
+  kube::ApiClient& api;
+  engine::Clock& clock;
+  engine::TimePoint deadline;
+  std::string selector;
+  CleanupResult& out;
+  // Listed objects not deleted (refused, failed, or no time left), by resource: what
+  // remains if the deadline leaves no time to look again.
+  std::map<std::string, std::int64_t> leftBehind;
+  // Resources not even listed before the deadline.
+  std::vector<std::string> notReached;
+
+  bool expired() const { return clock.now() >= deadline; }
+  void count(std::map<std::string, std::int64_t>& m, const std::string& k, std::int64_t n) {
+    if (n > 0) m[k] += n;
+  }
+};
+
+Listing listLabelled(Pass& p, const GroupVersionResource& g, std::vector<std::string>& errors) {
+  Listing l;
   kube::ListOptions o;
-  o.labelSelector = selector;
+  o.labelSelector = p.selector;
   o.limit = 500;
   for (;;) {
-    ApiResult r = api.list(ResourceRef(g), o);
-    if (r.notFound()) return std::nullopt;
+    ApiResult r = p.api.list(ResourceRef(g), o);
+    if (r.notFound()) return {};
     if (!r.ok()) {
-      out.errors.push_back(r.describe());
-      return std::nullopt;
+      errors.push_back(r.describe());
+      l.failed = true;
+      return l;
     }
     for (const auto& item : r.body.value("items", json::array())) {
-      objs.push_back({item.value("/metadata/namespace"_json_pointer, std::string()),
-                      item.value("/metadata/name"_json_pointer, std::string())});
+      l.objects.push_back({item.value("/metadata/namespace"_json_pointer, std::string()),
+                           item.value("/metadata/name"_json_pointer, std::string())});
     }
     o.continueToken = r.body.value("/metadata/continue"_json_pointer, std::string());
-    if (o.continueToken.empty()) return objs;
+    if (o.continueToken.empty()) return l;
   }
 }
 
-void deleteEach(kube::ApiClient& api, const GroupVersionResource& g, const std::vector<Object>& objs,
-                const kube::DeleteOptions& d, CleanupResult& out) {
+// One DELETE per object, while there is time. Counts only what the server accepted;
+// the rest is left behind (a 404 is gone already: neither).
+void deleteEach(Pass& p, const GroupVersionResource& g, const std::vector<Object>& objs,
+                const kube::DeleteOptions& d) {
+  std::int64_t deleted = 0, gone = 0;
   for (const auto& o : objs) {
+    if (p.expired()) break;
     ResourceRef ref = g.namespaced ? ResourceRef(g).in(o.ns).named(o.name) : ResourceRef(g).named(o.name);
-    ApiResult r = api.remove(ref, d);
-    if (!r.ok() && !r.notFound()) out.errors.push_back(r.describe());
+    ApiResult r = p.api.remove(ref, d);
+    if (r.ok())
+      ++deleted;
+    else if (r.notFound())
+      ++gone;
+    else
+      p.out.errors.push_back(r.describe());
   }
+  p.count(p.out.deleted, key(g), deleted);
+  p.count(p.leftBehind, key(g), static_cast<std::int64_t>(objs.size()) - deleted - gone);
 }
 
 // deletecollection per namespace (one request each, where the server does the work),
 // falling back to one DELETE per object where the resource does not support it.
-void deleteLabelled(kube::ApiClient& api, const GroupVersionResource& g, const std::string& selector,
-                    CleanupResult& out) {
-  auto objs = listLabelled(api, g, selector, out);
-  if (!objs || objs->empty()) return;
+void deleteLabelled(Pass& p, const GroupVersionResource& g) {
+  if (p.expired()) {
+    p.notReached.push_back(key(g));
+    return;
+  }
+  Listing l = listLabelled(p, g, p.out.errors);
+  if (l.failed || l.objects.empty()) return;
   kube::DeleteOptions d;
   // Pods are bound to synthetic nodes: no kubelet will confirm a graceful deletion.
   if (g == kube::gvr::kPods) d.gracePeriodSeconds = 0;
   kube::ListOptions sel;
-  sel.labelSelector = selector;
-  std::set<std::string> namespaces;
-  for (const auto& o : *objs) namespaces.insert(o.ns);
-  for (const auto& ns : namespaces) {
+  sel.labelSelector = p.selector;
+  std::map<std::string, std::vector<Object>> byNamespace;
+  for (const auto& o : l.objects) byNamespace[o.ns].push_back(o);
+  for (const auto& [ns, inNs] : byNamespace) {
+    const auto n = static_cast<std::int64_t>(inNs.size());
+    if (p.expired()) {
+      p.count(p.leftBehind, key(g), n);
+      continue;
+    }
     ResourceRef coll = g.namespaced ? ResourceRef(g).in(ns) : ResourceRef(g);
-    ApiResult r = api.deleteCollection(coll, sel, d);
-    if (r.ok() || r.notFound()) continue;
-    if (r.status == 405 || r.status == 403) {
-      std::vector<Object> inNs;
-      for (const auto& o : *objs) {
-        if (o.ns == ns) inNs.push_back(o);
-      }
-      deleteEach(api, g, inNs, d, out);
+    ApiResult r = p.api.deleteCollection(coll, sel, d);
+    if (r.ok()) {
+      p.count(p.out.deleted, key(g), n);
+    } else if (r.notFound()) {
+      continue;  // the resource (or namespace) is gone, and its objects with it
+    } else if (r.status == 405 || r.status == 403) {
+      deleteEach(p, g, inNs, d);
     } else {
-      out.errors.push_back(r.describe());
+      p.out.errors.push_back(r.describe());
+      p.count(p.leftBehind, key(g), n);
     }
   }
-  out.deleted[key(g)] += static_cast<std::int64_t>(objs->size());
 }
 
 // A namespace stays Terminating until a namespace controller removes its "kubernetes"
@@ -117,7 +163,7 @@ CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::
                          const std::vector<GroupVersionResource>& resources, const CleanupOptions& options) {
   validateRunId(runId);
   CleanupResult out;
-  const std::string selector = runSelector(runId);
+  Pass p{api, clock, clock.now() + options.timeout, runSelector(runId), out, {}, {}};
 
   // The CRDs this run installed, and their custom resources.
   std::vector<GroupVersionResource> all = builtinRunResources();
@@ -127,7 +173,7 @@ CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::
   std::vector<std::string> crds;
   {
     kube::ListOptions o;
-    o.labelSelector = selector;
+    o.labelSelector = p.selector;
     ApiResult r = api.list(ResourceRef(kube::gvr::kCustomResourceDefinitions), o);
     if (!r.ok()) out.errors.push_back(r.describe());
     for (const auto& crd : r.ok() ? r.body.value("items", json::array()) : json::array()) {
@@ -143,44 +189,73 @@ CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::
     }
   }
 
-  for (const auto& g : all) deleteLabelled(api, g, selector, out);
+  for (const auto& g : all) deleteLabelled(p, g);
 
-  std::vector<Object> namespaces;
-  if (auto ns = listLabelled(api, kube::gvr::kNamespaces, selector, out)) namespaces = *ns;
-  deleteEach(api, kube::gvr::kNamespaces, namespaces, {}, out);
-  if (!namespaces.empty()) out.deleted["namespaces"] += static_cast<std::int64_t>(namespaces.size());
-  for (const auto& name : crds) {
-    ApiResult r = api.remove(ResourceRef(kube::gvr::kCustomResourceDefinitions).named(name));
-    if (!r.ok() && !r.notFound()) out.errors.push_back(r.describe());
+  if (p.expired()) {
+    p.notReached.push_back("namespaces");
+  } else {
+    Listing ns = listLabelled(p, kube::gvr::kNamespaces, out.errors);
+    deleteEach(p, kube::gvr::kNamespaces, ns.objects, {});
   }
-  if (!crds.empty()) out.deleted["customresourcedefinitions"] += static_cast<std::int64_t>(crds.size());
+  {
+    std::vector<Object> crdObjects;
+    for (const auto& name : crds) crdObjects.push_back({"", name});
+    deleteEach(p, kube::gvr::kCustomResourceDefinitions, crdObjects, {});
+  }
 
-  // Wait until nothing with the label is left.
-  const engine::TimePoint started = clock.now();
-  const engine::TimePoint deadline = started + options.timeout;
+  if (p.expired()) {
+    const std::string limit = formatDuration(std::chrono::duration_cast<std::chrono::seconds>(options.timeout));
+    // No time left to look again: what was listed and not deleted remains, and what
+    // was never listed is named.
+    out.remaining = p.leftBehind;
+    std::string unlisted;
+    for (const auto& k : p.notReached) unlisted += (unlisted.empty() ? "" : ", ") + k;
+    out.errors.push_back("cleanup deadline (" + limit + ") reached while deleting" +
+                         (unlisted.empty() ? std::string() : "; not looked at: " + unlisted));
+    return out;
+  }
+
+  // Wait until nothing with the label is left, or the deadline.
+  const engine::TimePoint waitStarted = clock.now();
   bool finalized = false;
   for (;;) {
-    CleanupResult probe;
+    // One round of lists; a failed one ends the wait: it tells nothing about what is
+    // left, and the client has already retried what was worth retrying.
+    std::vector<std::string> probeErrors;
     std::map<std::string, std::int64_t> remaining;
-    for (const auto& g : all) {
-      auto objs = listLabelled(api, g, selector, probe);
-      if (objs && !objs->empty()) remaining[key(g)] = static_cast<std::int64_t>(objs->size());
+    std::vector<Object> namespacesLeft;
+    auto probe = [&](const GroupVersionResource& g) {
+      if (!probeErrors.empty()) return;
+      Listing l = listLabelled(p, g, probeErrors);
+      p.count(remaining, key(g), static_cast<std::int64_t>(l.objects.size()));
+      if (g == kube::gvr::kNamespaces) namespacesLeft = l.objects;
+    };
+    for (const auto& g : all) probe(g);
+    probe(kube::gvr::kNamespaces);
+    probe(kube::gvr::kCustomResourceDefinitions);
+    if (!probeErrors.empty()) {
+      for (const auto& e : probeErrors) out.errors.push_back("checking what is left: " + e);
+      out.remaining = std::move(remaining);
+      break;
     }
-    auto ns = listLabelled(api, kube::gvr::kNamespaces, selector, probe);
-    if (ns && !ns->empty()) remaining["namespaces"] = static_cast<std::int64_t>(ns->size());
-    auto left = listLabelled(api, kube::gvr::kCustomResourceDefinitions, selector, probe);
-    if (left && !left->empty()) remaining["customresourcedefinitions"] = static_cast<std::int64_t>(left->size());
-    if (remaining.empty() || clock.now() >= deadline) {
+    // Done when nothing is left, at the deadline, or when all that is left is what
+    // the server refused to delete: waiting will not make that go away.
+    bool onlyRefused = std::all_of(remaining.begin(), remaining.end(), [&](const auto& kv) {
+      auto it = p.leftBehind.find(kv.first);
+      return it != p.leftBehind.end() && kv.second <= it->second;
+    });
+    if (remaining.empty() || onlyRefused || p.expired()) {
       out.remaining = std::move(remaining);
       break;
     }
     // Only namespaces left, and no controller has touched them for a few seconds.
-    if (!finalized && ns && remaining.size() == 1 && remaining.count("namespaces") &&
-        clock.now() - started >= std::chrono::seconds(3)) {
-      for (const auto& o : *ns) finalizeIfOrphaned(api, o.name);
+    if (!finalized && remaining.size() == 1 && remaining.count("namespaces") &&
+        clock.now() - waitStarted >= std::chrono::seconds(3)) {
+      for (const auto& o : namespacesLeft) finalizeIfOrphaned(api, o.name);
       finalized = true;
     }
-    clock.sleepFor(options.pollInterval);
+    // The last look is at the deadline itself.
+    clock.sleepUntil(std::min(clock.now() + options.pollInterval, p.deadline));
   }
   return out;
 }

@@ -16,18 +16,22 @@
 namespace cpscale::workloads {
 
 struct CleanupOptions {
-  // How long to wait for deleted objects (namespaces above all) to disappear.
+  // Deadline for the whole cleanup, from the first request: deleting, then waiting for
+  // deleted objects (namespaces above all) to disappear. What is left then is reported
+  // as remaining, for `cpscale cleanup --run ID` to finish later.
   engine::Duration timeout = std::chrono::seconds(120);
   engine::Duration pollInterval = std::chrono::milliseconds(250);
 };
 
 struct CleanupResult {
-  // Objects found with the run's label and deleted, by resource ("nodes",
-  // "agentsessions.churn.cpscale.io", "namespaces", "customresourcedefinitions").
+  // Objects found with the run's label whose deletion the server accepted, by resource
+  // ("nodes", "agentsessions.churn.cpscale.io", "namespaces",
+  // "customresourcedefinitions"). A refused or failed delete is not counted.
   std::map<std::string, std::int64_t> deleted;
-  // Still present when the wait ended (empty on success), same keys.
+  // Still present when the cleanup ended (empty on success), same keys.
   std::map<std::string, std::int64_t> remaining;
-  // Requests that failed, one line each.
+  // Requests that failed, one line each, and the deadline when it cut the cleanup
+  // short. A list that failed is here: it never reads as "nothing left".
   std::vector<std::string> errors;
   std::int64_t totalDeleted() const;
   bool complete() const { return remaining.empty() && errors.empty(); }
@@ -40,7 +44,8 @@ std::vector<kube::GroupVersionResource> builtinRunResources();
 // built-in ones and the custom resources of CRDs carrying the label, then the run's
 // namespaces and CRDs. Pods are deleted with grace period 0 (no kubelet is there to
 // confirm); namespaces emptied of the run's objects are finalized when no namespace
-// controller does it. Outcomes are values; throws ConfigError for a bad run id only.
+// controller does it. Stops at options.timeout. Outcomes are values; throws
+// ConfigError for a bad run id only.
 CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::string& runId,
                          const std::vector<kube::GroupVersionResource>& resources = {},
                          const CleanupOptions& options = {});

@@ -1,4 +1,7 @@
 // cpscale: control-plane scale simulator and load generator.
+#include <signal.h>
+#include <yaml-cpp/exceptions.h>
+
 #include <cxxopts.hpp>
 #include <iostream>
 #include <map>
@@ -40,6 +43,10 @@ void usage(std::ostream& os) {
 
 int main(int argc, char** argv) {
   using cpscale::ExitCode;
+  // A peer that closes a socket (an apiserver restarting, a /metrics client leaving) or
+  // a closed stdout pipe must surface as a write error, not kill the run half-way with
+  // nothing written.
+  ::signal(SIGPIPE, SIG_IGN);
   if (argc < 2) {
     usage(std::cerr);
     return static_cast<int>(ExitCode::kBadInput);
@@ -63,6 +70,13 @@ int main(int argc, char** argv) {
     return static_cast<int>(ExitCode::kBadInput);
   } catch (const cxxopts::exceptions::exception& e) {
     std::cerr << "cpscale " << name << ": " << e.what() << " (see cpscale " << name << " --help)\n";
+    return static_cast<int>(ExitCode::kBadInput);
+  } catch (const YAML::Exception& e) {
+    // Input files are read through YamlField, which names the file; this is the net
+    // for any YAML read that is not, so bad input never looks like an outage.
+    std::cerr << "cpscale " << name << ": invalid YAML";
+    if (e.mark.line >= 0) std::cerr << " at line " << e.mark.line + 1 << ", column " << e.mark.column + 1;
+    std::cerr << ": " << e.msg << "\n";
     return static_cast<int>(ExitCode::kBadInput);
   } catch (const cpscale::UnavailableError& e) {
     std::cerr << "cpscale " << name << ": " << e.what() << "\n";

@@ -14,6 +14,8 @@
 #include "sim/cli/metrics_endpoint.h"
 #include "sim/cli/options.h"
 #include "sim/cli/runner.h"
+#include "sim/cli/target_check.h"
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
@@ -214,6 +216,7 @@ int cleanup(const Args& args) {
   cxxopts::Options opts("cpscale cleanup", "Delete every object a run created (by its cpscale.io/run label).");
   addTargetOptions(opts);
   opts.add_options()("run", "run id", cxxopts::value<std::string>())("yes", "confirm a non-loopback server")(
+      "timeout", "give up after this long, reporting what is left (e.g. 5m)", cxxopts::value<std::string>()->default_value("2m"))(
       "h,help", "show this help");
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
@@ -221,6 +224,11 @@ int cleanup(const Args& args) {
   if (!r.count("run")) throw ConfigError("command line", "--run", "the run id is required");
   std::string runId = r["run"].as<std::string>();
   checkRunId(runId);
+  workloads::CleanupOptions co;
+  auto timeout = parseDuration(r["timeout"].as<std::string>());
+  if (!timeout || timeout->count() <= 0)
+    throw ConfigError("command line", "--timeout", "expected a positive duration such as 90s or 5m");
+  co.timeout = *timeout;
   kube::RestConfig config = loadTarget(r);
   if (!isLoopbackServer(config.server) && !assumeYes(r)) {
     std::cerr << "cpscale cleanup: this would delete objects on " << config.server
@@ -230,11 +238,13 @@ int cleanup(const Args& args) {
   engine::WallClock wall;
   kube::CurlTransport transport(config);
   kube::ApiClient api(transport, wall);
-  auto cleaned = workloads::cleanupRun(api, wall, runId);
+  auto cleaned = workloads::cleanupRun(api, wall, runId, {}, co);
   for (const auto& [resource, n] : cleaned.deleted) std::cout << "deleted   " << n << " " << resource << "\n";
   for (const auto& [resource, n] : cleaned.remaining) std::cout << "remaining " << n << " " << resource << "\n";
   for (const auto& e : cleaned.errors) std::cerr << "cpscale cleanup: " << e << "\n";
   if (cleaned.deleted.empty() && cleaned.complete()) std::cout << "nothing labelled cpscale.io/run=" << runId << "\n";
+  if (!cleaned.complete())
+    std::cerr << "cpscale cleanup: incomplete; run `cpscale cleanup --run " << runId << "` again to finish\n";
   return cleaned.complete() ? 0 : static_cast<int>(ExitCode::kUnavailable);
 }
 

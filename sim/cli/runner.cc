@@ -34,14 +34,6 @@ using namespace std::chrono_literals;
 namespace {
 
 
-std::string hostOf(const std::string& url) {
-  auto scheme = url.find("://");
-  std::string rest = scheme == std::string::npos ? url : url.substr(scheme + 3);
-  rest = rest.substr(0, rest.find('/'));
-  if (!rest.empty() && rest.front() == '[') return rest.substr(1, rest.find(']') - 1);
-  return rest.substr(0, rest.rfind(':') == std::string::npos ? rest.size() : rest.rfind(':'));
-}
-
 // The scraper runs on its own paced engine and thread, so a slow /metrics never delays
 // an actor, and the actors' engines never delay a scrape.
 class ScrapeLoop {
@@ -224,11 +216,6 @@ kube::RestConfig withServer(const kube::RestConfig& base, const std::string& ser
 
 nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
   return {{"deleted", c.deleted}, {"remaining", c.remaining}, {"errors", c.errors}, {"complete", c.complete()}};
-}
-
-bool isLoopbackServer(const std::string& serverUrl) {
-  std::string host = hostOf(serverUrl);
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
 
 reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
@@ -563,8 +550,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     result.workloads.push_back(
         {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped with its data"}}});
   } else if (opt.cleanup && created && setupClient) {
-    bool wasInterrupted = interrupted();
-    setInterrupted(false);  // a Ctrl-C stops the load, not the cleanup
+    // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
+    // exits at once (exit 3). What was measured goes to disk first, so that exit loses
+    // nothing but the cleanup's own outcome.
+    try {
+      reports::RunResult provisional = result;
+      provisional.workloads.push_back(
+          {"cleanup", "cleanup", {{"abandoned", true}, {"retry", "cpscale cleanup --run " + opt.runId}}});
+      provisional.environment.endedAt = utcNowRfc3339();
+      provisional.exitCode = static_cast<int>(ExitCode::kUnavailable);
+      reports::writeRunOutputs(provisional, opt.outDir);
+    } catch (const std::exception& e) {
+      std::cerr << "cpscale run: cannot write the result before cleaning up: " << e.what() << "\n";
+    }
+    CleanupPhase cleaning(opt.runId);
+    if (opt.progress || interrupted())
+      std::cerr << "cpscale run: deleting what run " << opt.runId << " created"
+                << (interrupted() ? " (Ctrl-C again to exit without cleaning up)" : "") << "\n";
     try {
       std::vector<kube::GroupVersionResource> resources;
       for (const auto& w : sc.workloads)
@@ -579,7 +581,6 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       std::cerr << "cpscale run: cleanup failed: " << e.what() << " (retry with `cpscale cleanup --run " << opt.runId
                 << "`)\n";
     }
-    setInterrupted(wasInterrupted);
   }
   if (result.status == reports::RunStatus::kFailed) return finishResult(static_cast<int>(ExitCode::kUnavailable));
 

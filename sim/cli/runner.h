@@ -40,7 +40,4 @@ reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& op
 // The cleanup outcome as the result document records it.
 nlohmann::json cleanupJson(const workloads::CleanupResult& c);
 
-// True for 127.0.0.0/8, ::1 and localhost: where load may go without confirmation.
-bool isLoopbackServer(const std::string& serverUrl);
-
 }  // namespace cpscale::cli

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <ctime>
 
 namespace cpscale {
@@ -31,7 +32,12 @@ std::optional<engine::Duration> parseDuration(std::string_view s) {
     else if (unit == "m") scale = 60e9;
     else if (unit == "h") scale = 3600e9;
     else return std::nullopt;
-    total += std::stold(number) * scale;
+    // strtold, not std::stold: a number past long double's range is bad input, not an
+    // exception.
+    long double n = std::strtold(number.c_str(), nullptr);
+    if (!std::isfinite(n)) return std::nullopt;
+    total += n * scale;
+    if (!std::isfinite(total)) return std::nullopt;
     any = true;
   }
   if (!any || total > static_cast<long double>(INT64_MAX)) return std::nullopt;

@@ -1,5 +1,6 @@
 #include "sim/common/yaml_reader.h"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -102,6 +103,9 @@ double YamlField::asDouble() const {
   double v;
   if (!node_.IsScalar() || !YAML::convert<double>::decode(node_, v))
     throw error("expected a number, found " + typeName(node_));
+  // .nan would pass every range check (all comparisons are false); .inf and 1e999 are
+  // never a meaningful rate, fraction or weight.
+  if (!std::isfinite(v)) throw error("expected a finite number, found " + typeName(node_));
   return v;
 }
 

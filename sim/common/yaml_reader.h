@@ -43,7 +43,7 @@ class YamlField {
   std::string asString() const;
   bool asBool() const;
   long long asInt() const;
-  double asDouble() const;
+  double asDouble() const;  // finite: .nan, .inf and out-of-range numbers are errors
   // Integer within [lo, hi].
   long long asInt(long long lo, long long hi) const;
   std::vector<std::string> asStrings() const;

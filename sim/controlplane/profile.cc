@@ -26,9 +26,79 @@ std::string normalizeResource(const YamlField& f) {
   return r;
 }
 
-std::string flagOf(const YamlField& f) {
+enum class Binary { kApiserver, kEtcd };
+
+// Why cpscale refuses `name` (a flag name without dashes, '_' read as '-') in a
+// profile, or empty when the profile may set it. Refused: what local_plane.cc sets
+// itself (addresses, ports, storage, PKI and authorization, and the flags behind the
+// profile's own fields), and anything that changes who may connect or with which
+// credentials. A flag given twice takes the last value, so allowing these would let a
+// profile open the plane to the network or turn authorization off.
+std::string refusal(std::string name, Binary binary) {
+  for (char& c : name) c = c == '_' ? '-' : c;
+  auto prefixed = [&](std::string_view p) { return name.rfind(p, 0) == 0; };
+  auto suffixed = [&, dashed = "-" + name](std::string_view s) {  // "-cert-file" matches --cert-file too
+    return dashed.size() >= s.size() && dashed.compare(dashed.size() - s.size(), s.size(), s) == 0;
+  };
+  if (suffixed("-cert-file") || suffixed("-key-file") || suffixed("-ca-file") || prefixed("tls-"))
+    return "certificates and keys are cpscale's (its own PKI in the plane's state directory)";
+  if (binary == Binary::kApiserver) {
+    static const std::pair<std::string_view, std::string_view> fields[] = {
+        {"watch-cache", "watchCache"},
+        {"watch-cache-sizes", "watchCacheSizes"},
+        {"max-requests-inflight", "maxRequestsInflight"},
+        {"max-mutating-requests-inflight", "maxMutatingRequestsInflight"},
+        {"enable-priority-and-fairness", "priorityAndFairness"},
+        {"feature-gates", "featureGates"},
+        {"etcd-servers-overrides", "etcds[].resources"},
+    };
+    for (const auto& [flag, field] : fields)
+      if (name == flag) return "set it with the profile field '" + std::string(field) + "'";
+    static const std::string_view owned[] = {
+        "bind-address", "secure-port", "advertise-address", "permit-port-sharing", "permit-address-sharing",
+        "external-hostname", "etcd-servers", "etcd-prefix", "service-cluster-ip-range", "allow-privileged",
+        "disable-admission-plugins", "anonymous-auth", "enable-bootstrap-token-auth", "cert-dir",
+        "kubelet-client-certificate", "kubelet-client-key", "kubelet-certificate-authority", "egress-selector-config-file"};
+    for (auto o : owned)
+      if (name == o) return "cpscale sets it (the plane's address, storage and access are its own)";
+    for (std::string_view p : {"authorization-", "authentication-", "token-auth-", "oidc-", "requestheader-",
+                               "service-account-", "etcd-cafile", "etcd-certfile", "etcd-keyfile"})
+      if (prefixed(p)) return "authentication, authorization and service-account credentials are cpscale's";
+  } else {
+    static const std::string_view owned[] = {
+        "name", "data-dir", "wal-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
+        "listen-metrics-urls", "listen-client-http-urls", "log-level", "config-file", "auto-tls", "peer-auto-tls",
+        "client-cert-auth", "peer-client-cert-auth", "force-new-cluster", "enable-v2"};
+    for (auto o : owned)
+      if (name == o) return "cpscale sets it (the member's name, data, addresses and cluster are its own)";
+    if (prefixed("initial-") || prefixed("discovery") || prefixed("peer-") || prefixed("client-crl") ||
+        prefixed("cipher-suites") || prefixed("tls-"))
+      return "cpscale sets it (the member's name, data, addresses and cluster are its own)";
+  }
+  return "";
+}
+
+std::string flagOf(const YamlField& f, Binary binary) {
   std::string s = f.asString();
-  if (s.rfind("--", 0) != 0 || s.size() < 3) throw f.error("expected a flag of the form --name=value, found '" + s + "'");
+  if (s.rfind("--", 0) != 0 || s.size() < 3 || s[2] == '-' || s[2] == '=')
+    throw f.error("expected a flag of the form --name=value, found '" + s + "'");
+  std::string name = s.substr(2, s.find('=') == std::string::npos ? std::string::npos : s.find('=') - 2);
+  if (std::string why = refusal(name, binary); !why.empty())
+    throw f.error("--" + name + " cannot be set by a profile: " + why);
+  return s;
+}
+
+// Profile and etcd names name directories (runs/<id>/<profile>, <state>/etcd-<name>):
+// an RFC 1123 DNS label, so no '/', '..' or surprises in a path.
+std::string dnsLabelOf(const YamlField& f) {
+  std::string s = f.asString();
+  bool ok = !s.empty() && s.size() <= 63 && std::isalnum(static_cast<unsigned char>(s.front())) &&
+            std::isalnum(static_cast<unsigned char>(s.back()));
+  for (char c : s)
+    ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
+  if (!ok)
+    throw f.error("'" + s + "' must be a DNS label: 1-63 lower-case letters, digits or '-', starting and ending "
+                  "with a letter or digit");
   return s;
 }
 
@@ -52,7 +122,7 @@ Profile loadProfile(const std::filesystem::path& path) {
     throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
   if (auto f = root.get("kind"); f && f->asString() != "Profile")
     throw f->error("expected kind Profile, found '" + f->asString() + "'");
-  p.name = root.require("name").asString();
+  p.name = dnsLabelOf(root.require("name"));
   if (auto f = root.get("description")) p.description = f->asString();
   if (auto f = root.get("apiservers")) p.apiservers = static_cast<int>(f->asInt(1, 16));
   if (auto f = root.get("etcds")) {
@@ -61,7 +131,7 @@ Profile loadProfile(const std::filesystem::path& path) {
     for (const auto& e : f->items()) {
       e.expectMap({"name", "resources", "extraArgs"});
       EtcdSpec spec;
-      spec.name = e.require("name").asString();
+      spec.name = dnsLabelOf(e.require("name"));
       if (!names.insert(spec.name).second) throw e.require("name").error("duplicate etcd name '" + spec.name + "'");
       if (auto r = e.get("resources")) {
         if (p.etcds.empty()) throw r->error("the first etcd is the main one and holds every resource not routed elsewhere; list resources on the others");
@@ -74,7 +144,7 @@ Profile loadProfile(const std::filesystem::path& path) {
         throw e.error("an extra etcd needs 'resources' (which resources it holds)");
       }
       if (auto a = e.get("extraArgs"))
-        for (const auto& item : a->items()) spec.extraArgs.push_back(flagOf(item));
+        for (const auto& item : a->items()) spec.extraArgs.push_back(flagOf(item, Binary::kEtcd));
       p.etcds.push_back(std::move(spec));
     }
     if (p.etcds.empty()) throw f->error("at least one etcd is required");
@@ -90,7 +160,7 @@ Profile loadProfile(const std::filesystem::path& path) {
     for (auto& [k, v] : f->entries()) p.featureGates[k] = v.asBool();
   p.apiserverArgs.clear();  // a profile file states its flags itself
   if (auto f = root.get("apiserverArgs"))
-    for (const auto& item : f->items()) p.apiserverArgs.push_back(flagOf(item));
+    for (const auto& item : f->items()) p.apiserverArgs.push_back(flagOf(item, Binary::kApiserver));
   return p;
 }
 

@@ -13,16 +13,17 @@
 namespace cpscale::controlplane {
 
 struct EtcdSpec {
-  std::string name;
+  std::string name;  // a DNS label: it names the member and its data directory
   // Resources routed to this etcd through --etcd-servers-overrides, as
   // "group/resource" ("/events" or "events" for the core group). Empty for the main
   // etcd, which holds everything else.
   std::vector<std::string> resources;
+  // Extra etcd flags; those cpscale sets (name, data dir, URLs, cluster, TLS) are refused.
   std::vector<std::string> extraArgs;
 };
 
 struct Profile {
-  std::string name = "classic";
+  std::string name = "classic";  // a DNS label: it names the run's output directory
   std::string description = "one kube-apiserver, one etcd, upstream defaults";
   std::string source;  // file it was read from, empty for the built-in default
   int apiservers = 1;
@@ -34,7 +35,9 @@ struct Profile {
   std::optional<int> maxMutatingRequestsInflight;
   bool priorityAndFairness = true;
   std::map<std::string, bool> featureGates;
-  // Extra kube-apiserver flags, each "--name=value"; they come last, so they win.
+  // Extra kube-apiserver flags, each "--name=value"; they come last, so they win, which
+  // is why loadProfile refuses those cpscale owns (addresses, ports, etcd, PKI,
+  // authentication and authorization, and the flags behind the fields above).
   // The built-in default polls object counts as often as cpscale scrapes (the shipped
   // profiles say so explicitly): upstream refreshes apiserver_resource_objects once a
   // minute, too slowly to follow a population ramp.

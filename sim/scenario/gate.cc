@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <regex>
 #include <set>
 
@@ -37,7 +39,13 @@ std::optional<double> parseThreshold(const std::string& text) {
   static const std::regex re(R"(^([-+]?[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z%]*)$)");
   std::smatch m;
   if (!std::regex_match(text, m, re)) return std::nullopt;
-  double v = std::stod(m[1]);
+  // strtod, not std::stod: "1e999" or a 400-digit number is bad input, not an
+  // exception that escapes as an outage.
+  const std::string number = m[1];
+  errno = 0;
+  char* end = nullptr;
+  double v = std::strtod(number.c_str(), &end);
+  if (errno == ERANGE || end != number.c_str() + number.size() || !std::isfinite(v)) return std::nullopt;
   std::string unit = m[2];
   static const std::pair<const char*, double> units[] = {
       {"", 1},        {"ns", 1e-9},         {"us", 1e-6},        {"ms", 1e-3},           {"s", 1},
@@ -46,7 +54,7 @@ std::optional<double> parseThreshold(const std::string& text) {
       {"GiB", 1073741824.0}, {"k", 1e3},
   };
   for (const auto& [name, scale] : units)
-    if (unit == name) return v * scale;
+    if (unit == name) return std::isfinite(v * scale) ? std::optional<double>(v * scale) : std::nullopt;
   return std::nullopt;
 }
 
@@ -125,7 +133,8 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
   auto t = parseThreshold(g.thresholdText);
   if (!t)
     throw ConfigError(where, field,
-                      "threshold '" + g.thresholdText + "' is not a number (units: ms, s, KiB, MiB, GiB, %, true, false)");
+                      "threshold '" + g.thresholdText +
+                          "' is not a finite number in range (units: ms, s, KiB, MiB, GiB, %, true, false)");
   g.threshold = *t;
   return g;
 }

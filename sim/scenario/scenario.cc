@@ -34,6 +34,16 @@ std::vector<std::string> splitPath(const std::string& path) {
   return out;
 }
 
+// The value of --set path=value, parsed as YAML ("[1, 2]", "{a: 1}", "5s").
+YAML::Node overrideValue(const Override& o) {
+  try {
+    return YAML::Load(o.value);
+  } catch (const YAML::Exception& e) {
+    std::string at = e.mark.line >= 0 ? " (at column " + std::to_string(e.mark.column + 1) + ")" : "";
+    throw ConfigError("--set", o.path, "value '" + o.value + "' is not valid YAML: " + e.msg + at);
+  }
+}
+
 void applyOverride(YAML::Node root, const Override& o) {
   auto segments = splitPath(o.path);
   if (segments.empty()) throw ConfigError("--set", o.path, "empty path");
@@ -54,7 +64,7 @@ void applyOverride(YAML::Node root, const Override& o) {
       if (idx >= node.size())
         throw ConfigError("--set", o.path, "'" + walked + "' has " + std::to_string(node.size()) + " items, no " + seg);
       if (last) {
-        node[idx] = YAML::Load(o.value);
+        node[idx] = overrideValue(o);
         return;
       }
       next = node[idx];
@@ -79,13 +89,7 @@ void applyOverride(YAML::Node root, const Override& o) {
       if (!node.IsMap() && !(node.IsNull() || !node.IsDefined()))
         throw ConfigError("--set", o.path, "'" + walked + "' is not a map");
       if (last) {
-        YAML::Node value;
-        try {
-          value = YAML::Load(o.value);
-        } catch (const YAML::Exception& e) {
-          throw ConfigError("--set", o.path, "value is not valid YAML: " + e.msg);
-        }
-        node[seg] = value;
+        node[seg] = overrideValue(o);
         return;
       }
       if (!node[seg]) node[seg] = YAML::Node(YAML::NodeType::Map);

@@ -79,6 +79,62 @@ TEST_F(ProfileTest, BadValuesNameTheField) {
             std::string::npos);
 }
 
+TEST_F(ProfileTest, FlagsCpscaleOwnsAreRefusedNamingFileLineAndField) {
+  // Each would re-bind the plane, swap its storage or credentials, or open it up.
+  for (const char* flag :
+       {"--bind-address=0.0.0.0", "--secure-port=443", "--advertise-address=10.0.0.1", "--etcd-servers=http://x:2379",
+        "--etcd-servers-overrides=/events#http://x:1", "--etcd-prefix=/other", "--authorization-mode=AlwaysAllow",
+        "--anonymous-auth=true", "--token-auth-file=/tmp/tokens.csv", "--client-ca-file=/tmp/ca.crt",
+        "--tls-cert-file=/tmp/c", "--tls-private-key-file=/tmp/k", "--tls-min-version=VersionTLS10",
+        "--proxy-client-cert-file=/tmp/c", "--kubelet-client-key=/tmp/k", "--service-account-key-file=/tmp/k",
+        "--service-account-issuer=https://evil", "--authentication-config=/tmp/a", "--oidc-issuer-url=https://x",
+        "--requestheader-client-ca-file=/tmp/ca", "--watch-cache=false", "--feature-gates=A=true",
+        "--max-requests-inflight=1", "--disable-admission-plugins=", "--bind_address=0.0.0.0", "--secure-port"}) {
+    SCOPED_TRACE(flag);
+    std::string e = errorOf(std::string("name: x\napiserverArgs:\n  - --v=2\n  - \"") + flag + "\"\n");
+    EXPECT_NE(e.find("FlagsCpscaleOwnsAreRefusedNamingFileLineAndField.yaml:4: field 'apiserverArgs[1]': --"),
+              std::string::npos)
+        << e;
+    EXPECT_NE(e.find("cannot be set by a profile"), std::string::npos) << e;
+  }
+  EXPECT_NE(errorOf("name: x\napiserverArgs: [\"--watch-cache=false\"]\n").find("profile field 'watchCache'"),
+            std::string::npos);
+  for (const char* flag :
+       {"--data-dir=/tmp/elsewhere", "--listen-client-urls=http://0.0.0.0:2379", "--listen-peer-urls=http://0.0.0.0:1",
+        "--advertise-client-urls=http://x:1", "--initial-cluster=a=http://x:1", "--initial-cluster-state=existing",
+        "--name=other", "--listen-metrics-urls=http://0.0.0.0:1", "--cert-file=/tmp/c", "--key-file=/tmp/k",
+        "--trusted-ca-file=/tmp/ca", "--peer-cert-file=/tmp/c", "--client-cert-auth=false", "--config-file=/tmp/e.yaml",
+        "--wal-dir=/tmp/w", "--discovery-srv=example.com", "--auto-tls=true"}) {
+    SCOPED_TRACE(flag);
+    std::string e = errorOf(std::string("name: x\netcds:\n  - name: main\n    extraArgs:\n      - \"") + flag + "\"\n");
+    EXPECT_NE(e.find(":5: field 'etcds[0].extraArgs[0]': --"), std::string::npos) << e;
+    EXPECT_NE(e.find("cannot be set by a profile"), std::string::npos) << e;
+  }
+  // Tuning flags stay allowed.
+  Profile p = loadProfile(write(
+      "name: x\napiserverArgs: [\"--v=2\", \"--enable-admission-plugins=NodeRestriction\", "
+      "\"--etcd-count-metric-poll-period=5s\", \"--default-watch-cache-size=500\"]\n"
+      "etcds:\n  - name: main\n    extraArgs: [\"--quota-backend-bytes=8589934592\", \"--snapshot-count=10000\"]\n"));
+  EXPECT_EQ(p.apiserverArgs.size(), 4u);
+  EXPECT_EQ(p.etcds[0].extraArgs.size(), 2u);
+}
+
+TEST_F(ProfileTest, ProfileAndEtcdNamesAreDnsLabels) {
+  // They name directories: runs/<id>/<profile>/ and <state>/etcd-<name>/.
+  for (const char* bad : {"../../etc", "a/b", "..", "Classic", "-x", "x-", "a_b", "a.b", "\"\"",
+                          "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"}) {
+    SCOPED_TRACE(bad);
+    std::string e = errorOf(std::string("apiservers: 1\nname: ") + bad + "\n");
+    EXPECT_NE(e.find(":2: field 'name': "), std::string::npos) << e;
+    EXPECT_NE(e.find("must be a DNS label"), std::string::npos) << e;
+    e = errorOf(std::string("name: x\netcds:\n  - name: ") + bad + "\n");
+    EXPECT_NE(e.find(":3: field 'etcds[0].name': "), std::string::npos) << e;
+    EXPECT_NE(e.find("must be a DNS label"), std::string::npos) << e;
+  }
+  EXPECT_EQ(loadProfile(write("name: a-1\netcds:\n  - name: m0\n")).name, "a-1");
+  EXPECT_EQ(loadProfile(write(std::string("name: ") + std::string(63, 'a') + "\n")).name.size(), 63u);
+}
+
 TEST_F(ProfileTest, SyntaxErrorNamesLineAndColumn) {
   std::string e = errorOf("name: x\napiservers: [1\n");
   EXPECT_NE(e.find("SyntaxErrorNamesLineAndColumn.yaml:"), std::string::npos) << e;

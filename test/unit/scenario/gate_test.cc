@@ -47,6 +47,26 @@ TEST(GateTest, ParsesSelectorOperatorAndUnits) {
   EXPECT_DOUBLE_EQ(gate("x > 1.5e3").threshold, 1500);
 }
 
+TEST(GateTest, ThresholdsOutOfRangeOrNotNumbersAreConfigErrors) {
+  // std::stod throws std::out_of_range on some of these: that used to escape as an
+  // outage (exit 3) instead of bad input (exit 2).
+  std::string huge = "x <= 1" + std::string(400, '0');
+  for (std::string bad : {std::string("x <= 1e999"), std::string("x <= -1e999"), std::string("x <= 1e-999"), huge,
+                          std::string("x <= nan"), std::string("x <= NaN"), std::string("x <= inf"),
+                          std::string("x <= --5"), std::string("x <= +-5"), std::string("x <= 1e308GiB"),
+                          std::string("x <= 0x10"), std::string("x <= 1.2.3")}) {
+    SCOPED_TRACE(bad);
+    try {
+      gate(bad);
+      FAIL() << "expected ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("s.yaml:9: field 'gates[0]': threshold"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_DOUBLE_EQ(gate("x <= -5").threshold, -5);
+  EXPECT_DOUBLE_EQ(gate("x <= 1e300").threshold, 1e300);
+}
+
 TEST(GateTest, BadGatesNameWhereAndField) {
   for (const char* bad : {"write_qps", "write_qps <= ", "write_qps ~ 3", "write_qps{resource} <= 1", "x <= 3 apples"}) {
     SCOPED_TRACE(bad);

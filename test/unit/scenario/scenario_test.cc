@@ -107,5 +107,39 @@ TEST_F(ScenarioTest, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find("duplicate workload name"), std::string::npos) << e;
 }
 
+TEST_F(ScenarioTest, YamlSyntaxErrorsNameFileAndLine) {
+  std::string e = errorOf("name: t\nduration: 10s\nworkloads: [\n  - kind: kubelets\n");
+  EXPECT_NE(e.find("YamlSyntaxErrorsNameFileAndLine.yaml:"), std::string::npos) << e;
+  EXPECT_NE(e.find("invalid YAML"), std::string::npos) << e;
+  e = errorOf("name: t\nduration: 10s\n  bad: indent\n");
+  EXPECT_NE(e.find("YamlSyntaxErrorsNameFileAndLine.yaml:3:6: invalid YAML"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioTest, BadNumbersAreConfigErrorsNamingTheField) {
+  const std::string fleet = "workloads:\n  - kind: kubelets\n    count: 1\n";
+  // A NaN passes every `q <= 0 || q >= 1` style check: it must be refused as such.
+  std::string e = errorOf("name: t\nduration: 10s\ndriver:\n  lagQuantile: .nan\n" + fleet);
+  EXPECT_NE(e.find(":4: field 'driver.lagQuantile': expected a finite number"), std::string::npos) << e;
+  e = errorOf("name: t\nduration: 10s\ndriver:\n  lagQuantile: 1e999\n" + fleet);
+  EXPECT_NE(e.find(":4: field 'driver.lagQuantile'"), std::string::npos) << e;
+  // A duration whose number is past long double's range (std::stold threw).
+  e = errorOf("name: t\nduration: 1" + std::string(5000, '0') + "s\n" + fleet);
+  EXPECT_NE(e.find(":2: field 'duration'"), std::string::npos) << e;
+  e = errorOf("name: t\nduration: 10s\n" + fleet + "gates:\n  - x <= 1e999\n");
+  EXPECT_NE(e.find(":7: field 'gates[0]': threshold '1e999'"), std::string::npos) << e;
+}
+
+TEST_F(ScenarioTest, SetValuesWithBadYamlOrNumbersAreConfigErrors) {
+  // Syntax errors in --set values, at a map key and at a list index.
+  std::string e = errorOf(kMinimal, {parseOverride("duration=[10s")});
+  EXPECT_NE(e.find("--set: field 'duration': value '[10s' is not valid YAML"), std::string::npos) << e;
+  e = errorOf(kMinimal, {parseOverride("gates[0]={x: [")});
+  EXPECT_NE(e.find("--set: field 'gates[0]': value '{x: [' is not valid YAML"), std::string::npos) << e;
+  e = errorOf(kMinimal, {parseOverride("gates[0]=x <= 1e999")});
+  EXPECT_NE(e.find("field 'gates[0]': threshold '1e999'"), std::string::npos) << e;
+  e = errorOf(kMinimal, {parseOverride("driver.lagQuantile=.nan")});
+  EXPECT_NE(e.find("field 'driver.lagQuantile': expected a finite number"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace cpscale::scenario

@@ -1,0 +1,173 @@
+// The cpscale binary's exit codes for bad input, as a user or CI sees them: bad
+// numbers, YAML errors, refused profile flags and unconfirmed targets are exit 2 with
+// file and line, found before anything is contacted; a closed stdout never kills it.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace cpscale::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exitCode = -1;  // -1 when killed by a signal
+  int signal = 0;
+  std::string output;  // stdout and stderr
+};
+
+// Runs the binary with `args`. With closedStdout, its stdout is a pipe nobody reads.
+Outcome cpscale(const std::vector<std::string>& args, bool closedStdout = false) {
+  int out[2];
+  if (::pipe(out) != 0) return {};
+  int dead[2];
+  if (closedStdout && ::pipe(dead) != 0) return {};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);  // what a shell gives it: the binary must ignore it itself
+    ::dup2(closedStdout ? dead[1] : out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    ::close(out[0]);
+    if (closedStdout) ::close(dead[0]);
+    ::setenv("CPSCALE_ASSUME_YES", "0", 1);
+    std::vector<char*> argv{const_cast<char*>(CPSCALE_BINARY)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(CPSCALE_BINARY, argv.data());
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  if (closedStdout) {
+    ::close(dead[0]);
+    ::close(dead[1]);
+  }
+  Outcome o;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(out[0], buf, sizeof buf)) > 0;) o.output.append(buf, static_cast<std::size_t>(n));
+  ::close(out[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFEXITED(status)) o.exitCode = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) o.signal = WTERMSIG(status);
+  return o;
+}
+
+class ExitCodesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir = fs::path(::testing::TempDir()) /
+          ("cpscale-exit-" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) {
+    fs::path p = dir / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+  std::string scenario(const std::string& extra) {
+    return write("s.yaml",
+                 "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
+                 "workloads:\n  - kind: kubelets\n    count: 1\n" +
+                 extra);
+  }
+  std::string kubeconfig(const std::string& server) {
+    return write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
+                                   "\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\n"
+                                   "contexts:\n- name: x\n  context:\n    cluster: c\n    user: u\n"
+                                   "current-context: x\n");
+  }
+  // Every bad-input case points --bin-dir at nothing: had it got that far, starting a
+  // plane would fail with exit 3, not 2.
+  std::vector<std::string> run(std::vector<std::string> args) {
+    args.insert(args.begin(), "run");
+    args.push_back("--bin-dir=" + (dir / "no-binaries").string());
+    args.push_back("--out=" + (dir / "out").string());
+    args.push_back("--quiet");
+    return args;
+  }
+  fs::path dir;
+};
+
+TEST_F(ExitCodesTest, BadGateThresholdsAreExitTwoWithFileAndLine) {
+  std::string s = scenario("gates:\n  - write_qps <= 1e999\n");
+  Outcome o = cpscale(run({s}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(s + ":9: field 'gates[0]': threshold '1e999'"), std::string::npos) << o.output;
+  s = scenario("gates:\n  - write_qps <= 1" + std::string(400, '0') + "\n");
+  o = cpscale(run({s}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(":9: field 'gates[0]': threshold"), std::string::npos) << o.output;
+}
+
+TEST_F(ExitCodesTest, YamlSyntaxErrorsAreExitTwoWithFileAndLine) {
+  std::string s = write("broken.yaml", "apiVersion: cpscale.io/v1alpha1\nname: s\nworkloads: [\n  - kind: x\n");
+  Outcome o = cpscale(run({s}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(s + ":"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("invalid YAML"), std::string::npos) << o.output;
+
+  std::string p = write("p.yaml", "name: p\napiservers: [1\n");
+  o = cpscale(run({scenario(""), "--profile", p}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(p + ":"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("invalid YAML"), std::string::npos) << o.output;
+}
+
+TEST_F(ExitCodesTest, BadSetValuesAreExitTwo) {
+  std::string s = scenario("gates:\n  - write_qps <= 1\n");
+  for (const char* set : {"duration=[10s", "gates[0]={x: [", "gates[0]=x <= 1e999", "driver.lagQuantile=.nan",
+                          "duration=1" "00000000000000000000000000000000000000000000000000000000000000000000s"}) {
+    SCOPED_TRACE(set);
+    Outcome o = cpscale(run({s, "--set", set}));
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+  }
+}
+
+TEST_F(ExitCodesTest, ProfilesOverridingOwnedFlagsOrEscapingDirectoriesAreExitTwo) {
+  std::string p = write("p.yaml", "name: p\napiserverArgs:\n  - --authorization-mode=AlwaysAllow\n");
+  Outcome o = cpscale(run({scenario(""), "--profile", p}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(p + ":3: field 'apiserverArgs[0]': --authorization-mode cannot be set by a profile"),
+            std::string::npos)
+      << o.output;
+  p = write("p.yaml", "name: ../../escape\n");
+  o = cpscale(run({scenario(""), "--profile", p}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(p + ":1: field 'name'"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(dir / "escape"));
+}
+
+TEST_F(ExitCodesTest, LookAlikeLoopbackServersNeedYes) {
+  for (const char* server : {"https://127.0.0.1@evil.example:6443", "https://127.evil.example:6443"}) {
+    SCOPED_TRACE(server);
+    std::string k = kubeconfig(server);
+    Outcome o = cpscale(run({scenario(""), "--kubeconfig", k}));
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find("Re-run with --yes"), std::string::npos) << o.output;
+    o = cpscale({"cleanup", "--run", "r1", "--kubeconfig", k});
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find("Re-run with --yes"), std::string::npos) << o.output;
+  }
+}
+
+TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {
+  Outcome o = cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--timeout"), std::string::npos) << o.output;
+}
+
+TEST_F(ExitCodesTest, AClosedStdoutDoesNotKillIt) {
+  Outcome o = cpscale({"version"}, /*closedStdout=*/true);
+  EXPECT_EQ(o.signal, 0) << "killed by signal " << o.signal;
+  EXPECT_EQ(o.exitCode, 0) << o.output;
+}
+
+}  // namespace
+}  // namespace cpscale::cli
