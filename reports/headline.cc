@@ -1,6 +1,7 @@
 #include "reports/headline.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <map>
 #include <set>
@@ -48,7 +49,8 @@ bool hasLabels(const Figure& f) { return !f.labels.empty(); }
 std::string_view resourceOf(const Figure& f) { return labelValue(f.labels, "resource"); }
 // A resource written at 0/s in the window was not written: not a headline row.
 bool written(const Figure& f) { return !f.available() || *f.value != 0; }
-bool onlyApiserverLabel(const Figure& f) { return f.labels.size() == 1 && f.labels[0].name == "apiserver"; }
+// The fit over the whole population ({apiserver, heap}), not one kind's ramp.
+bool wholeFit(const Figure& f) { return labelValue(f.labels, "kind").empty() && !f.labels.empty(); }
 
 // Every replica reports the same object counts: one is enough for the headline.
 std::string_view firstApiserver(const Pool& p, std::string_view name) {
@@ -129,7 +131,7 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
       }
       // Fitted over the setup ramp, so normally under Setup; a result that fitted them
       // over the steady window shows them here.
-      addAll(out.figures, p, "bytes_per_object", onlyApiserverLabel);
+      addAll(out.figures, p, "bytes_per_object", wholeFit);
       addAll(out.figures, p, "bytes_per_object_all_replicas");
       std::string_view first = firstApiserver(p, "apiserver_objects");
       auto ofFirst = [&](const Figure& f) { return f.labels.empty() || labelValue(f.labels, "apiserver") == first; };
@@ -162,7 +164,7 @@ Headline headline(const RunResult& r, std::size_t cap) {
              },
              cap);
   if (has(Axis::kState)) {
-    addAll(h.setup.figures, setup, "bytes_per_object", onlyApiserverLabel);
+    addAll(h.setup.figures, setup, "bytes_per_object", wholeFit);
     addAll(h.setup.figures, setup, "bytes_per_object_all_replicas");
     std::string_view first;
     for (const Figure* f : setup)
@@ -212,9 +214,13 @@ std::string bytesPerObjectDetail(std::span<const Figure> figures, const Figure& 
     // "3.2–3.6 KiB": the unit once when both ends share it.
     auto space = l.rfind(' ');
     if (space != std::string::npos && h.size() > l.size() - space && h.ends_with(l.substr(space))) l.resize(space);
-    out += "CI " + l + "–" + h;
+    out += l + "–" + h;
   }
-  if (r2 && r2->available()) out += (out.empty() ? "" : ", ") + std::string("r² ") + formatValue(*r2->value, "");
+  if (r2 && r2->available()) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "r² %.2f", *r2->value);
+    out += (out.empty() ? "" : ", ") + std::string(buf);
+  }
   return out.empty() ? "" : "(" + out + ")";
 }
 

@@ -52,8 +52,9 @@ Headline headline(const RunResult& r, std::size_t maxPerResource = 6);
 // Every figure of the headline (writes, axes, setup), for `cpscale compare`.
 std::vector<const metrics::Figure*> headlineFigures(const Headline& h);
 
-// "(CI 3.2–3.6 KiB, r² 0.980)" for a bytes_per_object figure whose fit has those
-// companions in `figures` (same labels, same window); "" otherwise.
+// "(3.2–3.6 KiB, r² 0.98)": the confidence interval and fit quality of a
+// bytes_per_object figure whose companions are in `figures` (same labels, same
+// window); "" otherwise.
 std::string bytesPerObjectDetail(std::span<const metrics::Figure> figures, const metrics::Figure& f);
 
 // The first figure with this name and exactly these labels in this window, or null.

@@ -450,7 +450,7 @@ std::string renderHtml(const RunResult& r) {
   if (!h.setup.figures.empty()) {
     const Phase* setup = findPhase(r, "setup");
     out << "<section id=\"setup\">\n<h2>Setup</h2>\n<p class=\"lede\">Registration, population ramps and the bytes-per-object "
-           "fit"
+           "fit (with its confidence interval and r²)"
         << (setup ? ", " + escape(formatSpan(*setup)) : std::string()) << ": recorded, not the headline.</p>\n"
         << figureTable(h.setup.figures, h.setup.omitted, r.figures) << "</section>\n";
   }

@@ -1,6 +1,7 @@
 #include "reports/summary.h"
 
 #include <algorithm>
+#include <optional>
 #include <cctype>
 #include <sstream>
 
@@ -132,17 +133,44 @@ const std::vector<std::string> kFigureHeader{"figure", "value", "window", "sourc
 // each row with its window and source, the reasons of unavailable rows underneath.
 std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& figures, std::size_t omitted) {
   std::vector<std::string> ambiguous = ambiguousResourceNames(r.figures);
+  // Context labels with one value in every row that has them (the replica the counts
+  // come from, the heap measure, the workload) are said once under the table.
+  std::vector<metrics::Label> common;
+  for (const char* key : {"apiserver", "heap", "workload"}) {
+    std::optional<std::string> value;
+    bool same = true;
+    for (const Figure* f : figures)
+      for (const auto& l : f->labels)
+        if (l.name == key) {
+          if (value && *value != l.value) same = false;
+          value = l.value;
+        }
+    if (value && same) common.push_back({key, *value});
+  }
   Notes notes;
   std::vector<std::vector<std::string>> rows;
-  for (const Figure* f : figures) {
+  for (const Figure* original : figures) {
+    Figure copy;
+    copy.name = original->name;
+    std::erase_if(copy.labels = original->labels, [&](const metrics::Label& l) {
+      return std::any_of(common.begin(), common.end(), [&](const metrics::Label& c) { return c.name == l.name; });
+    });
+    Figure* f = &copy;
+    f->window = original->window;
     std::string resource(metrics::labelValue(f->labels, "resource"));
     if (std::string kind(metrics::labelValue(f->labels, "kind")); resource.empty() && !kind.empty())
       resource = kind.substr(kind.rfind('/') + 1);
     bool keepGroup = std::find(ambiguous.begin(), ambiguous.end(), resource) != ambiguous.end();
-    rows.push_back(figureRow(*f, shortKey(*f, keepGroup), notes, r.figures));
+    rows.push_back(figureRow(*original, shortKey(*f, keepGroup), notes, r.figures));
   }
   if (omitted) rows.push_back({"... " + std::to_string(omitted) + " more under All figures", "", "", ""});
-  return markdownTable(kFigureHeader, rows, {}, kSummaryColumns) + notes.render();
+  std::string under;
+  if (!common.empty()) {
+    std::string list;
+    for (const auto& c : common) list += (list.empty() ? "" : ", ") + c.name + "=" + c.value;
+    under = "\n" + wrapText("Left out of the keys above, the same wherever present: " + list + ".", kSummaryColumns, "");
+  }
+  return markdownTable(kFigureHeader, rows, {}, kSummaryColumns) + under + notes.render();
 }
 
 std::string replicaTable(const RunResult& r, const std::vector<std::string>& replicas) {
@@ -333,7 +361,7 @@ std::string renderSummary(const RunResult& r) {
   if (!h.setup.figures.empty()) {
     const Phase* setup = findPhase(r, "setup");
     out << "### Setup\n\n"
-        << wrapText("Registration, population ramps and the bytes-per-object fit" +
+        << wrapText("Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²)" +
                         (setup ? ", " + formatSpan(*setup) : std::string()) + ": recorded, not the headline.",
                     W, "")
         << "\n"

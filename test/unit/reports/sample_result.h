@@ -87,12 +87,14 @@ inline RunResult sampleResult() {
                          Source::kApiserver));
   setup(Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}, 60,
                          "1/s", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object", {{"apiserver", "kube-apiserver-0"}}, 3480, "bytes", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object_ci_low", {{"apiserver", "kube-apiserver-0"}}, 3300, "bytes", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object_ci_high", {{"apiserver", "kube-apiserver-0"}}, 3650, "bytes", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object_r2", {{"apiserver", "kube-apiserver-0"}}, 0.98, "", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object", {{"apiserver", "kube-apiserver-0"}, {"kind", "core/configmaps"}}, 2900, "bytes",
-                         Source::kApiserver));
+  const metrics::Labels fit{{"apiserver", "kube-apiserver-0"}, {"heap", "inuse"}};
+  setup(Figure::measured("bytes_per_object", fit, 3480, "bytes", Source::kApiserver));
+  setup(Figure::measured("bytes_per_object_ci_low", fit, 3300, "bytes", Source::kApiserver));
+  setup(Figure::measured("bytes_per_object_ci_high", fit, 3650, "bytes", Source::kApiserver));
+  setup(Figure::measured("bytes_per_object_r2", fit, 0.98, "ratio", Source::kApiserver));
+  setup(Figure::measured("bytes_per_object",
+                         {{"apiserver", "kube-apiserver-0"}, {"heap", "inuse"}, {"kind", "configmaps"}, {"workload", "platform"}},
+                         2900, "bytes", Source::kApiserver));
   f.push_back(Figure::measured("apiserver_objects", {{"apiserver", "kube-apiserver-0"}, {"group", ""}, {"resource", "nodes"}},
                                1000, "objects", Source::kApiserver, ramp(0, 1000)));
   f.push_back(Figure::measured("apiserver_objects",
@@ -153,8 +155,11 @@ inline RunResult wideResult() {
                                               "fewer than 1000 observations of this resource and verb in the steady "
                                               "window, too few for a 99.9th percentile"));
       Figure bpo = Figure::measured("bytes_per_object",
-                                    {{"apiserver", "kube-apiserver-0"}, {"kind", std::string(g) + "/" + res}}, 4100,
-                                    "bytes", Source::kApiserver);
+                                    {{"apiserver", "kube-apiserver-0"},
+                                     {"heap", "inuse"},
+                                     {"kind", std::string(g) + "/" + res},
+                                     {"workload", "platform"}},
+                                    4100, "bytes", Source::kApiserver);
       bpo.window = metrics::Window::kSetup;
       r.figures.push_back(bpo);
     }

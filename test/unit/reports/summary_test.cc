@@ -97,14 +97,16 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
       "| write_qps          | 140/s   | steady | apiserver |",
       "| rejected_write_qps | 0.500/s | steady | apiserver |",
       "### node-bound",
-      "| figure                                        | value           | window | source    |",
-      "| write_qps{resource=leases,verb=PUT}           | 100/s           | steady | apiserver |",
-      "| lease_write_share                             | 71.4 %          | steady | apiserver |",
-      "| etcd_lease_proposal_share                     | unavailable [1] | steady | etcd      |",
+      "| figure                                       | value           | window | source    |",
+      "| write_qps{resource=leases,verb=PUT}          | 100/s           | steady | apiserver |",
+      "| lease_write_share                            | 71.4 %          | steady | apiserver |",
+      "| etcd_lease_proposal_share                    | unavailable [1] | steady | etcd      |",
       // Labels that would widen the table past 100 columns go on a line of their own.
-      "| client_latency_p99                            | 12.3 ms         | steady | client    |",
-      "|   {from=scheduled,resource=leases,verb=PUT}   |                 |        |           |",
-      "| server_latency_p99{resource=leases,verb=PUT}  | 8.0 ms          | steady | apiserver |",
+      "| client_latency_p99                           | 12.3 ms         | steady | client    |",
+      "|   {from=scheduled,resource=leases,verb=PUT}  |                 |        |           |",
+      "| server_latency_p99{resource=leases,verb=PUT} | 8.0 ms          | steady | apiserver |",
+      "| apiserver_objects{resource=nodes}            | 1,000           | steady | apiserver |",
+      "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0.",
       "- [1] unavailable: leases share an etcd with everything else",
       "### churn-bound",
       "| write_qps{resource=sessions,verb=POST}          | 40/s            | steady | apiserver |",
@@ -127,13 +129,15 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
   std::string setup = section(md, "### Setup\n", "## Gates\n");
   expectLines(setup, {
       // clang-format off
-      "Registration, population ramps and the bytes-per-object fit, 0s to 30s (30s): recorded, not the",
-      "| write_qps                           | 250/s                              | setup  | apiserver |",
-      "|   {resource=configmaps,verb=POST}   |                                    |        |           |",
-      "| write_qps{resource=leases,verb=PUT} | 60/s                               | setup  | apiserver |",
-      "| write_qps{resource=nodes,verb=POST} | 33.3/s                             | setup  | apiserver |",
-      "| bytes_per_object                    | 3.4 KiB (CI 3.2–3.6 KiB, r² 0.980) | setup  | apiserver |",
-      "|   {apiserver=kube-apiserver-0}      |                                    |        |           |",
+      "Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²),",
+      "| write_qps{resource=configmaps,verb=POST} | 250/s                          | setup  | apiserver |",
+      "| write_qps{resource=leases,verb=PUT}      | 60/s                           | setup  | apiserver |",
+      "| write_qps{resource=nodes,verb=POST}      | 33.3/s                         | setup  | apiserver |",
+      "| bytes_per_object                         | 3.4 KiB (3.2–3.6 KiB, r² 0.98) | setup  | apiserver |",
+      "| bytes_per_object{kind=configmaps}        | 2.8 KiB                        | setup  | apiserver |",
+      // Context labels common to every row are said once, not on every key.
+      "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0, heap=inuse,",
+      "workload=platform.",
       // clang-format on
   });
   EXPECT_EQ(setup.find("| steady "), std::string::npos) << setup;
