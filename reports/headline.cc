@@ -189,6 +189,19 @@ Headline headline(const RunResult& r, std::size_t cap) {
   return h;
 }
 
+std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
+                                                                const std::vector<std::string>& replicas) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto [name, title] : {std::pair{"apiserver_request_qps", "requests"}, std::pair{"apiserver_write_qps", "writes"},
+                             std::pair{"apiserver_heap_inuse_bytes", "heap in use"}, std::pair{"apiserver_rss_bytes", "RSS"}})
+    for (const auto& a : replicas)
+      if (findExact(r.figures, name, {{"apiserver", a}})) {
+        out.emplace_back(name, title);
+        break;
+      }
+  return out;
+}
+
 std::vector<const Figure*> headlineFigures(const Headline& h) {
   std::vector<const Figure*> out = h.writes;
   for (const auto& a : h.axes) out.insert(out.end(), a.figures.figures.begin(), a.figures.figures.end());

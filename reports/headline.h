@@ -49,6 +49,11 @@ struct Headline {
 
 Headline headline(const RunResult& r, std::size_t maxPerResource = 6);
 
+// The columns of the per-replica load table: (figure name, column title) for request
+// rate, write rate, heap in use and RSS, leaving out those no replica has a figure for.
+std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
+                                                                const std::vector<std::string>& replicas);
+
 // Every figure of the headline (writes, axes, setup), for `cpscale compare`.
 std::vector<const metrics::Figure*> headlineFigures(const Headline& h);
 

@@ -286,11 +286,13 @@ std::string replicaSection(const RunResult& r, const std::vector<std::string>& r
   std::ostringstream out;
   out << "<section id=\"replicas\">\n<h2>Load per kube-apiserver replica</h2>\n<p class=\"lede\">Steady window: how evenly "
          "the replicas shared the requests, and what each holds in memory.</p>\n"
-         "<table class=\"replicas\"><thead><tr><th>apiserver</th><th class=\"num\">requests</th><th class=\"num\">writes</th>"
-         "<th class=\"num\">heap in use</th><th class=\"num\">RSS</th></tr></thead><tbody>\n";
+         "<table class=\"replicas\"><thead><tr><th>apiserver</th>";
+  auto columns = replicaColumns(r, replicas);
+  for (const auto& [name, title] : columns) out << "<th class=\"num\">" << escape(title) << "</th>";
+  out << "</tr></thead><tbody>\n";
   for (const auto& a : replicas) {
     out << "<tr><td>" << escape(a) << "</td>";
-    for (const char* name : {"apiserver_request_qps", "apiserver_write_qps", "apiserver_heap_inuse_bytes", "apiserver_rss_bytes"}) {
+    for (const auto& [name, title] : columns) {
       const Figure* f = findExact(r.figures, name, {{"apiserver", a}});
       if (!f) out << "<td class=\"num muted\">-</td>";
       else if (!f->available()) out << "<td class=\"num unavailable\" title=\"" << escape(f->unavailableReason) << "\">unavailable</td>";

@@ -174,22 +174,14 @@ std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& 
 }
 
 std::string replicaTable(const RunResult& r, const std::vector<std::string>& replicas) {
-  // Columns the result has no figure for at all are left out rather than shown empty.
-  std::vector<std::pair<const char*, const char*>> columns;
-  for (auto [name, title] : {std::pair{"apiserver_request_qps", "requests"}, std::pair{"apiserver_write_qps", "writes"},
-                             std::pair{"apiserver_heap_inuse_bytes", "heap in use"}, std::pair{"apiserver_rss_bytes", "RSS"}})
-    for (const auto& a : replicas)
-      if (findExact(r.figures, name, {{"apiserver", a}})) {
-        columns.emplace_back(name, title);
-        break;
-      }
+  auto columns = replicaColumns(r, replicas);
   std::vector<std::string> header{"apiserver"};
   std::vector<bool> right{false};
-  for (auto [name, title] : columns) header.push_back(title), right.push_back(true);
+  for (const auto& [name, title] : columns) header.push_back(title), right.push_back(true);
   std::vector<std::vector<std::string>> rows;
   for (const auto& a : replicas) {
     std::vector<std::string> row{a};
-    for (auto [name, title] : columns) {
+    for (const auto& [name, title] : columns) {
       const Figure* f = findExact(r.figures, name, {{"apiserver", a}});
       row.push_back(!f ? "-" : f->available() ? formatFigureValue(*f) : "unavailable");
     }
