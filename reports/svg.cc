@@ -232,6 +232,14 @@ std::string timeChart(const TimeChart& c) {
     out << "<text class=\"phase-label\" x=\"" << num(std::min(x0 + 4, x1)) << "\" y=\"" << num(f.top - 8) << "\">"
         << escape(truncate(label, static_cast<std::size_t>(std::max(4.0, (x1 - x0) / 6.5)))) << "</text>\n";
   }
+  // Where the last phase ended, when the data runs on (a drain, an interrupted run).
+  double lastEnd = 0;
+  for (const PhaseSpan& p : c.phases)
+    if (!p.name.starts_with("ramp/")) lastEnd = std::max(lastEnd, p.end);
+  if (lastEnd > 0 && f.x(lastEnd) < f.right - 0.5)
+    out << "<line class=\"phase-boundary phase-end\" x1=\"" << num(f.x(lastEnd)) << "\" x2=\"" << num(f.x(lastEnd))
+        << "\" y1=\"" << num(f.top - 6) << "\" y2=\"" << num(f.bottom)
+        << "\" stroke=\"#4b5563\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n";
   for (const IncidentMark& m : c.incidents) {
     double x = clampX(m.at);
     out << "<g class=\"incident\"><title>" << escape(m.label) << "</title><rect x=\"" << num(x - 4) << "\" y=\"" << num(f.top)

@@ -110,10 +110,14 @@ TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
     EXPECT_NE(svg.find(">setup (faded)</text>"), std::string::npos) << id;
     EXPECT_NE(svg.find(">incident</text>"), std::string::npos) << id;
   }
-  // A cut-short phase says so on the chart.
+  EXPECT_EQ(chart(html, kChartHeap).find("phase-end"), std::string::npos);  // steady runs to the end
+  // A cut-short phase says so on the chart, and where it ended while data went on.
   RunResult r = testing::sampleResult();
   r.phases[2].complete = false;
-  EXPECT_NE(chart(renderHtml(r), kChartHeap).find(">steady (cut short)</text>"), std::string::npos);
+  r.phases[2].endSeconds = 60;
+  std::string heap = chart(renderHtml(r), kChartHeap);
+  EXPECT_NE(heap.find(">steady (cut short)</text>"), std::string::npos) << heap;
+  EXPECT_NE(heap.find("<line class=\"phase-boundary phase-end\" x1=\"490.7\""), std::string::npos) << heap;
 }
 
 TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
