@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <sstream>
 
 #include "reports/format.h"
@@ -270,16 +271,41 @@ std::string body(const Comparison& c, const std::function<std::string(const std:
     out += heading("Headline, " + sec) + table(in, true, ambiguous) + "\n";
   }
   std::vector<const FigureChange*> moved, notComparable;
+  // Figures one run has and the other lacks entirely (a replica more, a workload less)
+  // are counted by name, not listed one by one: hundreds of rows would bury the rest.
+  std::map<std::string, std::vector<std::string>> onlyIn;  // "A"/"B" -> names, first-seen order
+  std::map<std::string, std::size_t> onlyCount;
   std::size_t within = 0;
   for (const auto& ch : c.changes) {
     if (ch.headline()) continue;
-    if (!ch.comparable) notComparable.push_back(&ch);
-    else if (ch.crossedTolerance) moved.push_back(&ch);
-    else ++within;
+    if (ch.notComparableReason == "only in A" || ch.notComparableReason == "only in B") {
+      std::string side = ch.notComparableReason.substr(8);
+      ++onlyCount[side];
+      auto& names = onlyIn[side];
+      if (std::find(names.begin(), names.end(), ch.name) == names.end()) names.push_back(ch.name);
+    } else if (!ch.comparable) {
+      notComparable.push_back(&ch);
+    } else if (ch.crossedTolerance) {
+      moved.push_back(&ch);
+    } else {
+      ++within;
+    }
   }
   if (!moved.empty()) out += heading("Details beyond tolerance") + table(moved, false) + "\n";
   if (!notComparable.empty()) out += heading("Details not comparable") + table(notComparable, false) + "\n";
-  if (within) out += wrapText(std::to_string(within) + " other figures stayed within tolerance.", kSummaryColumns, "") + "\n";
+  for (const auto& [side, names] : onlyIn) {
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    std::size_t n = onlyCount[side];
+    out += wrapText(std::to_string(n) + (n == 1 ? " other figure" : " other figures") + " only in " + side + ", of " +
+                        std::to_string(names.size()) + (names.size() == 1 ? " name: " : " names: ") + list + ".",
+                    kSummaryColumns, "") +
+           "\n";
+  }
+  if (within)
+    out += wrapText(std::to_string(within) + (within == 1 ? " other figure" : " other figures") + " stayed within tolerance.",
+                    kSummaryColumns, "") +
+           "\n";
   return out;
 }
 
@@ -287,8 +313,9 @@ std::string tolerancesText(const CompareOptions& t) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "A figure moved when it changed by more than %.0f %% and by more than its noise: %.0f events over "
-                "its window for rates and counts, %s for latencies, %g percentage points for shares.",
-                t.relativeTolerance * 100, t.minEvents, formatValue(t.latencyFloorSeconds, "s").c_str(), t.ratioFloor * 100);
+                "its window for rates and counts, %s for latencies, %g percentage point%s for shares.",
+                t.relativeTolerance * 100, t.minEvents, formatValue(t.latencyFloorSeconds, "s").c_str(), t.ratioFloor * 100,
+                t.ratioFloor == 0.01 ? "" : "s");
   return buf;
 }
 
