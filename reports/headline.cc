@@ -180,13 +180,22 @@ Headline headline(const RunResult& r, std::size_t cap) {
   }
 
   std::vector<std::string> replicas;
-  for (const Figure* f : steady)
+  for (const Figure& fig : r.figures) {
+    const Figure* f = &fig;
+    if (f->window == Window::kSetup) continue;
     if (f->name == "apiserver_request_qps" || f->name == "apiserver_heap_inuse_bytes") {
       std::string a(labelValue(f->labels, "apiserver"));
       if (!a.empty() && std::find(replicas.begin(), replicas.end(), a) == replicas.end()) replicas.push_back(a);
     }
+  }
   if (replicas.size() > 1) h.replicas = std::move(replicas);
   return h;
+}
+
+const Figure* replicaFigure(const RunResult& r, std::string_view name, const std::string& apiserver) {
+  const metrics::Labels self{{"apiserver", apiserver}};
+  if (const Figure* f = findExact(r.figures, name, self)) return f;
+  return findExact(r.figures, name, self, Window::kRun);
 }
 
 std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
@@ -195,7 +204,7 @@ std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult&
   for (auto [name, title] : {std::pair{"apiserver_request_qps", "requests"}, std::pair{"apiserver_write_qps", "writes"},
                              std::pair{"apiserver_heap_inuse_bytes", "heap in use"}, std::pair{"apiserver_rss_bytes", "RSS"}})
     for (const auto& a : replicas)
-      if (findExact(r.figures, name, {{"apiserver", a}})) {
+      if (replicaFigure(r, name, a)) {
         out.emplace_back(name, title);
         break;
       }

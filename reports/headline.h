@@ -49,6 +49,9 @@ struct Headline {
 
 Headline headline(const RunResult& r, std::size_t maxPerResource = 6);
 
+// A replica's figure for the load table: the steady window's, else the whole run's.
+const metrics::Figure* replicaFigure(const RunResult& r, std::string_view name, const std::string& apiserver);
+
 // The columns of the per-replica load table: (figure name, column title) for request
 // rate, write rate, heap in use and RSS, leaving out those no replica has a figure for.
 std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,

@@ -293,7 +293,7 @@ std::string replicaSection(const RunResult& r, const std::vector<std::string>& r
   for (const auto& a : replicas) {
     out << "<tr><td>" << escape(a) << "</td>";
     for (const auto& [name, title] : columns) {
-      const Figure* f = findExact(r.figures, name, {{"apiserver", a}});
+      const Figure* f = replicaFigure(r, name, a);
       if (!f) out << "<td class=\"num muted\">-</td>";
       else if (!f->available()) out << "<td class=\"num unavailable\" title=\"" << escape(f->unavailableReason) << "\">unavailable</td>";
       else out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";

@@ -182,7 +182,7 @@ std::string replicaTable(const RunResult& r, const std::vector<std::string>& rep
   for (const auto& a : replicas) {
     std::vector<std::string> row{a};
     for (const auto& [name, title] : columns) {
-      const Figure* f = findExact(r.figures, name, {{"apiserver", a}});
+      const Figure* f = replicaFigure(r, name, a);
       row.push_back(!f ? "-" : f->available() ? formatFigureValue(*f) : "unavailable");
     }
     rows.push_back(std::move(row));

@@ -175,6 +175,13 @@ TEST(SummaryTest, OneReplicaHasNoReplicaTable) {
   EXPECT_NE(renderSummary(testing::sampleResult()).find("### Load per kube-apiserver replica"), std::string::npos);
 }
 
+TEST(SummaryTest, ReplicaLoadMeasuredOverTheWholeRunStillShows) {
+  RunResult r = testing::sampleResult();
+  for (auto& f : r.figures)
+    if (f.name == "apiserver_request_qps") f.window = metrics::Window::kRun;
+  expectLines(renderSummary(r), {"| kube-apiserver-1 |     95/s |   48/s |     280 MiB |"});
+}
+
 TEST(SummaryTest, GatesAndGeneratorHealth) {
   std::string md = renderSummary(testing::sampleResult());
   expectLines(md, {
