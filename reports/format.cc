@@ -4,7 +4,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <functional>
+#include <map>
+#include <set>
 
 namespace cpscale::reports {
 
@@ -24,6 +25,36 @@ std::string figureKey(std::string_view name, const metrics::Labels& labels) {
 }
 
 std::string figureKey(const Figure& f) { return figureKey(f.name, f.labels); }
+
+std::string shortKey(const Figure& f, bool keepGroup) {
+  std::string out = f.name;
+  std::string labels;
+  for (const auto& l : f.labels) {
+    if (l.name == "group" && !keepGroup) continue;
+    std::string key = l.name == "measured_from" ? "from" : l.name;
+    std::string value = l.value;
+    if (l.name == "group" && value.ends_with(".k8s.io")) value.resize(value.size() - 7);
+    if (l.name == "group" && value.empty()) value = "core";
+    // kind=<group>/<resource>: the group goes where the group label would.
+    if (l.name == "kind" && !keepGroup && value.find('/') != std::string::npos) value = value.substr(value.rfind('/') + 1);
+    labels += (labels.empty() ? "" : ",") + key + "=" + value;
+  }
+  if (!labels.empty()) out += "{" + labels + "}";
+  return out;
+}
+
+std::vector<std::string> ambiguousResourceNames(std::span<const Figure> figures) {
+  std::map<std::string, std::set<std::string>> groups;
+  for (const Figure& f : figures) {
+    std::string r(labelValue(f.labels, "resource"));
+    bool hasGroup = std::any_of(f.labels.begin(), f.labels.end(), [](const auto& l) { return l.name == "group"; });
+    if (!r.empty() && hasGroup) groups[r].insert(std::string(labelValue(f.labels, "group")));
+  }
+  std::vector<std::string> out;
+  for (const auto& [r, gs] : groups)
+    if (gs.size() > 1) out.push_back(r);
+  return out;
+}
 
 namespace {
 
@@ -150,115 +181,12 @@ std::string unitOf(std::span<const Figure> figures, std::string_view name) {
   return "";
 }
 
-namespace {
-
-using Pred = std::function<bool(const Figure&)>;
-
-void addAll(std::vector<const Figure*>& out, std::span<const Figure> figures, std::string_view name,
-            const Pred& pred = nullptr) {
-  for (const Figure& f : figures)
-    if (f.name == name && (!pred || pred(f))) out.push_back(&f);
-}
-
-// The largest `cap` figures of a family (unavailable ones after the measured ones, in
-// the order they came), counting the rest in `omitted`.
-void addLargest(AxisFigures& out, std::span<const Figure> figures, std::string_view name, const Pred& pred,
-                std::size_t cap) {
-  std::vector<const Figure*> found;
-  addAll(found, figures, name, pred);
-  std::stable_sort(found.begin(), found.end(), [](const Figure* a, const Figure* b) {
-    if (a->available() != b->available()) return a->available();
-    return a->available() && *a->value > *b->value;
-  });
-  if (found.size() > cap) {
-    out.omitted += found.size() - cap;
-    found.resize(cap);
-  }
-  out.figures.insert(out.figures.end(), found.begin(), found.end());
-}
-
-bool hasLabels(const Figure& f) { return !f.labels.empty(); }
-
-std::string_view firstApiserver(std::span<const Figure> figures) {
-  for (const Figure& f : figures)
-    if (f.name == "apiserver_objects_total" || f.name == "apiserver_objects") {
-      std::string_view a = labelValue(f.labels, "apiserver");
-      if (!a.empty()) return a;
-    }
-  return "";
-}
-
-}  // namespace
-
-AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t cap) {
-  AxisFigures out;
-  auto resource = [](const Figure& f) { return labelValue(f.labels, "resource"); };
-  // A family that could not be measured at all is one unlabelled unavailable figure:
-  // keep it, so the headline says why instead of leaving the row out.
-  auto familyUnavailable = [](const Figure& f) { return f.labels.empty() && !f.available(); };
-  auto leasePut = [&](const Figure& f) {
-    std::string_view r = resource(f);
-    return (r == "leases" || r == "leases.coordination.k8s.io") && labelValue(f.labels, "verb") == "PUT" &&
-           labelValue(f.labels, "measured_from") != "sent";
-  };
-  switch (axis) {
-    case Axis::kNode: {
-      addLargest(out, figures, "write_qps", [&](const Figure& f) { return hasLabels(f) && isNodeResource(resource(f)); },
-                 cap);
-      addAll(out.figures, figures, "lease_write_share");
-      addAll(out.figures, figures, "etcd_lease_proposal_share");
-      addAll(out.figures, figures, "client_latency_p99", leasePut);
-      addAll(out.figures, figures, "server_latency_p99",
-             [&](const Figure& f) { return leasePut(f) || familyUnavailable(f); });
-      // Every replica reports the same count: one is enough for the headline.
-      std::string_view first = firstApiserver(figures);
-      addAll(out.figures, figures, "apiserver_objects", [&](const Figure& f) {
-        return resource(f) == "nodes" && labelValue(f.labels, "apiserver") == first;
-      });
-      break;
-    }
-    case Axis::kChurn: {
-      addAll(out.figures, figures, "write_qps", [](const Figure& f) { return f.labels.empty(); });
-      AxisFigures writes;
-      addLargest(writes, figures, "write_qps",
-                 [&](const Figure& f) { return hasLabels(f) && !isNodeResource(resource(f)); }, cap);
-      out.omitted += writes.omitted;
-      out.figures.insert(out.figures.end(), writes.figures.begin(), writes.figures.end());
-      // Latency of exactly the (resource, verb) pairs shown above.
-      auto shown = [&](const Figure& f) {
-        return std::any_of(writes.figures.begin(), writes.figures.end(), [&](const Figure* w) {
-          return resource(*w) == resource(f) && labelValue(w->labels, "verb") == labelValue(f.labels, "verb");
-        });
-      };
-      addAll(out.figures, figures, "client_latency_p99",
-             [&](const Figure& f) { return labelValue(f.labels, "measured_from") != "sent" && shown(f); });
-      addAll(out.figures, figures, "server_latency_p99", shown);
-      break;
-    }
-    case Axis::kState: {
-      for (const char* family : {"apiserver_heap_inuse_bytes", "apiserver_rss_bytes"}) {
-        addAll(out.figures, figures, family);
-        addAll(out.figures, figures, std::string(family) + "_all_replicas");
-        addAll(out.figures, figures, std::string(family) + "_all_replicas_peak");
-      }
-      addAll(out.figures, figures, "bytes_per_object");
-      addAll(out.figures, figures, "bytes_per_object_r2");
-      addAll(out.figures, figures, "bytes_per_object_all_replicas");
-      std::string_view first = firstApiserver(figures);
-      auto ofFirst = [&](const Figure& f) { return f.labels.empty() || labelValue(f.labels, "apiserver") == first; };
-      addAll(out.figures, figures, "apiserver_objects_total", ofFirst);
-      addLargest(out, figures, "apiserver_objects", ofFirst, cap);
-      break;
-    }
-  }
-  return out;
-}
-
 std::vector<const Figure*> generatorHealthFigures(std::span<const Figure> figures) {
   std::vector<const Figure*> out;
   for (const char* n : {"schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "generator_limited",
                         "generator_limited_by_schedule", "generator_limited_by_concurrency"})
-    addAll(out, figures, n);
+    for (const Figure& f : figures)
+      if (f.name == n) out.push_back(&f);
   return out;
 }
 

@@ -1,6 +1,6 @@
-// Shared vocabulary of every renderer: how a figure is named on a page, how its value
-// reads with human units, and which figures each scale axis is judged by. Kept in one
-// place so summary.md, report.html and `cpscale compare` never disagree on either.
+// Shared vocabulary of every renderer: how a figure is named on a page and how its value
+// reads with human units (which figures each axis is judged by is in headline.h). Kept
+// in one place so summary.md, report.html and `cpscale compare` never disagree.
 #pragma once
 
 #include <optional>
@@ -18,6 +18,15 @@ namespace cpscale::reports {
 std::string figureKey(std::string_view name, const metrics::Labels& labels);
 std::string figureKey(const metrics::Figure& f);
 
+// The key shortened for a narrow table: label keys abbreviated (measured_from -> from),
+// ".k8s.io" dropped from API groups, and the group (also the group part of a
+// kind=<group>/<resource> label) left out when `keepGroup` is false: the resource name
+// alone is unambiguous in the result.
+std::string shortKey(const metrics::Figure& f, bool keepGroup = true);
+
+// Resource names that occur with more than one API group among these figures.
+std::vector<std::string> ambiguousResourceNames(std::span<const metrics::Figure> figures);
+
 // A value with a human unit: "1.2k/s", "35.1 MiB", "12.3 ms", "71.2 %", "48.2k".
 // Unit "" prints the number with up to four significant digits. Non-finite values
 // print as "NaN", "+Inf", "-Inf".
@@ -34,15 +43,6 @@ enum class Axis { kNode, kChurn, kState };
 inline constexpr Axis kAllAxes[] = {Axis::kNode, Axis::kChurn, Axis::kState};
 std::string_view toString(Axis a);      // "node-bound", ...
 std::string_view describe(Axis a);      // one line: what pressure the axis measures
-
-// The headline figures an axis is judged by, in reading order. Per-resource listings
-// are capped at `maxPerResource` rows (the largest first) so the headline stays short
-// enough for a CI log; `omitted` receives how many were left out.
-struct AxisFigures {
-  std::vector<const metrics::Figure*> figures;
-  std::size_t omitted = 0;
-};
-AxisFigures axisFigures(std::span<const metrics::Figure> figures, Axis axis, std::size_t maxPerResource = 6);
 
 // Whether the generator, not the server, set the pace, and how late it sent.
 std::vector<const metrics::Figure*> generatorHealthFigures(std::span<const metrics::Figure> figures);

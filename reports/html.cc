@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "reports/format.h"
+#include "reports/headline.h"
 #include "reports/summary.h"
 #include "reports/svg.h"
 
@@ -37,6 +38,34 @@ svg::Series toSeries(std::string name, const metrics::TimeSeries& ts) {
     s.y.push_back(ts.values[i]);
   }
   return s;
+}
+
+// The figure's series over the whole run: a steady-window figure whose twin measured
+// over setup has the earlier points, so the chart shows the ramp (faded) before it.
+svg::Series runSeries(std::string name, const RunResult& r, const Figure& f) {
+  svg::Series s = toSeries(std::move(name), f.overTime);
+  const Figure* setup = findExact(r.figures, f.name, f.labels, metrics::Window::kSetup);
+  if (!setup || setup->overTime.empty()) return s;
+  svg::Series early = toSeries("", setup->overTime);
+  double first = s.x.empty() ? 1e300 : s.x.front();
+  svg::Series out{s.name, {}, {}};
+  for (std::size_t i = 0; i < early.x.size() && early.x[i] < first; ++i) {
+    out.x.push_back(early.x[i]);
+    out.y.push_back(early.y[i]);
+  }
+  out.x.insert(out.x.end(), s.x.begin(), s.x.end());
+  out.y.insert(out.y.end(), s.y.begin(), s.y.end());
+  return out;
+}
+
+// Charts draw the steady (or whole-run) figures; a setup twin only lends its points.
+bool charted(const Figure& f) { return f.window != metrics::Window::kSetup && f.available() && !f.overTime.empty(); }
+
+// Every time chart carries the run's phases and incidents.
+svg::TimeChart onTimeline(svg::TimeChart c, const RunResult& r) {
+  for (const Phase& p : r.phases) c.phases.push_back({p.name, p.startSeconds, p.endSeconds, p.complete});
+  for (const Incident& i : r.incidents) c.incidents.push_back({incidentLine(i), i.atSeconds});
+  return c;
 }
 
 // Sum of series on the union of their times, each contributing its latest value.
@@ -103,45 +132,49 @@ std::string writeQpsChart(const RunResult& r) {
   std::map<std::string, std::vector<svg::Series>> perResource;  // summed over verbs
   std::vector<std::string> order;
   for (const Figure& f : r.figures) {
-    if (f.name != "write_qps" || labelValue(f.labels, "resource").empty() || !f.available() || f.overTime.empty()) continue;
+    if (f.name != "write_qps" || labelValue(f.labels, "resource").empty() || !charted(f)) continue;
     std::string name = resourceName(f, ambiguous);
     if (!perResource.count(name)) order.push_back(name);
-    perResource[name].push_back(toSeries(name, f.overTime));
+    perResource[name].push_back(runSeries(name, r, f));
   }
   if (order.empty()) return svg::placeholder(std::string(kChartWriteQps), title, whyNot(r.figures, "write_qps", "write rates"));
   std::vector<svg::Series> layers;
-  for (const auto& name : order) layers.push_back(sum(name, perResource[name]));
-  return svg::timeChart({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}});
+  for (const auto& name : order) {
+    // A resource nobody wrote at any time would be a legend entry for a flat line.
+    svg::Series total = sum(name, perResource[name]);
+    if (std::any_of(total.y.begin(), total.y.end(), [](double v) { return v != 0; })) layers.push_back(std::move(total));
+  }
+  return svg::timeChart(onTimeline({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
 std::string leaseShareChart(const RunResult& r) {
   std::string title = "Lease share of writes";
   std::vector<svg::Series> lines;
   for (const Figure& f : r.figures) {
-    if (!f.available() || f.overTime.empty()) continue;
-    if (f.name == "lease_write_share") lines.push_back(toSeries("apiserver writes", f.overTime));
-    if (f.name == "etcd_lease_proposal_share") lines.push_back(toSeries("etcd proposals", f.overTime));
+    if (!charted(f) || !f.labels.empty()) continue;
+    if (f.name == "lease_write_share") lines.push_back(runSeries("apiserver writes", r, f));
+    if (f.name == "etcd_lease_proposal_share") lines.push_back(runSeries("etcd proposals", r, f));
   }
   if (lines.empty())
     return svg::placeholder(std::string(kChartLeaseShare), title, whyNot(r.figures, "lease_write_share", "lease share"));
-  return svg::timeChart({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0});
+  return svg::timeChart(onTimeline({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0, {}, {}}, r));
 }
 
 std::string heapChart(const RunResult& r) {
   std::string title = "Heap in use per kube-apiserver";
   std::vector<svg::Series> lines;
   for (const Figure& f : r.figures)
-    if (f.name == "apiserver_heap_inuse_bytes" && f.available() && !f.overTime.empty())
-      lines.push_back(toSeries(std::string(labelValue(f.labels, "apiserver")), f.overTime));
+    if (f.name == "apiserver_heap_inuse_bytes" && charted(f))
+      lines.push_back(runSeries(std::string(labelValue(f.labels, "apiserver")), r, f));
   if (lines.empty())
     return svg::placeholder(std::string(kChartHeap), title, whyNot(r.figures, "apiserver_heap_inuse_bytes", "apiserver heap"));
-  return svg::timeChart({std::string(kChartHeap), title, "bytes", std::move(lines), false, {}});
+  return svg::timeChart(onTimeline({std::string(kChartHeap), title, "bytes", std::move(lines), false, {}, {}, {}}, r));
 }
 
 std::string objectsChart(const RunResult& r) {
   std::string first;
   for (const Figure& f : r.figures)
-    if (f.name == "apiserver_objects" && f.available() && !f.overTime.empty()) {
+    if (f.name == "apiserver_objects" && charted(f)) {
       first = std::string(labelValue(f.labels, "apiserver"));
       break;
     }
@@ -149,11 +182,11 @@ std::string objectsChart(const RunResult& r) {
   auto ambiguous = ambiguousResources(r.figures, "apiserver_objects");
   std::vector<svg::Series> layers;
   for (const Figure& f : r.figures)
-    if (f.name == "apiserver_objects" && f.available() && !f.overTime.empty() && labelValue(f.labels, "apiserver") == first)
-      layers.push_back(toSeries(resourceName(f, ambiguous), f.overTime));
+    if (f.name == "apiserver_objects" && charted(f) && labelValue(f.labels, "apiserver") == first)
+      layers.push_back(runSeries(resourceName(f, ambiguous), r, f));
   if (layers.empty())
     return svg::placeholder(std::string(kChartObjects), "Objects by resource", whyNot(r.figures, "apiserver_objects", "object counts"));
-  return svg::timeChart({std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}});
+  return svg::timeChart(onTimeline({std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
 std::string latencyCharts(const RunResult& r) {
@@ -161,6 +194,7 @@ std::string latencyCharts(const RunResult& r) {
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const Figure& f : r.figures) {
     if (!f.name.starts_with("client_latency_") && !f.name.starts_with("server_latency_")) continue;
+    if (f.window == metrics::Window::kSetup) continue;
     std::pair<std::string, std::string> rv{std::string(labelValue(f.labels, "resource")), std::string(labelValue(f.labels, "verb"))};
     if (rv.first.empty() || std::find(pairs.begin(), pairs.end(), rv) != pairs.end()) continue;
     pairs.push_back(rv);
@@ -181,6 +215,7 @@ std::string latencyCharts(const RunResult& r) {
       std::vector<std::optional<double>> row(3);
       for (const Figure& f : r.figures) {
         if (labelValue(f.labels, "resource") != resource || labelValue(f.labels, "verb") != verb) continue;
+        if (f.window == metrics::Window::kSetup) continue;
         if (f.name == std::string("client_latency_") + q)
           row[labelValue(f.labels, "measured_from") == "sent" ? 1 : 0] = f.value;
         else if (f.name == std::string("server_latency_") + q)
@@ -206,17 +241,87 @@ std::string latencyCharts(const RunResult& r) {
 
 // ---- page pieces ----
 
-std::string figureTable(const std::vector<const Figure*>& figures, std::size_t omitted = 0) {
-  std::ostringstream out;
-  out << "<table class=\"figures\"><thead><tr><th>figure</th><th class=\"num\">value</th><th>source</th></tr></thead><tbody>\n";
-  for (const Figure* f : figures) {
-    out << "<tr><td><code>" << escape(figureKey(*f)) << "</code></td>";
-    if (f->available()) out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";
-    else out << "<td class=\"num unavailable\">unavailable <span class=\"why\">(" << escape(f->unavailableReason) << ")</span></td>";
-    out << "<td><span class=\"src src-" << metrics::toString(f->source) << "\">" << metrics::toString(f->source)
-        << "</span></td></tr>\n";
+std::string axisCharts(const RunResult& r, Axis axis) {
+  switch (axis) {
+    case Axis::kNode: return leaseShareChart(r);
+    case Axis::kChurn: return writeQpsChart(r);
+    case Axis::kState: return heapChart(r) + objectsChart(r);
   }
-  if (omitted) out << "<tr><td colspan=\"3\" class=\"note\">" << omitted << " more under All figures</td></tr>\n";
+  return "";
+}
+
+// Phases and incidents first: whether the run's figures can be trusted at all.
+std::string timelineSection(const RunResult& r) {
+  if (r.phases.empty() && r.incidents.empty()) return "";
+  std::ostringstream out;
+  out << "<section id=\"timeline\">\n<h2>Run phases</h2>\n";
+  if (!r.phases.empty()) {
+    out << "<table class=\"phases\"><thead><tr><th>phase</th><th class=\"num\">start</th><th class=\"num\">end</th>"
+           "<th class=\"num\">length</th><th>state</th></tr></thead><tbody>\n";
+    for (const Phase& p : r.phases) {
+      bool ramp = p.name.starts_with("ramp/");
+      out << "<tr class=\"phase-" << (ramp ? "ramp" : escape(p.name)) << "\"><td>" << (ramp ? "&#8627; " : "") << escape(p.name)
+          << "</td><td class=\"num\">" << escape(formatElapsed(p.startSeconds)) << "</td><td class=\"num\">"
+          << escape(formatElapsed(p.endSeconds)) << "</td><td class=\"num\">" << escape(formatElapsed(p.endSeconds - p.startSeconds))
+          << "</td><td>"
+          << (p.complete ? std::string("complete")
+                         : "<span class=\"unavailable\">cut short</span>" +
+                               (p.detail.empty() ? std::string() : " <span class=\"why\">(" + escape(p.detail) + ")</span>"))
+          << "</td></tr>\n";
+    }
+    out << "</tbody></table>\n";
+  }
+  if (r.incidents.empty()) {
+    out << "<p class=\"note\">No incidents.</p>\n";
+  } else {
+    out << "<h3>Incidents</h3>\n<ul class=\"incidents\">\n";
+    for (const Incident& i : r.incidents) out << "<li class=\"incident\">" << escape(incidentLine(i)) << "</li>\n";
+    out << "</ul>\n";
+  }
+  out << "</section>\n";
+  return out.str();
+}
+
+std::string replicaSection(const RunResult& r, const std::vector<std::string>& replicas) {
+  std::ostringstream out;
+  out << "<section id=\"replicas\">\n<h2>Load per kube-apiserver replica</h2>\n<p class=\"lede\">Steady window: how evenly "
+         "the replicas shared the requests, and what each holds in memory.</p>\n"
+         "<table class=\"replicas\"><thead><tr><th>apiserver</th>";
+  auto columns = replicaColumns(r, replicas);
+  for (const auto& [name, title] : columns) out << "<th class=\"num\">" << escape(title) << "</th>";
+  out << "</tr></thead><tbody>\n";
+  for (const auto& a : replicas) {
+    out << "<tr><td>" << escape(a) << "</td>";
+    for (const auto& [name, title] : columns) {
+      const Figure* f = replicaFigure(r, name, a);
+      if (!f) out << "<td class=\"num muted\">-</td>";
+      else if (!f->available()) out << "<td class=\"num unavailable\" title=\"" << escape(f->unavailableReason) << "\">unavailable</td>";
+      else out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";
+    }
+    out << "</tr>\n";
+  }
+  out << "</tbody></table>\n</section>\n";
+  return out.str();
+}
+
+std::string figureTable(const std::vector<const Figure*>& figures, std::size_t omitted = 0,
+                        std::span<const Figure> all = {}) {
+  std::ostringstream out;
+  out << "<table class=\"figures\"><thead><tr><th>figure</th><th class=\"num\">value</th><th>window</th><th>source</th></tr>"
+         "</thead><tbody>\n";
+  for (const Figure* f : figures) {
+    out << "<tr class=\"window-" << metrics::toString(f->window) << "\"><td><code>" << escape(figureKey(*f)) << "</code></td>";
+    if (f->available()) {
+      std::string detail = bytesPerObjectDetail(all, *f);
+      out << "<td class=\"num\">" << escape(formatFigureValue(*f))
+          << (detail.empty() ? "" : " <span class=\"why\">" + escape(detail) + "</span>") << "</td>";
+    } else {
+      out << "<td class=\"num unavailable\">unavailable <span class=\"why\">(" << escape(f->unavailableReason) << ")</span></td>";
+    }
+    out << "<td class=\"window\">" << metrics::toString(f->window) << "</td><td><span class=\"src src-"
+        << metrics::toString(f->source) << "\">" << metrics::toString(f->source) << "</span></td></tr>\n";
+  }
+  if (omitted) out << "<tr><td colspan=\"4\" class=\"note\">" << omitted << " more under All figures</td></tr>\n";
   out << "</tbody></table>\n";
   return out.str();
 }
@@ -231,10 +336,9 @@ std::string kv(const std::vector<std::pair<std::string, std::string>>& rows) {
 }
 
 std::string card(const std::vector<Figure>& figures, std::string_view name, std::string_view label) {
-  const Figure* f = metrics::findFigure(figures, name);
-  // Only the unlabelled figure is a run-wide total.
-  for (const Figure& g : figures)
-    if (g.name == name && g.labels.empty()) f = &g;
+  // Only the unlabelled figure is a run-wide total, and the card shows the steady window.
+  const Figure* f = findExact(figures, name, {});
+  if (!f) f = findExact(figures, name, {}, metrics::Window::kSetup);
   std::ostringstream out;
   out << "<div class=\"card\"><div class=\"card-label\">" << escape(label) << "</div>";
   if (f && f->available()) out << "<div class=\"card-value\">" << escape(formatFigureValue(*f)) << "</div>";
@@ -275,6 +379,10 @@ code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
 .verdict-pass{color:var(--ok);font-weight:600}.verdict-fail{color:var(--bad);font-weight:600}
 .charts{display:flex;flex-wrap:wrap;gap:10px 24px;margin:8px 0 4px}
 figure{margin:0}
+section h3{font-size:14px;margin:12px 0 4px}
+tr.window-setup td,tr.phase-ramp td{color:var(--muted)}
+ul.incidents{margin:4px 0;padding-left:20px}li.incident{color:var(--bad)}
+svg.chart text.phase-label{font-size:11px;font-weight:600;fill:#4b5563}
 svg.chart{max-width:100%;height:auto;overflow:visible}
 svg.chart text{font-family:system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;font-size:11px;fill:#4b5563}
 svg.chart text.title{font-size:13px;font-weight:600;fill:var(--ink)}
@@ -319,20 +427,39 @@ std::string renderHtml(const RunResult& r) {
       << card(r.figures, "apiserver_heap_inuse_bytes_all_replicas", "heap, all apiservers")
       << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
 
-  for (Axis axis : kAllAxes) {
-    AxisFigures af = axisFigures(r.figures, axis);
-    out << "<section id=\"axis-" << toString(axis) << "\" class=\"axis\">\n<h2>" << toString(axis) << "</h2>\n<p class=\"lede\">"
-        << escape(describe(axis)) << "</p>\n<div class=\"charts\">\n";
-    switch (axis) {
-      case Axis::kNode: out << leaseShareChart(r); break;
-      case Axis::kChurn: out << writeQpsChart(r); break;
-      case Axis::kState: out << heapChart(r) << objectsChart(r); break;
-    }
-    out << "</div>\n";
-    if (af.figures.empty()) out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
-    else out << figureTable(af.figures, af.omitted);
+  out << timelineSection(r);
+
+  Headline h = headline(r);
+  if (!h.writes.empty())
+    out << "<section id=\"writes\" class=\"headline\">\n<h2>All writes</h2>\n<p class=\"lede\">Writes that reached storage "
+           "and writes the apiserver refused, over every workload (steady window).</p>\n"
+        << figureTable(h.writes, 0, r.figures) << "</section>\n";
+  std::vector<Axis> shown;
+  for (const AxisHeadline& a : h.axes) {
+    shown.push_back(a.axis);
+    out << "<section id=\"axis-" << toString(a.axis) << "\" class=\"axis\">\n<h2>" << toString(a.axis)
+        << "</h2>\n<p class=\"lede\">" << escape(describe(a.axis)) << " (steady window)</p>\n<div class=\"charts\">\n"
+        << axisCharts(r, a.axis) << "</div>\n";
+    if (a.figures.figures.empty()) out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
+    else out << figureTable(a.figures.figures, a.figures.omitted, r.figures);
     out << "</section>\n";
   }
+  // Charts of axes that did not run still show what happened over time, below.
+  std::string other;
+  for (Axis a : kAllAxes)
+    if (std::find(shown.begin(), shown.end(), a) == shown.end()) other += axisCharts(r, a);
+  if (!h.replicas.empty()) out << replicaSection(r, h.replicas);
+  if (!h.setup.figures.empty()) {
+    const Phase* setup = findPhase(r, "setup");
+    out << "<section id=\"setup\">\n<h2>Setup</h2>\n<p class=\"lede\">Registration, population ramps and the bytes-per-object "
+           "fit (with its confidence interval and r²)"
+        << (setup ? ", " + escape(formatSpan(*setup)) : std::string()) << ": recorded, not the headline.</p>\n"
+        << figureTable(h.setup.figures, h.setup.omitted, r.figures) << "</section>\n";
+  }
+  if (!other.empty())
+    out << "<section id=\"other-charts\">\n<h2>Over time</h2>\n<p class=\"lede\">Charts of axes this run did not "
+           "exercise.</p>\n<div class=\"charts\">\n"
+        << other << "</div>\n</section>\n";
 
   out << "<section id=\"latency\">\n<h2>Latency percentiles</h2>\n<p class=\"lede\">Per resource and verb. The client "
          "measures from the scheduled send time (corrected for coordinated omission) and from the actual send; the "
@@ -400,9 +527,7 @@ std::string renderHtml(const RunResult& r) {
 
   out << "<section id=\"all-figures\">\n<h2>All figures</h2>\n<details><summary>" << r.figures.size()
       << " figures</summary>\n";
-  std::vector<const Figure*> all;
-  for (const Figure& f : r.figures) all.push_back(&f);
-  out << figureTable(all) << "</details>\n</section>\n";
+  out << figureTable(groupedFigures(r.figures), 0, r.figures) << "</details>\n</section>\n";
   out << "<footer>cpscale " << escape(r.environment.cpscaleVersion) << " · result schema " << kResultApiVersion
       << "</footer>\n</main>\n</body>\n</html>\n";
   return out.str();

@@ -1,9 +1,12 @@
 #include "reports/summary.h"
 
 #include <algorithm>
+#include <optional>
+#include <cctype>
 #include <sstream>
 
 #include "reports/format.h"
+#include "reports/headline.h"
 
 namespace cpscale::reports {
 
@@ -11,12 +14,66 @@ using metrics::Figure;
 
 namespace {
 
-// Display width of UTF-8 text: one column per code point ("µs" is two bytes, one
-// column per character), which is what keeps the raw table aligned.
-std::size_t width(std::string_view s) {
-  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+std::size_t width(std::string_view s) { return displayWidth(s); }
+
+// The code points of UTF-8 text, so a line is never broken inside a character.
+std::vector<std::string> codePoints(std::string_view s) {
+  std::vector<std::string> out;
+  for (char c : s) {
+    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80 && !out.empty()) out.back() += c;
+    else out.emplace_back(1, c);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& cps, std::size_t from, std::size_t to) {
+  std::string out;
+  for (std::size_t i = from; i < to; ++i) out += cps[i];
+  return out;
+}
+
+// A cell cut into pieces of at most `w` columns; continuation pieces are indented by
+// two so the eye sees they belong to the row above.
+std::vector<std::string> breakCell(const std::string& cell, std::size_t w) {
+  if (width(cell) <= w) return {cell};
+  std::vector<std::string> cps = codePoints(cell);
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  while (pos < cps.size()) {
+    std::string indent = out.empty() ? "" : "  ";
+    std::size_t limit = w > indent.size() + 4 ? w - indent.size() : w;
+    while (pos < cps.size() && !out.empty() && cps[pos] == " ") ++pos;
+    if (cps.size() - pos <= limit) {
+      out.push_back(indent + join(cps, pos, cps.size()));
+      break;
+    }
+    std::size_t cut = 0;
+    // Labels on a line of their own read better than labels split anywhere: break
+    // before "{" when what follows then fits on one continuation line.
+    if (out.empty())
+      for (std::size_t i = pos + 1; i <= pos + limit && i < cps.size(); ++i)
+        if (cps[i] == "{" && cps.size() - i <= w - 2) {
+          out.push_back(join(cps, pos, i));
+          pos = i;
+          break;
+        }
+    if (!out.empty() && pos > 0 && cps[pos] == "{") {
+      if (cps.size() - pos <= w - 2) {
+        out.push_back("  " + join(cps, pos, cps.size()));
+        break;
+      }
+    }
+    for (std::size_t i = pos + 1; i <= pos + limit; ++i) {
+      const std::string& prev = cps[i - 1];
+      if (prev == "," || prev == " " || prev == ";" || (i < cps.size() && cps[i] == "{")) cut = i;
+    }
+    if (cut == 0) cut = pos + limit;
+    std::string piece = join(cps, pos, cut);
+    while (!piece.empty() && piece.back() == ' ') piece.pop_back();
+    out.push_back(indent + piece);
+    pos = cut;
+  }
+  return out;
 }
 
 std::string escapeCell(std::string_view s) {
@@ -40,14 +97,139 @@ std::string targetLine(const RunResult& r) {
   return s;
 }
 
-std::vector<std::string> figureRow(const Figure& f) {
-  return {figureKey(f), formatFigureValue(f), std::string(metrics::toString(f.source))};
+// Reasons of unavailable figures, numbered under their table: a reason inline would
+// make the value column as wide as the longest sentence.
+struct Notes {
+  std::vector<std::string> reasons;
+  std::string mark(const std::string& reason) {
+    auto it = std::find(reasons.begin(), reasons.end(), reason);
+    if (it == reasons.end()) it = reasons.insert(reasons.end(), reason);
+    return "[" + std::to_string(it - reasons.begin() + 1) + "]";
+  }
+  std::string render() const {
+    std::string out;
+    for (std::size_t i = 0; i < reasons.size(); ++i)
+      out += wrapText("- [" + std::to_string(i + 1) + "] unavailable: " + reasons[i], kSummaryColumns, "  ");
+    // A blank line first: a line right under a table would be read as one more row.
+    return out.empty() ? out : "\n" + out;
+  }
+};
+
+std::string valueCell(const Figure& f, Notes& notes, std::span<const Figure> all = {}) {
+  if (!f.available()) return "unavailable " + notes.mark(f.unavailableReason);
+  std::string v = formatFigureValue(f);
+  std::string detail = bytesPerObjectDetail(all, f);
+  return detail.empty() ? v : v + " " + detail;
+}
+
+std::vector<std::string> figureRow(const Figure& f, std::string key, Notes& notes, std::span<const Figure> all = {}) {
+  return {std::move(key), valueCell(f, notes, all), std::string(metrics::toString(f.window)),
+          std::string(metrics::toString(f.source))};
+}
+
+const std::vector<std::string> kFigureHeader{"figure", "value", "window", "source"};
+
+// A headline table: short keys (the group only where a resource name is ambiguous),
+// each row with its window and source, the reasons of unavailable rows underneath.
+std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& figures, std::size_t omitted) {
+  std::vector<std::string> ambiguous = ambiguousResourceNames(r.figures);
+  // Context labels with one value in every row that has them (the replica the counts
+  // come from, the heap measure, the workload) are said once under the table.
+  std::vector<metrics::Label> common;
+  for (const char* key : {"apiserver", "heap", "workload"}) {
+    std::optional<std::string> value;
+    bool same = true;
+    for (const Figure* f : figures)
+      for (const auto& l : f->labels)
+        if (l.name == key) {
+          if (value && *value != l.value) same = false;
+          value = l.value;
+        }
+    if (value && same) common.push_back({key, *value});
+  }
+  Notes notes;
+  std::vector<std::vector<std::string>> rows;
+  for (const Figure* original : figures) {
+    Figure copy;
+    copy.name = original->name;
+    std::erase_if(copy.labels = original->labels, [&](const metrics::Label& l) {
+      return std::any_of(common.begin(), common.end(), [&](const metrics::Label& c) { return c.name == l.name; });
+    });
+    Figure* f = &copy;
+    f->window = original->window;
+    std::string resource(metrics::labelValue(f->labels, "resource"));
+    if (std::string kind(metrics::labelValue(f->labels, "kind")); resource.empty() && !kind.empty())
+      resource = kind.substr(kind.rfind('/') + 1);
+    bool keepGroup = std::find(ambiguous.begin(), ambiguous.end(), resource) != ambiguous.end();
+    rows.push_back(figureRow(*original, shortKey(*f, keepGroup), notes, r.figures));
+  }
+  if (omitted) rows.push_back({"... " + std::to_string(omitted) + " more under All figures", "", "", ""});
+  std::string under;
+  if (!common.empty()) {
+    std::string list;
+    for (const auto& c : common) list += (list.empty() ? "" : ", ") + c.name + "=" + c.value;
+    under = "\n" + wrapText("Left out of the keys above, the same wherever present: " + list + ".", kSummaryColumns, "");
+  }
+  return markdownTable(kFigureHeader, rows, {}, kSummaryColumns) + under + notes.render();
+}
+
+std::string replicaTable(const RunResult& r, const std::vector<std::string>& replicas) {
+  auto columns = replicaColumns(r, replicas);
+  std::vector<std::string> header{"apiserver"};
+  std::vector<bool> right{false};
+  for (const auto& [name, title] : columns) header.push_back(title), right.push_back(true);
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& a : replicas) {
+    std::vector<std::string> row{a};
+    for (const auto& [name, title] : columns) {
+      const Figure* f = replicaFigure(r, name, a);
+      row.push_back(!f ? "-" : f->available() ? formatFigureValue(*f) : "unavailable");
+    }
+    rows.push_back(std::move(row));
+  }
+  return markdownTable(header, rows, right, kSummaryColumns);
+}
+
+std::string workloadsLine(const RunResult& r) {
+  std::string s;
+  for (const auto& w : r.workloads) {
+    if (w.kind == "cleanup") continue;
+    s += (s.empty() ? "" : ", ") + w.kind + (w.name.empty() || w.name == w.kind ? "" : " " + w.name);
+  }
+  return s;
 }
 
 }  // namespace
 
+std::size_t displayWidth(std::string_view s) {
+  // One column per code point ("µs" is two bytes, one column per character), which is
+  // what keeps the raw table aligned.
+  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
+std::string wrapText(std::string_view text, std::size_t w, std::string_view indent) {
+  std::string out, line;
+  std::istringstream words{std::string(text)};
+  // Leading spaces (a nested list item) belong to the first line.
+  std::size_t lead = text.find_first_not_of(' ');
+  line = std::string(text.substr(0, lead == std::string_view::npos ? 0 : lead));
+  bool empty = true;
+  for (std::string word; words >> word;) {
+    if (!empty && width(line) + 1 + width(word) > w) {
+      out += line + "\n";
+      line = std::string(indent) + std::string(text.substr(0, lead == std::string_view::npos ? 0 : lead));
+      empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
 std::string markdownTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-                          const std::vector<bool>& rightAligned) {
+                          const std::vector<bool>& rightAligned, std::size_t maxWidth) {
   std::vector<std::vector<std::string>> cells;
   cells.push_back({});
   for (const auto& h : header) cells.back().push_back(escapeCell(h));
@@ -59,6 +241,44 @@ std::string markdownTable(const std::vector<std::string>& header, const std::vec
   for (const auto& row : cells)
     for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], width(row[i]));
   auto right = [&](std::size_t i) { return i < rightAligned.size() && rightAligned[i]; };
+  if (maxWidth > 0) {
+    // Narrow the widest text column one step at a time: the columns end up as even as
+    // the content allows, and numbers are never broken.
+    constexpr std::size_t kNarrowest = 12;
+    std::size_t total = 1;
+    for (std::size_t x : w) total += x + 3;
+    while (total > maxWidth) {
+      std::size_t widest = w.size();
+      for (std::size_t i = 0; i < w.size(); ++i)
+        if (!right(i) && w[i] > kNarrowest && (widest == w.size() || w[i] > w[widest])) widest = i;
+      if (widest == w.size()) break;
+      --w[widest];
+      --total;
+    }
+    std::vector<std::vector<std::string>> broken;
+    for (const auto& row : cells) {
+      std::vector<std::vector<std::string>> pieces;
+      std::size_t lines = 1;
+      for (std::size_t i = 0; i < row.size(); ++i) {
+        pieces.push_back(right(i) ? std::vector<std::string>{row[i]} : breakCell(row[i], w[i]));
+        lines = std::max(lines, pieces.back().size());
+      }
+      for (std::size_t l = 0; l < lines; ++l) {
+        broken.push_back({});
+        for (auto& p : pieces) broken.back().push_back(l < p.size() ? p[l] : "");
+      }
+      if (&row == &cells.front()) {
+        // A broken header would put its tail among the rows: keep the header one line.
+        broken.resize(1);
+        for (std::size_t i = 0; i < row.size(); ++i) broken[0][i] = pieces[i][0];
+      }
+    }
+    cells = std::move(broken);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      w[i] = 3;
+      for (const auto& row : cells) w[i] = std::max(w[i], width(row[i]));
+    }
+  }
   std::string out;
   auto line = [&](const std::vector<std::string>& row) {
     out += "|";
@@ -88,38 +308,57 @@ std::string formatGateThreshold(const scenario::GateResult& g) {
 
 std::string renderSummary(const RunResult& r) {
   std::ostringstream out;
+  const std::size_t W = kSummaryColumns;
   out << "# " << r.scenario.name << " on " << r.profile.name << " (" << (r.target.kind == "local" ? "local plane" : "cluster")
       << "): " << toString(r.status) << "\n\n";
-  out << "- run: " << r.runId << "\n";
-  out << "- scenario: " << r.scenario.name;
-  if (!r.scenario.sourceFile.empty()) out << " (" << r.scenario.sourceFile << ")";
-  out << "\n";
-  out << "- profile: " << r.profile.name
-      << (r.profile.applied ? " (applied to the local plane)" : " (recorded only: the target was not set up from it)")
-      << "\n";
-  out << "- target: " << targetLine(r) << "\n";
-  out << "- status: " << toString(r.status);
-  if (!r.statusDetail.empty()) out << " (" << r.statusDetail << ")";
-  out << "\n";
-  out << "- measured: " << formatElapsed(r.measuredSeconds);
-  if (!r.environment.startedAt.empty()) out << ", " << r.environment.startedAt << " to " << r.environment.endedAt;
-  out << "\n\n";
-
-  out << "## Headline\n\n";
-  std::vector<std::vector<std::string>> rows;
-  for (Axis axis : kAllAxes) {
-    AxisFigures af = axisFigures(r.figures, axis);
-    std::string label(toString(axis));
-    if (af.figures.empty()) rows.push_back({label, "(no figures for this axis in the result)", "", ""});
-    for (const Figure* f : af.figures) {
-      std::vector<std::string> row = figureRow(*f);
-      row.insert(row.begin(), label);
-      rows.push_back(std::move(row));
-      label.clear();  // the axis names its group once, as a section heading would
-    }
-    if (af.omitted) rows.push_back({"", "... " + std::to_string(af.omitted) + " more under All figures", "", ""});
+  auto bullet = [&](const std::string& text) { out << wrapText("- " + text, W, "  "); };
+  bullet("run: " + r.runId);
+  bullet("scenario: " + r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")"));
+  bullet("profile: " + r.profile.name +
+         (r.profile.applied ? " (applied to the local plane)" : " (recorded only: the target was not set up from it)"));
+  bullet("target: " + targetLine(r));
+  bullet("status: " + std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : " (" + r.statusDetail + ")"));
+  if (std::string w = workloadsLine(r); !w.empty()) bullet("workloads: " + w);
+  bullet("measured: " + formatElapsed(r.measuredSeconds) +
+         (r.environment.startedAt.empty() ? "" : ", " + r.environment.startedAt + " to " + r.environment.endedAt));
+  for (const std::string& line : phaseLines(r)) {
+    bool nested = line.starts_with("  ");
+    out << wrapText(nested ? line : "- " + line, W, nested ? "    " : "  ");
   }
-  out << markdownTable({"axis", "figure", "value", "source"}, rows, {false, false, false, false}) << "\n";
+  if (!r.incidents.empty()) {
+    bullet("incidents: " + std::to_string(r.incidents.size()) + " (figures after them may describe a smaller plane)");
+    for (const Incident& i : r.incidents) out << wrapText("  - " + incidentLine(i), W, "    ");
+  } else if (!r.phases.empty()) {
+    bullet("incidents: none");
+  }
+  out << "\n";
+
+  Headline h = headline(r);
+  out << "## Headline\n\n";
+  const Phase* steady = findPhase(r, "steady");
+  out << wrapText("Steady-window figures" + (steady ? ", " + formatSpan(*steady) + "," : std::string()) +
+                      " of the axes whose workloads ran; setup figures under Setup, everything under All figures.",
+                  W, "");
+  out << "\n";
+  if (!h.writes.empty()) out << "### All writes\n\n" << headlineTable(r, h.writes, 0) << "\n";
+  for (const AxisHeadline& a : h.axes) {
+    std::string what(describe(a.axis));
+    if (!what.empty()) what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
+    out << "### " << toString(a.axis) << "\n\n" << wrapText(what + ".", W, "") << "\n";
+    if (a.figures.figures.empty()) out << "No figures for this axis in the result.\n\n";
+    else out << headlineTable(r, a.figures.figures, a.figures.omitted) << "\n";
+  }
+  if (!h.replicas.empty())
+    out << "### Load per kube-apiserver replica (steady)\n\n" << replicaTable(r, h.replicas) << "\n";
+  if (!h.setup.figures.empty()) {
+    const Phase* setup = findPhase(r, "setup");
+    out << "### Setup\n\n"
+        << wrapText("Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²)" +
+                        (setup ? ", " + formatSpan(*setup) : std::string()) + ": recorded, not the headline.",
+                    W, "")
+        << "\n"
+        << headlineTable(r, h.setup.figures, h.setup.omitted) << "\n";
+  }
 
   out << "## Gates\n\n";
   if (r.gates.empty()) {
@@ -127,12 +366,19 @@ std::string renderSummary(const RunResult& r) {
   } else {
     std::vector<std::vector<std::string>> gates;
     std::size_t passed = 0;
+    std::string reasons;  // numbered under the table: a sentence would widen it past W
+    std::size_t n = 0;
     for (const auto& g : r.gates) {
       passed += g.passed;
-      gates.push_back({g.gate.text, formatGateMeasured(r, g), formatGateThreshold(g), g.passed ? "pass" : "FAIL", g.reason});
+      std::string mark;
+      if (!g.reason.empty()) {
+        mark = "[" + std::to_string(++n) + "]";
+        reasons += wrapText("- " + mark + " " + g.reason, W, "  ");
+      }
+      gates.push_back({g.gate.text, formatGateMeasured(r, g), formatGateThreshold(g), g.passed ? "pass" : "FAIL", mark});
     }
-    out << markdownTable({"gate", "measured", "threshold", "verdict", "reason"}, gates, {false, true, false, false, false})
-        << "\n"
+    out << markdownTable({"gate", "measured", "threshold", "verdict", "why"}, gates, {false, true, false, false, false}, W)
+        << (reasons.empty() ? "" : "\n" + reasons) << "\n"
         << passed << " of " << r.gates.size() << " gates passed.\n\n";
   }
 
@@ -141,27 +387,33 @@ std::string renderSummary(const RunResult& r) {
   if (health.empty()) {
     out << "The result has no generator health figures.\n\n";
   } else {
+    Notes notes;
     std::vector<std::vector<std::string>> hrows;
+    for (const Figure* f : health) hrows.push_back(figureRow(*f, figureKey(*f), notes));
+    out << markdownTable(kFigureHeader, hrows, {}, W) << notes.render() << "\n";
+    bool limited = false, bySchedule = false;
     for (const Figure* f : health) {
-      hrows.push_back(figureRow(*f));
+      if (!f->value || *f->value == 0) continue;
+      if (f->name == "generator_limited") limited = true;
+      if (f->name == "generator_limited_by_schedule" ||
+          (f->name == "generator_limited" && metrics::labelValue(f->labels, "limit") == "schedule"))
+        bySchedule = true;
     }
-    out << markdownTable({"figure", "value", "source"}, hrows) << "\n";
-    for (const Figure* f : health)
-      if (f->name == "generator_limited" && f->value && *f->value != 0) {
-        const Figure* bySchedule = metrics::findFigure(r.figures, "generator_limited_by_schedule");
-        bool schedule = bySchedule && bySchedule->value && *bySchedule->value != 0;
-        out << "The generator, not the server, set the pace ("
-            << (schedule ? "it fell behind its schedule" : "the in-flight bound held requests back")
-            << "): latency and rates here describe cpscale's limits as much as the control plane's.\n\n";
-      }
+    if (limited)
+      out << wrapText(std::string("The generator, not the server, set the pace (") +
+                          (bySchedule ? "it fell behind its schedule" : "the in-flight bound held requests back") +
+                          "): latency and rates here describe cpscale's limits as much as the control plane's.",
+                      W, "")
+          << "\n";
   }
 
   out << "## All figures (" << r.figures.size() << ")\n\n";
+  out << wrapText("Grouped by name, each with the window it describes; keys are exact, as gates name them.", W, "")
+      << "\n";
+  Notes notes;
   std::vector<std::vector<std::string>> all;
-  for (const Figure& f : r.figures) {
-    all.push_back(figureRow(f));
-  }
-  out << markdownTable({"figure", "value", "source"}, all);
+  for (const Figure* f : groupedFigures(r.figures)) all.push_back(figureRow(*f, figureKey(*f), notes));
+  out << markdownTable(kFigureHeader, all, {}, W) << notes.render();
   return out.str();
 }
 

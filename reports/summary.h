@@ -8,14 +8,29 @@
 
 namespace cpscale::reports {
 
-// Title (scenario, profile, target, status), the headline table grouped by axis, the
-// gates, generator health and then every figure of the run.
+// summary.md is read in terminals and CI logs: no line of it is wider than this.
+inline constexpr std::size_t kSummaryColumns = 100;
+
+// Title (scenario, profile, target, status), the run's phases and incidents, the
+// headline per axis of the workloads that ran (steady window), the setup figures, the
+// load per replica, the gates, generator health and then every figure of the run,
+// grouped by name, each with its window.
 std::string renderSummary(const RunResult& r);
 
 // A Markdown table whose columns are padded to equal width; `rightAligned[i]` for
-// numeric columns. Cells are escaped ("|" inside a cell would end it).
+// numeric columns. Cells are escaped ("|" inside a cell would end it). With
+// `maxWidth`, the widest text columns are narrowed until the table fits and a cell that
+// no longer fits continues on rows of its own below (broken after "," or " ", or before
+// "{", indented by two), so nothing is cut off.
 std::string markdownTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
-                          const std::vector<bool>& rightAligned = {});
+                          const std::vector<bool>& rightAligned = {}, std::size_t maxWidth = 0);
+
+// `text` broken at spaces into lines of at most `width` columns (a word longer than
+// that stands alone); lines after the first begin with `indent`. Ends with a newline.
+std::string wrapText(std::string_view text, std::size_t width, std::string_view indent = "  ");
+
+// Display width of UTF-8 text: one column per code point.
+std::size_t displayWidth(std::string_view s);
 
 // "1.2k/s", or "unavailable" when the gate had nothing to compare; the unit is that of
 // the gate's figure in `r`.

@@ -179,9 +179,22 @@ std::string timeChart(const TimeChart& c) {
   if (c.yMax) ymax = std::max(ymax, *c.yMax);
   Scale s = scaleFor(c.unit, ymax);
   std::vector<double> yt = niceTicks(ymax / s.divisor, 5);
-  std::vector<double> xt = timeTicks(ts.empty() ? 1 : ts.back());
-  Frame f{72, kW - 220.0, 40, kH - 36.0, std::max(xt.back(), ts.empty() ? 1 : ts.back()), yt.back() * s.divisor};
+  // The time axis spans the data and the run's timeline, whichever is longer: a
+  // series that starts late must not hide that setup came first.
+  double tEnd = ts.empty() ? 1 : ts.back();
+  for (const PhaseSpan& p : c.phases) tEnd = std::max(tEnd, p.end);
+  for (const IncidentMark& m : c.incidents) tEnd = std::max(tEnd, m.at);
+  std::vector<double> xt = timeTicks(tEnd);
+  Frame f{72, kW - 220.0, 40, kH - 36.0, std::max(xt.back(), tEnd), yt.back() * s.divisor};
   yAxis(out, f, yt, s);
+  auto clampX = [&](double t) { return std::clamp(f.x(t), f.left, f.right); };
+  const PhaseSpan* setup = nullptr;
+  for (const PhaseSpan& p : c.phases)
+    if (p.name == "setup" && p.end > p.start) setup = &p;
+  if (setup)
+    out << "<rect class=\"phase phase-setup\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top) << "\" width=\""
+        << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\"" << num(f.bottom - f.top)
+        << "\" fill=\"#6b7280\" fill-opacity=\"0.10\"/>\n";
   for (double t : xt)
     out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 18) << "\">"
         << escape(formatElapsed(t)) << "</text>\n";
@@ -204,9 +217,51 @@ std::string timeChart(const TimeChart& c) {
           << "</title></path>\n";
     }
   }
+  // Drawn over the series: a white veil fades what setup did without hiding it.
+  if (setup)
+    out << "<rect class=\"phase-fade\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top - 2) << "\" width=\""
+        << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\"" << num(f.bottom - f.top + 2)
+        << "\" fill=\"#ffffff\" fill-opacity=\"0.55\"/>\n";
+  for (const PhaseSpan& p : c.phases) {
+    if (p.name.starts_with("ramp/")) continue;
+    double x0 = clampX(p.start), x1 = clampX(p.end > p.start ? p.end : tEnd);
+    if (p.start > 0)
+      out << "<line class=\"phase-boundary\" x1=\"" << num(x0) << "\" x2=\"" << num(x0) << "\" y1=\"" << num(f.top - 6)
+          << "\" y2=\"" << num(f.bottom) << "\" stroke=\"#4b5563\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n";
+    std::string label = p.name + (p.complete ? "" : " (cut short)");
+    out << "<text class=\"phase-label\" x=\"" << num(std::min(x0 + 4, x1)) << "\" y=\"" << num(f.top - 8) << "\">"
+        << escape(truncate(label, static_cast<std::size_t>(std::max(4.0, (x1 - x0) / 6.5)))) << "</text>\n";
+  }
+  // Where the last phase ended, when the data runs on (a drain, an interrupted run).
+  double lastEnd = 0;
+  for (const PhaseSpan& p : c.phases)
+    if (!p.name.starts_with("ramp/")) lastEnd = std::max(lastEnd, p.end);
+  if (lastEnd > 0 && f.x(lastEnd) < f.right - 0.5)
+    out << "<line class=\"phase-boundary phase-end\" x1=\"" << num(f.x(lastEnd)) << "\" x2=\"" << num(f.x(lastEnd))
+        << "\" y1=\"" << num(f.top - 6) << "\" y2=\"" << num(f.bottom)
+        << "\" stroke=\"#4b5563\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n";
+  for (const IncidentMark& m : c.incidents) {
+    double x = clampX(m.at);
+    out << "<g class=\"incident\"><title>" << escape(m.label) << "</title><rect x=\"" << num(x - 4) << "\" y=\"" << num(f.top)
+        << "\" width=\"8\" height=\"" << num(f.bottom - f.top) << "\" fill=\"#cf222e\" fill-opacity=\"0.18\"/><line x1=\""
+        << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(f.top) << "\" y2=\"" << num(f.bottom)
+        << "\" stroke=\"#cf222e\" stroke-width=\"1.5\"/></g>\n";
+  }
   std::vector<std::string> names;
   for (const Series& se : c.series) names.push_back(se.name);
-  legend(out, names, f.right + 24, f.top, f.bottom);
+  // The timeline's own entries sit at the bottom of the legend column.
+  std::vector<std::pair<std::string, std::string>> marks;  // (swatch colour, text)
+  if (setup) marks.emplace_back("#c4c8cf", "setup (faded)");
+  if (!c.incidents.empty()) marks.emplace_back("#cf222e", c.incidents.size() == 1 ? "incident" : "incidents");
+  double marksTop = f.bottom - 20.0 * static_cast<double>(marks.size());
+  legend(out, names, f.right + 24, f.top, marksTop - 4);
+  for (std::size_t i = 0; i < marks.size(); ++i) {
+    double yy = marksTop + 20.0 * static_cast<double>(i);
+    out << "<rect class=\"legend-mark\" x=\"" << num(f.right + 24) << "\" y=\"" << num(yy) << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\""
+        << marks[i].first << "\"/>\n";
+    out << "<text class=\"legend legend-timeline\" x=\"" << num(f.right + 42) << "\" y=\"" << num(yy + 10) << "\">"
+        << escape(marks[i].second) << "</text>\n";
+  }
   out << "</svg>\n";
   return out.str();
 }

@@ -17,6 +17,22 @@ struct Series {
   std::vector<double> y;
 };
 
+// A part of the run on the time axis. "setup" is shaded and the data over it faded, so
+// the eye goes to the steady window the headline describes; every phase's start is a
+// dashed boundary labelled with its name.
+struct PhaseSpan {
+  std::string name;  // "setup", "steady"; "ramp/..." sub-phases are not drawn
+  double start = 0;
+  double end = 0;
+  bool complete = true;  // false: labelled "(cut short)"
+};
+
+// Something that happened to the target: a red band at `at` with `label` as its tooltip.
+struct IncidentMark {
+  std::string label;
+  double at = 0;
+};
+
 struct TimeChart {
   std::string id;
   std::string title;
@@ -24,6 +40,8 @@ struct TimeChart {
   std::vector<Series> series;
   bool stacked = false;        // areas on top of each other, the total as the outline
   std::optional<double> yMax;  // e.g. 1 for a ratio, instead of the data's maximum
+  std::vector<PhaseSpan> phases;
+  std::vector<IncidentMark> incidents;
 };
 std::string timeChart(const TimeChart& c);
 

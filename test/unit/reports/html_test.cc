@@ -36,7 +36,8 @@ TEST(HtmlTest, OneSvgPerChartWithItsId) {
     EXPECT_NE(svg.find("<text class=\"tick\""), std::string::npos) << id;
     EXPECT_NE(svg.find("<text class=\"legend\""), std::string::npos) << id;
   }
-  EXPECT_EQ(count(chart(html, kChartWriteQps), "class=\"series area\""), 2);  // leases, sessions
+  // leases, sessions, and configmaps: written in setup only, so its layer is the ramp.
+  EXPECT_EQ(count(chart(html, kChartWriteQps), "class=\"series area\""), 3);
   EXPECT_EQ(count(chart(html, kChartHeap), "class=\"series line\""), 2);      // two apiservers
   EXPECT_NE(chart(html, kChartLeaseShare).find(">100 %</text>"), std::string::npos);
   EXPECT_NE(chart(html, kChartHeap).find(" MiB</text>"), std::string::npos);
@@ -83,6 +84,77 @@ TEST(HtmlTest, UnavailableDataShowsALabelledPlaceholder) {
   EXPECT_NE(heap.find(">the result has no apiserver heap over time (apiserver_heap_inuse_bytes)</text>"), std::string::npos)
       << heap;
   EXPECT_NE(chart(html, kChartLatency).find("chart-unavailable"), std::string::npos);
+}
+
+TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
+  std::string html = renderHtml(testing::sampleResult());
+  // The plot spans x 72..700 for 0..90 s: setup ends at 30 s (x 281.3), the member
+  // exits at 70 s (x 560.4).
+  for (std::string_view id : {kChartWriteQps, kChartLeaseShare, kChartHeap, kChartObjects}) {
+    std::string svg = chart(html, id);
+    ASSERT_FALSE(svg.empty()) << id;
+    EXPECT_NE(svg.find("<rect class=\"phase phase-setup\" x=\"72.0\" y=\"40.0\" width=\"209.3\""), std::string::npos)
+        << id << svg;
+    // The setup part is veiled after the series are drawn: visible, de-emphasised.
+    auto fade = svg.find("<rect class=\"phase-fade\" x=\"72.0\"");
+    ASSERT_NE(fade, std::string::npos) << id;
+    EXPECT_LT(svg.rfind("class=\"series"), fade) << id;
+    EXPECT_NE(svg.find("<line class=\"phase-boundary\" x1=\"281.3\" x2=\"281.3\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("<text class=\"phase-label\" x=\"76.0\" y=\"32.0\">setup</text>"), std::string::npos) << id;
+    EXPECT_NE(svg.find("<text class=\"phase-label\" x=\"285.3\" y=\"32.0\">steady</text>"), std::string::npos) << id;
+    EXPECT_NE(svg.find("<g class=\"incident\"><title>at 1m10s: member-exited kube-apiserver-1 (exit status 137 "
+                       "(killed))</title><rect x=\"556.4\""),
+              std::string::npos)
+        << id;
+    EXPECT_NE(svg.find("<line x1=\"560.4\" x2=\"560.4\""), std::string::npos) << id;
+    EXPECT_NE(svg.find(">setup (faded)</text>"), std::string::npos) << id;
+    EXPECT_NE(svg.find(">incident</text>"), std::string::npos) << id;
+  }
+  EXPECT_EQ(chart(html, kChartHeap).find("phase-end"), std::string::npos);  // steady runs to the end
+  // A cut-short phase says so on the chart, and where it ended while data went on.
+  RunResult r = testing::sampleResult();
+  r.phases[2].complete = false;
+  r.phases[2].endSeconds = 60;
+  std::string heap = chart(renderHtml(r), kChartHeap);
+  EXPECT_NE(heap.find(">steady (cut short)</text>"), std::string::npos) << heap;
+  EXPECT_NE(heap.find("<line class=\"phase-boundary phase-end\" x1=\"490.7\""), std::string::npos) << heap;
+}
+
+TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
+  std::string html = renderHtml(testing::sampleResult());
+  EXPECT_LT(html.find("<section id=\"timeline\">"), html.find("<section id=\"axis-node-bound\""));
+  EXPECT_NE(html.find("<tr class=\"phase-setup\"><td>setup</td><td class=\"num\">0s</td><td class=\"num\">30s</td>"
+                      "<td class=\"num\">30s</td><td>complete</td></tr>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr class=\"phase-ramp\"><td>&#8627; ramp/platform/configmaps</td>"), std::string::npos);
+  EXPECT_NE(html.find("<li class=\"incident\">at 1m10s: member-exited kube-apiserver-1 (exit status 137 (killed))</li>"),
+            std::string::npos);
+  EXPECT_NE(html.find("<tr><td>kube-apiserver-1</td><td class=\"num\">95/s</td><td class=\"num\">48/s</td>"),
+            std::string::npos);
+  std::string setup = html.substr(html.find("<section id=\"setup\">"));
+  setup = setup.substr(0, setup.find("</section>"));
+  EXPECT_NE(setup.find("<code>bytes_per_object{apiserver=kube-apiserver-0,heap=inuse}</code></td><td class=\"num\">3.4 KiB "
+                       "<span class=\"why\">(3.2–3.6 KiB, r² 0.98)</span></td><td class=\"window\">setup</td>"),
+            std::string::npos)
+      << setup;
+  std::string node = html.substr(html.find("<section id=\"axis-node-bound\""));
+  node = node.substr(0, node.find("</section>"));
+  EXPECT_EQ(node.find("window-setup"), std::string::npos) << node;
+  EXPECT_NE(node.find("<td class=\"window\">steady</td>"), std::string::npos);
+}
+
+TEST(HtmlTest, OnlyTheAxesThatRanHaveSections) {
+  RunResult r = testing::sampleResult();
+  r.workloads = {{"kubelets", "nodes", {}}};
+  std::string html = renderHtml(r);
+  EXPECT_NE(html.find("<section id=\"axis-node-bound\""), std::string::npos);
+  EXPECT_EQ(html.find("<section id=\"axis-churn-bound\""), std::string::npos);
+  EXPECT_EQ(html.find("<section id=\"axis-state-bound\""), std::string::npos);
+  // Their charts still show what happened over time, apart from the headline.
+  auto other = html.find("<section id=\"other-charts\">");
+  ASSERT_NE(other, std::string::npos);
+  EXPECT_LT(other, html.find("id=\"" + std::string(kChartWriteQps) + "\""));
+  EXPECT_LT(other, html.find("id=\"" + std::string(kChartHeap) + "\""));
 }
 
 TEST(SvgTest, NiceTicks) {

@@ -24,7 +24,7 @@ TEST(JunitTest, OneCasePerGatePlusRunCompleted) {
   EXPECT_EQ(count(xml, "<testcase "), 4);
   EXPECT_EQ(count(xml, "<failure "), 2);
   EXPECT_NE(xml.find("tests=\"4\" failures=\"2\""), std::string::npos);
-  EXPECT_NE(xml.find("<testcase classname=\"cpscale.node-bound-smoke\" name=\"run completed\" time=\"60.000\">\n    </testcase>"),
+  EXPECT_NE(xml.find("<testcase classname=\"cpscale.mixed-smoke\" name=\"run completed\" time=\"60.000\">\n    </testcase>"),
             std::string::npos);
   // Gate text is escaped in the name; the failure carries measured, threshold and reason.
   EXPECT_NE(xml.find("name=\"write_qps{resource=leases} &lt;= 600\""), std::string::npos);

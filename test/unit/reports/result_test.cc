@@ -61,7 +61,7 @@ TEST_F(ResultFileTest, DocumentIdentifiesItselfAndMarksUnavailableFigures) {
   ASSERT_EQ(share["name"], "etcd_lease_proposal_share");
   EXPECT_TRUE(share["value"].is_null());
   EXPECT_EQ(share["unavailable"], "leases share an etcd with everything else");
-  EXPECT_EQ(j["figures"][0]["overTime"]["seconds"][1], 10.0);
+  EXPECT_EQ(j["figures"][0]["overTime"]["seconds"][1], 15.0);
   EXPECT_FALSE(j["figures"][0].contains("unavailable"));
 }
 

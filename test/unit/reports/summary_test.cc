@@ -1,10 +1,12 @@
 #include "reports/summary.h"
 
 #include <fstream>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "reports/format.h"
+#include "reports/summary.h"
 #include "sample_result.h"
 
 namespace cpscale::reports {
@@ -38,49 +40,215 @@ TEST(FormatTest, FigureKeyIsGateSyntax) {
   EXPECT_EQ(figureKey("lease_write_share", {}), "lease_write_share");
 }
 
-TEST(SummaryTest, TitleHeadlineGatesAndHealth) {
+// The text between two headings (the first occurrence of each), for asserting what a
+// section holds and, as much, what it does not.
+std::string section(const std::string& md, const std::string& from, const std::string& to) {
+  auto a = md.find(from);
+  if (a == std::string::npos) return "";
+  auto b = md.find(to, a + from.size());
+  return md.substr(a, b == std::string::npos ? std::string::npos : b - a);
+}
+
+void expectLines(const std::string& text, const std::vector<std::string>& lines) {
+  for (const auto& line : lines)
+    EXPECT_NE(text.find(line + "\n"), std::string::npos) << "missing line:\n" << line << "\nin:\n" << text;
+}
+
+TEST(SummaryTest, TitlePhasesAndIncidentsAtTheTop) {
   std::string md = renderSummary(testing::sampleResult());
   if (const char* dump = std::getenv("CPSCALE_DUMP_SUMMARY")) std::ofstream(dump) << md;
-  EXPECT_EQ(md.rfind("# node-bound-smoke on classic-ha (local plane): completed\n\n"
+  EXPECT_EQ(md.rfind("# mixed-smoke on classic-ha (local plane): completed\n\n"
                      "- run: 20250301-101500-ab12\n"
-                     "- scenario: node-bound-smoke (scenarios/node-bound.yaml)\n"
+                     "- scenario: mixed-smoke (scenarios/mixed.yaml)\n"
                      "- profile: classic-ha (applied to the local plane)\n"
-                     "- target: local plane (context cpscale-local), https://127.0.0.1:6443 (kubernetes v1.33.1, etcd 3.5.21)\n"
+                     "- target: local plane (context cpscale-local), https://127.0.0.1:6443 (kubernetes v1.33.1, etcd\n"
+                     "  3.5.21)\n"
                      "- status: completed\n"
-                     "- measured: 1m, 2025-03-01T10:15:00Z to 2025-03-01T10:16:05Z\n\n",
+                     "- workloads: kubelets nodes, churn sessions, dormant platform\n"
+                     "- measured: 1m, 2025-03-01T10:15:00Z to 2025-03-01T10:16:05Z\n"
+                     "- setup: 0s to 30s (30s), complete (recorded, not the headline)\n"
+                     "  - ramp platform/configmaps: 5s to 25s (20s)\n"
+                     "- steady: 30s to 1m30s (1m), complete (the headline and the gates)\n"
+                     "- incidents: 1 (figures after them may describe a smaller plane)\n"
+                     "  - at 1m10s: member-exited kube-apiserver-1 (exit status 137 (killed))\n\n"
+                     "## Headline\n\n",
                      0),
             0u)
       << md;
-  for (std::string line : {
-           // clang-format off
-           "## Headline",
-           "| axis        | figure                                                                                  | value                                                   | source    |",
-           "| node-bound  | write_qps{group=coordination.k8s.io,resource=leases,verb=PUT}                           | 100/s                                                   | apiserver |",
-           "|             | lease_write_share                                                                       | 71.4 %                                                  | apiserver |",
-           "|             | etcd_lease_proposal_share                                                               | unavailable (leases share an etcd with everything else) | etcd      |",
-           "|             | client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}                    | 12.3 ms                                                 | client    |",
-           "|             | server_latency_p99{group=coordination.k8s.io,resource=leases,verb=PUT}                  | 8.0 ms                                                  | apiserver |",
-           "|             | apiserver_objects{apiserver=kube-apiserver-0,group=,resource=nodes}                     | 1,000                                                   | apiserver |",
-           "| churn-bound | write_qps                                                                               | 140/s                                                   | apiserver |",
-           "|             | write_qps{group=cpscale.io,resource=sessions,verb=POST}                                 | 40/s                                                    | apiserver |",
-           "|             | server_latency_p99{group=cpscale.io,resource=sessions,verb=POST}                        | unavailable (no observations in the window)             | apiserver |",
-           "| state-bound | apiserver_heap_inuse_bytes{apiserver=kube-apiserver-0}                                  | 300 MiB                                                 | apiserver |",
-           "|             | apiserver_heap_inuse_bytes_all_replicas                                                 | 580 MiB                                                 | apiserver |",
-           "|             | bytes_per_object{apiserver=kube-apiserver-0}                                            | 3.4 KiB                                                 | apiserver |",
-           "|             | apiserver_objects{apiserver=kube-apiserver-0,group=coordination.k8s.io,resource=leases} | 1,002                                                   | apiserver |",
-           "## Gates",
-           "| gate                                                 |    measured | threshold | verdict | reason                                                                              |",
-           "| write_qps{resource=leases} <= 600                    |       100/s | <= 600    | pass    |                                                                                     |",
-           "| client_latency_p99{verb=PUT,resource=leases} <= 10ms |     12.3 ms | <= 10ms   | FAIL    |                                                                                     |",
-           "| etcd_lease_proposal_share >= 50%                     | unavailable | >= 50%    | FAIL    | etcd_lease_proposal_share is unavailable: leases share an etcd with everything else |",
-           "1 of 3 gates passed.",
-           "## Generator health",
-           "| schedule_lag_p99  | 2.1 ms | client |",
-           "| generator_limited | 0      | client |",
-           "## All figures (18)",
-           // clang-format on
-       })
-    EXPECT_NE(md.find(line + "\n"), std::string::npos) << "missing line:\n" << line << "\nin:\n" << md;
+}
+
+TEST(SummaryTest, CutShortPhaseSaysWhy) {
+  RunResult r = testing::sampleResult();
+  r.phases[2].complete = false;
+  r.phases[2].endSeconds = 75;
+  r.phases[2].detail = "interrupted";
+  r.incidents.clear();
+  std::string md = renderSummary(r);
+  expectLines(md, {"- steady: 30s to 1m15s (45s), cut short: interrupted (the headline and the gates)",
+                   "- incidents: none"});
+}
+
+TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
+  std::string md = renderSummary(testing::sampleResult());
+  std::string headline = section(md, "## Headline\n", "### Setup\n");
+  expectLines(headline, {
+      // clang-format off
+      "### All writes",
+      "| write_qps          | 140/s   | steady | apiserver |",
+      "| rejected_write_qps | 0.500/s | steady | apiserver |",
+      "### node-bound",
+      "| figure                                       | value           | window | source    |",
+      "| write_qps{resource=leases,verb=PUT}          | 100/s           | steady | apiserver |",
+      "| lease_write_share                            | 71.4 %          | steady | apiserver |",
+      "| etcd_lease_proposal_share                    | unavailable [1] | steady | etcd      |",
+      // Labels that would widen the table past 100 columns go on a line of their own.
+      "| client_latency_p99                           | 12.3 ms         | steady | client    |",
+      "|   {from=scheduled,resource=leases,verb=PUT}  |                 |        |           |",
+      "| server_latency_p99{resource=leases,verb=PUT} | 8.0 ms          | steady | apiserver |",
+      "| apiserver_objects{resource=nodes}            | 1,000           | steady | apiserver |",
+      "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0.",
+      "- [1] unavailable: leases share an etcd with everything else",
+      "### churn-bound",
+      "| write_qps{resource=sessions,verb=POST}          | 40/s            | steady | apiserver |",
+      "| server_latency_p99{resource=sessions,verb=POST} | unavailable [1] | steady | apiserver |",
+      "### state-bound",
+      "| apiserver_heap_inuse_bytes{apiserver=kube-apiserver-0}        | 300 MiB | steady | apiserver |",
+      "| apiserver_heap_inuse_bytes_all_replicas                       | 580 MiB | steady | apiserver |",
+      "### Load per kube-apiserver replica (steady)",
+      "| apiserver        | requests | writes | heap in use |",
+      "| kube-apiserver-0 |    180/s |   92/s |     300 MiB |",
+      "| kube-apiserver-1 |     95/s |   48/s |     280 MiB |",
+      // clang-format on
+  });
+  // Nobody wrote configmaps in the steady window: no 0/s row, and nothing measured over
+  // setup is mixed in with the steady figures.
+  EXPECT_EQ(headline.find("configmaps"), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("| setup "), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("bytes_per_object"), std::string::npos) << headline;
+
+  std::string setup = section(md, "### Setup\n", "## Gates\n");
+  expectLines(setup, {
+      // clang-format off
+      "Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²),",
+      "| write_qps{resource=configmaps,verb=POST} | 250/s                          | setup  | apiserver |",
+      "| write_qps{resource=leases,verb=PUT}      | 60/s                           | setup  | apiserver |",
+      "| write_qps{resource=nodes,verb=POST}      | 33.3/s                         | setup  | apiserver |",
+      "| bytes_per_object                         | 3.4 KiB (3.2–3.6 KiB, r² 0.98) | setup  | apiserver |",
+      "| bytes_per_object{kind=configmaps}        | 2.8 KiB                        | setup  | apiserver |",
+      // Context labels common to every row are said once, not on every key.
+      "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0, heap=inuse,",
+      "workload=platform.",
+      // clang-format on
+  });
+  EXPECT_EQ(setup.find("| steady "), std::string::npos) << setup;
+  // The fit's companions are read into its row, not listed again.
+  EXPECT_EQ(setup.find("bytes_per_object_r2"), std::string::npos) << setup;
+}
+
+TEST(SummaryTest, NodeBoundRunShowsOnlyTheNodeAxis) {
+  RunResult r = testing::sampleResult();
+  r.workloads = {{"kubelets", "nodes", {{"nodes", 1000}}}, {"cleanup", "cleanup", {}}};
+  std::string md = renderSummary(r);
+  std::string headline = section(md, "## Headline\n", "## Gates\n");
+  EXPECT_NE(headline.find("### node-bound\n"), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("churn-bound"), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("state-bound"), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("sessions"), std::string::npos) << headline;
+  // Registration is the node fleet's setup; the population's ramp and fit are not.
+  EXPECT_NE(headline.find("| write_qps{resource=nodes,verb=POST} | 33.3/s "), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("configmaps"), std::string::npos) << headline;
+  EXPECT_EQ(headline.find("bytes_per_object"), std::string::npos) << headline;
+  // Everything is still listed once, with its window, under All figures.
+  std::string all = section(md, "## All figures", "\n\n\n");
+  expectLines(all, {"| write_qps{group=cpscale.io,resource=sessions,verb=POST} | 40/s            | steady | apiserver |",
+                    "| write_qps{group=,resource=configmaps,verb=POST}         | 0/s             | steady | apiserver |",
+                    "| write_qps{group=,resource=configmaps,verb=POST}         | 250/s           | setup  | apiserver |"});
+}
+
+TEST(SummaryTest, OneReplicaHasNoReplicaTable) {
+  RunResult r = testing::sampleResult();
+  std::erase_if(r.figures, [](const metrics::Figure& f) {
+    return metrics::labelValue(f.labels, "apiserver") == "kube-apiserver-1";
+  });
+  std::string md = renderSummary(r);
+  EXPECT_EQ(md.find("Load per kube-apiserver replica"), std::string::npos);
+  EXPECT_NE(renderSummary(testing::sampleResult()).find("### Load per kube-apiserver replica"), std::string::npos);
+}
+
+TEST(SummaryTest, ReplicaLoadMeasuredOverTheWholeRunStillShows) {
+  RunResult r = testing::sampleResult();
+  for (auto& f : r.figures)
+    if (f.name == "apiserver_request_qps") f.window = metrics::Window::kRun;
+  expectLines(renderSummary(r), {"| kube-apiserver-1 |     95/s |   48/s |     280 MiB |"});
+}
+
+TEST(SummaryTest, GatesAndGeneratorHealth) {
+  std::string md = renderSummary(testing::sampleResult());
+  expectLines(md, {
+      // clang-format off
+      "| gate                                                 |    measured | threshold | verdict | why |",
+      "| write_qps{resource=leases} <= 600                    |       100/s | <= 600    | pass    |     |",
+      "| client_latency_p99{verb=PUT,resource=leases} <= 10ms |     12.3 ms | <= 10ms   | FAIL    |     |",
+      "| etcd_lease_proposal_share >= 50%                     | unavailable | >= 50%    | FAIL    | [1] |",
+      "- [1] etcd_lease_proposal_share is unavailable: leases share an etcd with everything else",
+      "1 of 3 gates passed.",
+      "## Generator health",
+      "| schedule_lag_p99                  | 2.1 ms | steady | client |",
+      "| generator_limited{limit=schedule} | 0      | steady | client |",
+      "## All figures (31)",
+      // clang-format on
+  });
+}
+
+TEST(SummaryTest, AllFiguresGroupedByNameWithTheirWindow) {
+  std::string all = section(renderSummary(testing::sampleResult()), "## All figures", "\n\n\n");
+  // Steady, then the same family measured over setup, before the next family.
+  auto steady = all.find("| write_qps                                               | 140/s ");
+  auto setup = all.find("| write_qps{group=,resource=configmaps,verb=POST}         | 250/s           | setup ");
+  auto next = all.find("| rejected_write_qps ");
+  ASSERT_NE(steady, std::string::npos) << all;
+  ASSERT_NE(setup, std::string::npos) << all;
+  EXPECT_LT(steady, setup);
+  EXPECT_LT(setup, next);
+}
+
+std::size_t columns(std::string_view line) { return displayWidth(line); }
+
+TEST(SummaryTest, NoLineWiderThanATerminal) {
+  RunResult r = testing::wideResult();
+  std::string md = renderSummary(r);
+  if (const char* dump = std::getenv("CPSCALE_DUMP_WIDE_SUMMARY")) std::ofstream(dump) << md;
+  std::size_t lineNo = 0, widest = 0;
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) {
+    ++lineNo;
+    widest = std::max(widest, columns(line));
+    EXPECT_LE(columns(line), kSummaryColumns) << "line " << lineNo << ":\n" << line;
+  }
+  EXPECT_GT(widest, 90u);  // the limit was actually pressed against
+  // Nothing is cut off: the longest key survives, broken after its commas.
+  std::string all = section(md, "## All figures", "\n\n\n");
+  expectLines(all, {"| apiserver_objects{apiserver=kube-apiserver-0,             | 12,000          | steady | apiserver |",
+                    "|   group=observability.platform.example.com,               |                 |        |           |",
+                    "|   resource=alertmanagerconfigurations}                    |                 |        |           |"});
+}
+
+TEST(SummaryTest, MarkdownTableBreaksLongCellsIntoContinuationRows) {
+  std::string t = markdownTable({"figure", "value"},
+                                {{"client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}", "12.3 ms"},
+                                 {"an unbreakable_identifier_that_is_far_too_long", "1"}},
+                                {false, true}, 44);
+  EXPECT_EQ(t,
+            "| figure                         |   value |\n"
+            "| ------------------------------ | ------: |\n"
+            "| client_latency_p99             | 12.3 ms |\n"
+            "|   {measured_from=scheduled,    |         |\n"
+            "|   resource=leases,verb=PUT}    |         |\n"
+            "| an                             |       1 |\n"
+            "|   unbreakable_identifier_that_ |         |\n"
+            "|   is_far_too_long              |         |\n")
+      << t;
+  EXPECT_EQ(wrapText("- one two three four", 10, "  "), "- one two\n  three\n  four\n");
 }
 
 }  // namespace
