@@ -76,6 +76,8 @@ class ScrapeLoop {
     }
   }
   const std::vector<metrics::TargetScrapes>& targets() const { return scraper_.targets(); }
+  // The scrapes' timeline, to place the workers' phases on it.
+  engine::TimePoint now() const { return clock_.now(); }
 
  private:
   engine::WallClock clock_;
@@ -288,6 +290,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       } else if (m.role == "kube-apiserver") {
         t.info.role = metrics::TargetRole::kApiserver;
         t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
+        // The local plane's apiservers profile (their default): heap after a forced GC.
+        if (!opt.cluster) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
       } else {
         continue;  // recorded only
       }
@@ -314,6 +318,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances;
     };
     std::vector<PerWorker> perWorker(sc.workers);
+    workloads::PhaseLog phases(sc.workers * sc.workloads.size());
+    // Worker 0's clock against the scraper's: the phases' times on the scrapes' timeline.
+    std::atomic<engine::Duration::rep> phaseOffset{0};
 
     ProgressReporter progress(counters, sc.duration, opt.progress);
     std::atomic<bool> runDone{false};
@@ -338,6 +345,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             pw.api = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator(), ao);
             for (auto& wl : sc.workloads) {
               workloads::WorkloadContext ctx{w.simulator(), *pw.api, opt.runId, sc.seed, &w};
+              ctx.phases = &phases;
+              if (w.index() == 0) phaseOffset = (scrapes.now() - w.simulator().now()).count();
               // Timestamps written into objects (renewTime) are Unix time.
               ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                        std::chrono::system_clock::now().time_since_epoch())
@@ -369,6 +378,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         for (auto& [k, v] : part.items()) {
           if (v.is_number() && merged.contains(k) && merged[k].is_number())
             merged[k] = merged[k].get<double>() + v.get<double>();
+          else if (v.is_boolean() && merged.contains(k) && merged[k].is_boolean())
+            merged[k] = merged[k].get<bool>() && v.get<bool>();  // e.g. `complete`: every instance
           else if (!merged.contains(k))
             merged[k] = v;
         }
@@ -376,7 +387,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       result.workloads.push_back({sc.workloads[i]->kind(), sc.workloads[i]->name(), merged});
     }
     engine::RequestStats stats = pool.requestStats();
-    result.figures = metrics::allFigures(scrapes.targets());
+    {
+      // bytes_per_object over the population ramp, and per kind over each kind's ramp.
+      metrics::BytesPerObjectOptions bpo;
+      std::vector<metrics::KindRamp> ramps;
+      const engine::Duration offset{phaseOffset.load()};
+      for (const auto& span : phases.spans()) {
+        if (!span.ended()) continue;
+        if (auto r = metrics::kindRampFromPhase(span.name, span.start + offset, span.end + offset)) {
+          ramps.push_back(*r);
+        } else if (span.name.starts_with("ramp/")) {
+          bpo.from = bpo.from ? std::min(*bpo.from, span.start + offset) : span.start + offset;
+          bpo.to = bpo.to ? std::max(*bpo.to, span.end + offset) : span.end + offset;
+        }
+      }
+      result.figures = metrics::allFigures(scrapes.targets(), bpo);
+      for (auto& f : metrics::bytesPerKindFigures(scrapes.targets(), ramps)) result.figures.push_back(std::move(f));
+    }
     for (auto& f : metrics::clientLatencyFigures(stats)) result.figures.push_back(std::move(f));
     for (auto& f : metrics::clientCountFigures(stats, std::chrono::duration_cast<engine::Duration>(measured)))
       result.figures.push_back(std::move(f));
