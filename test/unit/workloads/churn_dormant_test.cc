@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 #include <tuple>
 
 #include "sim/common/error.h"
+#include "sim/engine/worker_pool.h"
 
 #include "test/unit/workloads/harness.h"
 #include "workloads/churn.h"
@@ -289,6 +291,62 @@ TEST(Dormant, PopulationStoppedBeforeItsLastCreateIsIncompleteAndNotSetUp) {
   auto ramp = spanNamed(phases, "ramp/dormant/configmaps");
   ASSERT_TRUE(ramp);
   EXPECT_FALSE(ramp->ended());
+}
+
+TEST(Dormant, SeveralWorkersEachCreateTheirShareOfAKindBeforeTheNext) {
+  constexpr std::size_t kWorkers = 3;
+  std::vector<kube::FakeTransport*> transports(kWorkers);
+  engine::WorkerPool pool({.workers = kWorkers, .seed = 5}, [&](engine::Worker& w) -> kube::TransportPtr {
+    auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
+    t->setLatency(1ms);
+    t->setHandler([](const kube::HttpRequest& r) { return jsonResponse(201, json::parse(r.body)); });
+    transports[w.index()] = t.get();
+    return t;
+  });
+  auto wl = makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 30\nsecrets: 30\ncreateQps: 30\ncreateBurst: 3\n"));
+  PhaseLog phases(kWorkers);
+  std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
+  std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
+  pool.run(
+      [&](engine::Worker& w) {
+        apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
+        WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
+        ctx.phases = &phases;
+        instances[w.index()] = wl->start(ctx);
+      },
+      engine::TimePoint{30s});
+
+  std::set<std::string> names;
+  std::int64_t objects = 0;
+  engine::TimePoint lastConfigMap{}, firstSecret = engine::TimePoint::max();
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    bool secretsStarted = false;
+    for (const auto& r : transports[i]->requests()) {
+      if (r.request.method != "POST") continue;
+      const bool secret = r.request.path.ends_with("/secrets");
+      EXPECT_FALSE(secretsStarted && !secret) << "worker " << i << " created a ConfigMap after a Secret";
+      secretsStarted |= secret;
+      names.insert(r.request.path + "/" + json::parse(r.request.body)["metadata"]["name"].get<std::string>());
+      if (secret) firstSecret = std::min(firstSecret, r.submittedAt);
+      if (!secret) lastConfigMap = std::max(lastConfigMap, r.submittedAt + 1ms);
+    }
+    objects += instances[i]->summary()["objects"].get<std::int64_t>();
+    EXPECT_EQ(instances[i]->summary()["complete"], true);
+  }
+  EXPECT_EQ(names.size(), 60u);  // every object once, across workers
+  EXPECT_EQ(objects, 60);
+  EXPECT_EQ(phases.setupPending(), 0u);
+  // The kind's span covers every worker's share: from the first create anywhere to the
+  // last answer anywhere (workers' shares differ, so the kinds' spans may overlap).
+  auto cm = spanNamed(phases, "ramp/dormant/configmaps");
+  auto sec = spanNamed(phases, "ramp/dormant/secrets");
+  ASSERT_TRUE(cm && sec);
+  EXPECT_EQ(cm->start, engine::TimePoint{});
+  EXPECT_EQ(cm->end, lastConfigMap);
+  EXPECT_EQ(sec->start, firstSecret);
+  EXPECT_TRUE(cm->ended() && sec->ended());
+  for (auto& i : instances) i.reset();  // before the pool's drivers go away
+  apis.clear();
 }
 
 TEST(Dormant, NothingToSetUpIsDoneAtStart) {
