@@ -1,7 +1,11 @@
 #include "workloads/dormant.h"
 
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
+#include <functional>
+#include <queue>
 
 #include "workloads/call_tracker.h"
 #include "workloads/setup.h"
@@ -22,7 +26,7 @@ constexpr Duration kWatchBackoff = std::chrono::seconds(1);
 DormantParams DormantParams::read(const YamlField& e) {
   e.expectMap({"kind", "name", "crdKinds", "objectsPerKind", "objectBytes", "namespaces", "roles", "roleBindings",
                "clusterRoles", "clusterRoleBindings", "serviceAccounts", "configMaps", "secrets", "createQps",
-               "createBurst", "updatesPerSecond", "watchers", "crdTemplate"});
+               "createBurst", "rampPerKind", "updatesPerSecond", "watchers", "crdTemplate"});
   DormantParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -50,6 +54,7 @@ DormantParams DormantParams::read(const YamlField& e) {
     throw q->error("a creation rate of 0 cannot create " + std::to_string(p.totalObjects()) + " objects");
   }
   p.create = readRateLimit(e, "createQps", "createBurst", 50);
+  if (auto f = e.get("rampPerKind")) p.rampPerKind = f->asBool();
   if (auto f = e.get("updatesPerSecond")) {
     p.updatesPerSecond = f->asDouble();
     if (!(p.updatesPerSecond >= 0 && p.updatesPerSecond <= 1e6)) throw f->error("must be in [0, 1e6]");
@@ -70,6 +75,10 @@ DormantParams DormantParams::read(const YamlField& e) {
 std::int64_t DormantParams::totalObjects() const {
   return crdKinds * objectsPerKind + roles + roleBindings + clusterRoles + clusterRoleBindings + serviceAccounts +
          configMaps + secrets;
+}
+
+std::string kindRampPhaseName(const std::string& workload, const kube::GroupVersionResource& kind) {
+  return "ramp/" + workload + "/" + (kind.group.empty() ? "" : kind.group + "/") + kind.resource;
 }
 
 std::string shardSelector(std::int64_t shard, std::int64_t shards) {
@@ -127,6 +136,9 @@ struct Segment {
   kube::GroupVersionResource gvr;
   std::int64_t count;
   std::int64_t first;  // index of its first item
+  // This instance's share, and how far its creation got.
+  std::int64_t owned = 0, submitted = 0, answered = 0;
+  std::int64_t cursor = 0;  // interleaved creation: the next item of this kind to consider
 };
 
 class DormantInstance;
@@ -138,6 +150,7 @@ struct Watcher {
   std::string continueToken;
   kube::CallId watch = 0;
   bool gone = false;  // the stream said 410: relist when it closes
+  bool synced = false;  // its first full LIST is in
   std::string lastError;
   std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0, listed = 0;
 };
@@ -158,15 +171,31 @@ class DormantInstance final : public WorkloadInstance {
       if (n > 0) segments_.push_back({t, std::move(g), n, first});
       first += n;
     };
-    for (std::int64_t k = 0; k < p.crdKinds; ++k) add(Segment::Type::kWidget, DormantWorkload::crdResource(k), p.objectsPerKind);
+    // The built-in kinds first, so a ConfigMap's cost is measured on a heap not yet
+    // holding the custom resources it is compared with.
+    add(Segment::Type::kConfigMap, kube::gvr::kConfigMaps, p.configMaps);
+    add(Segment::Type::kSecret, kube::gvr::kSecrets, p.secrets);
     add(Segment::Type::kServiceAccount, kube::gvr::kServiceAccounts, p.serviceAccounts);
     add(Segment::Type::kRole, kube::gvr::kRoles, p.roles);
     add(Segment::Type::kRoleBinding, kube::gvr::kRoleBindings, p.roleBindings);
     add(Segment::Type::kClusterRole, kube::gvr::kClusterRoles, p.clusterRoles);
     add(Segment::Type::kClusterRoleBinding, kube::gvr::kClusterRoleBindings, p.clusterRoleBindings);
-    add(Segment::Type::kConfigMap, kube::gvr::kConfigMaps, p.configMaps);
-    add(Segment::Type::kSecret, kube::gvr::kSecrets, p.secrets);
+    for (std::int64_t k = 0; k < p.crdKinds; ++k) add(Segment::Type::kWidget, DormantWorkload::crdResource(k), p.objectsPerKind);
     total_ = first;
+    // This instance's share of each kind, counted up front so a kind's ramp can end at
+    // the answer of its last create and the summary can say what "complete" means.
+    for (auto& seg : segments_) {
+      if (ctx_.worker == nullptr) {
+        seg.owned = seg.count;
+      } else {
+        for (std::int64_t j = 0; j < seg.count; ++j) seg.owned += ctx_.owns(itemKey(seg.first + j));
+      }
+      owned_ += seg.owned;
+    }
+    if (!p.rampPerKind) {
+      for (std::size_t k = 0; k < segments_.size(); ++k) mix_.push({0.5 / static_cast<double>(segments_[k].count), k});
+    }
+    if (owned_ > 0) ctx_.beginPhase(rampPhase());
     scheduleCreate();
     for (std::int64_t k = 0; k < p.crdKinds; ++k) {
       for (std::int64_t w = 0; w < p.watchers.perKind; ++w) {
@@ -177,6 +206,7 @@ class DormantInstance final : public WorkloadInstance {
         list(*watchers_.back());
       }
     }
+    maybeSetupDone();
   }
   ~DormantInstance() override { stop(); }
 
@@ -190,10 +220,17 @@ class DormantInstance final : public WorkloadInstance {
   }
 
   json summary() const override {
-    json s = {{"objects", total_},   {"created", c_.created},   {"createFailures", c_.createFailed},
-              {"updates", c_.updates}, {"updateFailures", c_.updateFailed}, {"watchers", watchers_.size()}};
-    std::string lastError;
-  std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
+    // `objects` is this instance's share, so the runner's sum over instances is the
+    // population; `complete` must be and-ed across instances.
+    json s = {{"objects", owned_},
+              {"created", c_.created},
+              {"createFailures", c_.createFailed},
+              {"complete", static_cast<std::int64_t>(c_.created) == owned_},
+              {"updates", c_.updates},
+              {"updateFailures", c_.updateFailed},
+              {"watchers", watchers_.size()},
+              {"watchersSynced", synced_}};
+    std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
     for (const auto& w : watchers_) {
       lists += w->lists, relists += w->relists, watches += w->watches, events += w->events;
       bookmarks += w->bookmarks, expired += w->expired, errors += w->errors;
@@ -215,23 +252,60 @@ class DormantInstance final : public WorkloadInstance {
 
   std::string itemKey(std::int64_t i) const { return "dormant/" + p_.name + "/" + std::to_string(i); }
 
+  std::string rampPhase() const { return "ramp/" + p_.name; }
+
+  // The next item this instance owns in creation order, or -1 when none is left.
+  std::int64_t nextOwned() {
+    if (p_.rampPerKind) {
+      while (next_ < total_ && !ctx_.owns(itemKey(next_))) ++next_;
+      return next_ < total_ ? next_++ : -1;
+    }
+    // Interleaved: the kind whose next item sits earliest in its own sequence (item j
+    // of n at (j + 0.5) / n), so every kind grows in proportion.
+    while (!mix_.empty()) {
+      const std::size_t k = mix_.top().second;
+      mix_.pop();
+      Segment& seg = segments_[k];
+      const std::int64_t j = seg.cursor++;
+      if (seg.cursor < seg.count) mix_.push({(static_cast<double>(seg.cursor) + 0.5) / static_cast<double>(seg.count), k});
+      if (ctx_.owns(itemKey(seg.first + j))) return seg.first + j;
+    }
+    return -1;
+  }
+
   void scheduleCreate() {
-    while (next_ < total_ && !ctx_.owns(itemKey(next_))) ++next_;
-    if (next_ >= total_) {
+    const std::int64_t i = nextOwned();
+    if (i < 0) {
       startUpdates();
       return;
     }
-    events_.at(bucket_.reserve(ctx_.sim.now()), [this] {
-      createItem(next_++);
+    events_.at(bucket_.reserve(ctx_.sim.now()), [this, i] {
+      createItem(i);
       scheduleCreate();
     });
   }
 
-  const Segment& segmentOf(std::int64_t i) const {
-    for (const auto& s : segments_) {
-      if (i < s.first + s.count) return s;
-    }
-    return segments_.back();
+  std::size_t segmentIndex(std::int64_t i) const {
+    auto it = std::upper_bound(segments_.begin(), segments_.end(), i,
+                               [](std::int64_t v, const Segment& s) { return v < s.first; });
+    return static_cast<std::size_t>(it - segments_.begin()) - 1;
+  }
+  const Segment& segmentOf(std::int64_t i) const { return segments_[segmentIndex(i)]; }
+
+  // Once: every owned create answered and every watcher synced.
+  void maybeSetupDone() {
+    if (setupReported_ || answered_ < owned_ || synced_ < watchers_.size()) return;
+    setupReported_ = true;
+    ctx_.setupDone();
+  }
+
+  void answered(std::size_t k) {
+    Segment& seg = segments_[k];
+    ++seg.answered;
+    ++answered_;
+    if (p_.rampPerKind && seg.answered == seg.owned) ctx_.endPhase(kindRampPhaseName(p_.name, seg.gvr));
+    if (answered_ == owned_) ctx_.endPhase(rampPhase());
+    maybeSetupDone();
   }
 
   std::string ns(std::int64_t j) const { return DormantWorkload::namespaceName(ctx_.runId, p_.name, j % p_.namespaces); }
@@ -247,7 +321,9 @@ class DormantInstance final : public WorkloadInstance {
   }
 
   void createItem(std::int64_t i) {
-    const Segment& s = segmentOf(i);
+    const std::size_t k = segmentIndex(i);
+    Segment& s = segments_[k];
+    if (s.submitted++ == 0 && p_.rampPerKind) ctx_.beginPhase(kindRampPhaseName(p_.name, s.gvr));
     const std::int64_t j = i - s.first;
     auto [collection, name] = where(i);
     json meta = {{"name", name}, {"labels", runLabels(ctx_.runId, p_.name)}};
@@ -303,13 +379,14 @@ class DormantInstance final : public WorkloadInstance {
     }
     auto req = kube::ApiRequest::create(collection, obj);
     req.intendedAt = ctx_.sim.now();
-    calls_.call(std::move(req), [this, i](kube::ApiResult r) {
+    calls_.call(std::move(req), [this, i, k](kube::ApiResult r) {
       if (r.ok() || r.alreadyExists()) {
         ++c_.created;
         created_.push_back(static_cast<std::uint32_t>(i));
       } else {
         ++c_.createFailed;
       }
+      answered(k);
     });
   }
 
@@ -372,6 +449,11 @@ class DormantInstance final : public WorkloadInstance {
       }
       w.continueToken.clear();
       w.rv = r.body.value("/metadata/resourceVersion"_json_pointer, std::string());
+      if (!w.synced) {
+        w.synced = true;
+        ++synced_;
+        maybeSetupDone();
+      }
       watch(w);
     });
   }
@@ -437,7 +519,14 @@ class DormantInstance final : public WorkloadInstance {
   std::string prefix_;
   std::vector<Segment> segments_;
   std::int64_t total_ = 0;
+  std::int64_t owned_ = 0;
+  std::int64_t answered_ = 0;
   std::int64_t next_ = 0;
+  // Interleaved creation (rampPerKind: false): (position of the kind's next item in
+  // its own sequence, segment), smallest first.
+  std::priority_queue<std::pair<double, std::size_t>, std::vector<std::pair<double, std::size_t>>, std::greater<>> mix_;
+  std::size_t synced_ = 0;
+  bool setupReported_ = false;
   std::vector<std::uint32_t> created_;
   bool updating_ = false;
   bool stopped_ = false;

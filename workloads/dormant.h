@@ -6,6 +6,18 @@
 // re-watching from the last resourceVersion when the server ends the stream and
 // relisting on 410 Gone; optionally sharded with KEP-5866's shardSelector.
 //
+// Creation order: ConfigMaps, Secrets, ServiceAccounts, Roles, RoleBindings,
+// ClusterRoles, ClusterRoleBindings, then each CRD kind. With rampPerKind (the
+// default) each kind is created completely before the next, and its creation is
+// marked as the phase "ramp/<name>/<group>/<resource>" ("ramp/<name>/configmaps" for
+// the core group; metrics::kindRampFromPhase reads it) from its first create to the
+// answer of its last, so heap growth can be fitted per kind. rampPerKind: false
+// interleaves the kinds in proportion instead (the population grows as a mix). Either
+// way "ramp/<name>" spans the whole population's creation. An instance reports its
+// setup done once every create it owns was answered (success or failure) and every
+// watcher holds its first full LIST; its summary says whether the population is
+// complete (`complete`: created == objects).
+//
 // Scenario entry:
 //   - kind: dormant
 //     name: platform              # default "dormant"
@@ -22,6 +34,7 @@
 //     secrets: 0
 //     createQps: 50               # client-side token bucket for creations
 //     createBurst: 50
+//     rampPerKind: true           # kinds one after the other, each its own ramp phase
 //     updatesPerSecond: 0         # background PATCHes once created (Poisson)
 //     watchers:
 //       perKind: 0                # informer-like clients per CRD kind
@@ -52,6 +65,7 @@ struct DormantParams {
   std::int64_t roles = 0, roleBindings = 0, clusterRoles = 0, clusterRoleBindings = 0, serviceAccounts = 0,
                configMaps = 0, secrets = 0;
   RateLimit create{50, 50};
+  bool rampPerKind = true;
   double updatesPerSecond = 0;
   struct Watchers {
     std::int64_t perKind = 0;
@@ -64,6 +78,9 @@ struct DormantParams {
   static DormantParams read(const YamlField& entry);
   std::int64_t totalObjects() const;
 };
+
+// The phase marking the creation of one kind (see the top of this header).
+std::string kindRampPhaseName(const std::string& workload, const kube::GroupVersionResource& kind);
 
 // KEP-5866's selector for shard `shard` of `shards` equal ranges of the 64-bit
 // FNV-1a hash of metadata.uid: "shardRange(object.metadata.uid, 0x.., 0x..)". The

@@ -345,6 +345,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       } else if (m.role == "kube-apiserver") {
         t.info.role = metrics::TargetRole::kApiserver;
         t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
+        // The local plane's apiservers profile (their default): heap after a forced GC.
+        if (!opt.cluster) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
       } else {
         continue;  // recorded only
       }
@@ -495,6 +497,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       engine::TimePoint from = bounds.empty() ? *tl.steadyStart : bounds[0];
       auto steady = metrics::sliceTargets(all, from, boundary(1, *tl.end));
       add(metrics::writeFigures(steady), metrics::Window::kSteady);
+      add(metrics::apiserverRequestFigures(steady), metrics::Window::kSteady);
       add(metrics::leaseShareFigures(steady), metrics::Window::kSteady);
       add(metrics::apiserverMemoryFigures(steady), metrics::Window::kSteady);
       add(metrics::etcdFigures(steady), metrics::Window::kSteady);
@@ -507,7 +510,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     }
     add(metrics::writeFigures(setupSlice), metrics::Window::kSetup);
     add(metrics::leaseShareFigures(setupSlice), metrics::Window::kSetup);
-    add(metrics::bytesPerObjectFigures(setupSlice), metrics::Window::kSetup);
+    {
+      // bytes_per_object over the population ramp, and per kind over each kind's ramp
+      // (the workers' phases are on the scrapes' timeline: one origin).
+      metrics::BytesPerObjectOptions bpo;
+      std::vector<metrics::KindRamp> ramps;
+      for (const auto& span : phaseLog.spans()) {
+        if (!span.ended()) continue;
+        if (auto r = metrics::kindRampFromPhase(span.name, span.start, span.end)) {
+          ramps.push_back(*r);
+        } else if (span.name.starts_with("ramp/")) {
+          bpo.from = bpo.from ? std::min(*bpo.from, span.start) : span.start;
+          bpo.to = bpo.to ? std::max(*bpo.to, span.end) : span.end;
+        }
+      }
+      add(metrics::bytesPerObjectFigures(setupSlice, bpo), metrics::Window::kSetup);
+      add(metrics::bytesPerKindFigures(setupSlice, ramps), metrics::Window::kSetup);
+    }
     add(metrics::scrapeHealthFigures(all), metrics::Window::kRun);
 
     engine::RequestStats stats = pool.requestStats();

@@ -574,73 +574,7 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
   return out;
 }
 
-std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& options) {
-  std::vector<Figure> out;
-  auto apis = ofRole(targets, TargetRole::kApiserver);
-  std::string allWhy = apis.empty() ? "no kube-apiserver target was scraped" : "";
-  double allSlope = 0;
-  for (const TargetScrapes* t : apis) {
-    const ScrapeHistory& h = t->history;
-    Labels self = makeLabels({{"apiserver", t->info.name}});
-    auto fail = [&](const std::string& why) {
-      for (const char* n : {"bytes_per_object", "heap_base_bytes", "bytes_per_object_r2"}) {
-        out.push_back(Figure::unavailable(n, self, n == std::string_view("bytes_per_object_r2") ? "ratio" : "bytes",
-                                          Source::kApiserver, why));
-      }
-      allWhy += (allWhy.empty() ? "" : "; ") + why;
-    };
-    std::vector<double> x, y;
-    const auto& heapIds = h.seriesNamed(kHeap);
-    const auto& objIds = h.seriesNamed(objectMetric(h));
-    if (h.scrapes() == 0) {
-      fail(tooFewScrapes(*t, options.minPoints));
-      continue;
-    }
-    if (heapIds.empty() || objIds.empty()) {
-      fail(std::string(heapIds.empty() ? kHeap : "apiserver_resource_objects") + " is not exposed by " + t->info.name);
-      continue;
-    }
-    for (std::size_t r = 0; r < h.scrapes(); ++r) {
-      if ((options.from && h.time(r) < *options.from) || (options.to && h.time(r) > *options.to)) continue;
-      auto heap = h.value(r, heapIds.front());
-      if (!heap) continue;
-      double objects = 0;
-      bool any = false;
-      for (auto id : objIds) {
-        if (auto v = h.value(r, id)) {
-          objects += *v;
-          any = true;
-        }
-      }
-      if (!any) continue;
-      x.push_back(objects);
-      y.push_back(*heap);
-    }
-    if (x.size() < std::max<std::size_t>(options.minPoints, 2)) {
-      fail(t->info.name + ": " + std::to_string(x.size()) + " scrape(s) with both heap and object counts in the window; "
-           "the fit needs " + std::to_string(std::max<std::size_t>(options.minPoints, 2)));
-      continue;
-    }
-    auto fit = fitLine(x, y);
-    if (!fit) {
-      fail(t->info.name + ": the object count did not change in the window, so there is no population ramp to fit");
-      continue;
-    }
-    out.push_back(Figure::measured("bytes_per_object", self, fit->slope, "bytes", Source::kApiserver));
-    out.push_back(Figure::measured("heap_base_bytes", self, fit->intercept, "bytes", Source::kApiserver));
-    out.push_back(Figure::measured("bytes_per_object_r2", self, fit->r2, "ratio", Source::kApiserver));
-    allSlope += fit->slope;
-  }
-  // What one more object costs the whole control plane: every replica caches it.
-  if (allWhy.empty()) {
-    out.push_back(Figure::measured("bytes_per_object_all_replicas", {}, allSlope, "bytes", Source::kApiserver));
-  } else {
-    out.push_back(Figure::unavailable("bytes_per_object_all_replicas", {}, "bytes", Source::kApiserver, allWhy));
-  }
-  return out;
-}
-
-std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
   std::vector<Figure> out;
   auto etcds = ofRole(targets, TargetRole::kEtcd);
   struct Rate {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/engine/clock.h"
+#include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/prometheus_text.h"
 #include "sim/metrics/scrape_history.h"
 #include "sim/metrics/time_series.h"
@@ -104,19 +105,7 @@ struct ReplicaOptions {
 std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets,
                                            const ReplicaOptions& replicas = {});
 
-struct BytesPerObjectOptions {
-  // Fewer scrapes than this make the fit meaningless.
-  std::size_t minPoints = 5;
-  // The population ramp: only scrapes within [from, to] are used when set.
-  std::optional<engine::TimePoint> from;
-  std::optional<engine::TimePoint> to;
-};
-// Per apiserver, the least-squares fit of heap in use against the total object count:
-// bytes_per_object (slope), heap_base_bytes (intercept) and bytes_per_object_r2 (fit
-// quality). Unavailable with fewer than minPoints scrapes or when the object count
-// did not change (no ramp to learn from).
-std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets,
-                                          const BytesPerObjectOptions& options = {});
+// (Then bytesPerObjectFigures, in sim/metrics/bytes_per_object.h.)
 
 // Per etcd member: proposals committed per second, db size and in-use size (last and
 // peak), keys, lease renewals per second and in total, has_leader. Without an etcd

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "sim/common/error.h"
+#include "sim/metrics/bytes_per_object.h"
 
 namespace cpscale::metrics {
 
@@ -54,7 +55,35 @@ std::string firstLine(std::string_view s, std::size_t max = 200) {
   s = s.substr(0, std::min(s.find('\n'), max));
   return std::string(s);
 }
+
+// The request every scrape of a slot path makes: a GET with the scraper's timeout.
+kube::HttpRequest get(const std::string& path, engine::Duration timeout, std::string statsResource) {
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = path;
+  req.timeout = timeout;
+  req.statsResource = std::move(statsResource);
+  req.statsVerb = "GET";
+  return req;
+}
 }  // namespace
+
+std::optional<double> heapInuseFromProfile(std::string_view text) {
+  // Written by runtime/pprof's writeHeapInternal as
+  //   "\n# runtime.MemStats\n# Alloc = %d\n ... # HeapInuse = %d\n ..."
+  // after the sampled records; only that block has lines of this shape.
+  const auto block = text.find("# runtime.MemStats");
+  if (block == std::string_view::npos) return std::nullopt;
+  constexpr std::string_view kKey = "\n# HeapInuse = ";
+  const auto at = text.find(kKey, block);
+  if (at == std::string_view::npos) return std::nullopt;
+  std::size_t i = at + kKey.size();
+  double v = 0;
+  std::size_t digits = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i, ++digits) v = v * 10 + (text[i] - '0');
+  if (digits == 0 || (i < text.size() && text[i] != '\n' && text[i] != '\r')) return std::nullopt;
+  return v;
+}
 
 Scraper::Scraper(engine::Scheduler& scheduler, std::vector<ScrapeTarget> targets, ScraperOptions options)
     : scheduler_(scheduler), options_(std::move(options)), self_(std::make_shared<Scraper*>(this)) {
@@ -70,8 +99,12 @@ Scraper::Scraper(engine::Scheduler& scheduler, std::vector<ScrapeTarget> targets
     if (!t.transport) throw ConfigError(where + " (" + t.info.name + ")", "transport", "is not set");
     if (!names.insert(t.info.name).second) throw ConfigError(where, "name", "'" + t.info.name + "' is used twice");
     if (t.path.empty() || t.path.front() != '/') throw ConfigError(where, "path", "must start with '/'");
+    if (!t.heapProfilePath.empty() && t.heapProfilePath.front() != '/') {
+      throw ConfigError(where, "heapProfilePath", "must start with '/'");
+    }
     data_.push_back(TargetScrapes{std::move(t.info), {}, {}});
-    slots_.push_back(Slot{std::move(t.transport), std::move(t.path)});
+    slots_.push_back(Slot{std::move(t.transport), std::move(t.path), std::move(t.heapProfilePath), false, 0, {}});
+    heap_.emplace_back();
   }
 }
 
@@ -79,7 +112,7 @@ Scraper::~Scraper() {
   stop();
   self_.reset();  // handlers that still run see the scraper gone
   for (Slot& s : slots_) {
-    if (s.busy) s.transport->cancel(s.request);
+    if (s.busy && s.request != 0) s.transport->cancel(s.request);
   }
 }
 
@@ -118,15 +151,10 @@ void Scraper::scrapeTarget(std::size_t index, engine::TimePoint roundAt) {
   ScrapeHistory& history = data_[index].history;
   if (history.scrapes() > 0 && roundAt <= history.time(history.scrapes() - 1)) return;  // scraped at this instant
   ++status.attempts;
-  kube::HttpRequest req;
-  req.method = "GET";
-  req.path = slot.path;
+  kube::HttpRequest req = get(slot.path, options_.timeout, "metrics");
   // Ask for the 0.0.4 text format explicitly: servers may otherwise negotiate
   // OpenMetrics or protobuf.
   req.headers.push_back({"Accept", "text/plain;version=0.0.4;q=1,*/*;q=0.1"});
-  req.timeout = options_.timeout;
-  req.statsResource = "metrics";
-  req.statsVerb = "GET";
   slot.busy = true;
   std::weak_ptr<Scraper*> weak = self_;
   slot.request = slot.transport->submit(std::move(req), [weak, index, roundAt](kube::HttpResponse resp) {
@@ -159,7 +187,52 @@ void Scraper::onResponse(std::size_t index, engine::TimePoint roundAt, kube::Htt
   if (target.history.scrapes() > 0 && roundAt <= target.history.time(target.history.scrapes() - 1)) {
     return failed("scrape answered out of order");  // cannot happen while one is in flight
   }
-  target.history.record(roundAt, parsed.families);
+  if (slot.heapProfilePath.empty()) return record(index, roundAt, parsed.families);
+  // The slot stays busy until the heap profile is in, so the row is recorded whole and
+  // a round that finds it busy counts as an overrun, as a slow /metrics would.
+  slot.pending = std::move(parsed.families);
+  slot.busy = true;
+  ++heap_[index].attempts;
+  std::weak_ptr<Scraper*> weak = self_;
+  slot.request = slot.transport->submit(get(slot.heapProfilePath, options_.timeout, "debug/pprof/heap"),
+                                        [weak, index, roundAt](kube::HttpResponse resp) {
+                                          if (auto self = weak.lock()) (*self)->onHeapProfile(index, roundAt, std::move(resp));
+                                        });
+}
+
+void Scraper::onHeapProfile(std::size_t index, engine::TimePoint roundAt, kube::HttpResponse response) {
+  Slot& slot = slots_[index];
+  slot.busy = false;
+  slot.request = 0;
+  FamilyMap families = std::move(slot.pending);
+  slot.pending.clear();
+  HeapProfileStatus& hs = heap_[index];
+  std::optional<double> inuse;
+  if (!response.ok()) {
+    hs.lastError = std::string(kube::toString(response.outcome));
+    if (!response.detail.empty()) hs.lastError += ": " + firstLine(response.detail);
+  } else if (response.status != 200) {
+    hs.lastError = "HTTP " + std::to_string(response.status);
+    if (!response.body.empty()) hs.lastError += ": " + firstLine(response.body);
+  } else if (!(inuse = heapInuseFromProfile(response.body))) {
+    hs.lastError = "no \"# HeapInuse = N\" line in the heap profile (was it asked for with debug=1?)";
+  }
+  if (inuse) {
+    MetricFamily f;
+    f.name = std::string(kHeapInuseAfterGc);
+    f.type = MetricType::kGauge;
+    f.help = "HeapInuse from " + slot.heapProfilePath + ", read right after a forced GC (cpscale)";
+    f.samples.push_back(Sample{f.name, {}, *inuse, std::nullopt});
+    families.insert_or_assign(f.name, std::move(f));
+  } else {
+    ++hs.failures;
+  }
+  record(index, roundAt, families);
+}
+
+void Scraper::record(std::size_t index, engine::TimePoint roundAt, const FamilyMap& families) {
+  TargetScrapes& target = data_[index];
+  target.history.record(roundAt, families);
   ++target.status.successes;
   target.status.lastSuccessAt = scheduler_.now();
 }

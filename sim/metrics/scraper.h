@@ -12,7 +12,9 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +34,25 @@ struct ScrapeTarget {
   // poll it (see Scraper::pollTransports).
   std::shared_ptr<kube::Transport> transport;
   std::string path = "/metrics";
+  // Optional heap profile fetched right after each successful /metrics response, e.g.
+  // "/debug/pprof/heap?gc=1&debug=1" on a kube-apiserver (profiling is on by default):
+  // gc=1 collects garbage first, so its "# HeapInuse = N" line is the heap the objects
+  // really hold. Recorded in the same scrape row as the synthetic gauge
+  // cpscale_heap_inuse_after_gc_bytes; a failed fetch is counted (heapProfileStatus)
+  // and the scrape kept without it. Empty: off.
+  std::string heapProfilePath = {};
 };
+
+// Outcomes of a target's heap profile fetches (ScrapeTarget::heapProfilePath).
+struct HeapProfileStatus {
+  std::uint64_t attempts = 0;
+  std::uint64_t failures = 0;
+  std::string lastError;
+};
+
+// HeapInuse from the "# runtime.MemStats" block that Go's runtime/pprof appends to a
+// heap profile written with debug=1 ("# HeapInuse = 123456"); nullopt when absent.
+std::optional<double> heapInuseFromProfile(std::string_view debugText);
 
 struct ScraperOptions {
   engine::Duration interval = std::chrono::seconds(5);
@@ -71,23 +91,31 @@ class Scraper {
 
   // In the order given at construction.
   const std::vector<TargetScrapes>& targets() const { return data_; }
+  // Parallel to targets(); all zero for a target without heapProfilePath.
+  const std::vector<HeapProfileStatus>& heapProfileStatus() const { return heap_; }
   const ScraperOptions& options() const { return options_; }
 
  private:
   struct Slot {
     std::shared_ptr<kube::Transport> transport;
     std::string path;
+    std::string heapProfilePath;
     bool busy = false;
     kube::RequestId request = 0;
+    // A parsed /metrics body waiting for the heap profile to complete its row.
+    FamilyMap pending;
   };
   void round();
   void scrapeTarget(std::size_t index, engine::TimePoint roundAt);
   void onResponse(std::size_t index, engine::TimePoint roundAt, kube::HttpResponse response);
+  void onHeapProfile(std::size_t index, engine::TimePoint roundAt, kube::HttpResponse response);
+  void record(std::size_t index, engine::TimePoint roundAt, const FamilyMap& families);
 
   engine::Scheduler& scheduler_;
   ScraperOptions options_;
   std::vector<TargetScrapes> data_;
   std::vector<Slot> slots_;
+  std::vector<HeapProfileStatus> heap_;
   engine::EventId nextRound_ = 0;
   engine::TimePoint nextRoundAt_{};
   // Response handlers hold a weak reference: a transport outliving the scraper (it

@@ -1,6 +1,14 @@
 // Churn sessions and dormant populations in virtual time: arrival rate, lifecycle
-// transitions as writes, creation QPS/burst, and watchers' relist/resume behaviour.
+// transitions as writes, creation QPS/burst, per-kind ramps and the end of setup, and
+// watchers' relist/resume behaviour.
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <set>
+#include <tuple>
+
+#include "sim/common/error.h"
+#include "sim/engine/worker_pool.h"
 
 #include "test/unit/workloads/harness.h"
 #include "workloads/churn.h"
@@ -148,6 +156,208 @@ TEST(Dormant, CreationRespectsQpsAndBurst) {
   EXPECT_EQ(h.count("POST", "/apis/op1.dormant.cpscale.io/v1/namespaces/cpscale-t1-dormant-"), 30u);
   EXPECT_EQ(h.count("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles"), 5u);
   EXPECT_EQ(inst->summary()["created"], 100);
+}
+
+// A virtual TimePoint in milliseconds, for exact comparisons.
+engine::TimePoint ms(std::int64_t v) { return engine::TimePoint{std::chrono::milliseconds(v)}; }
+
+std::optional<PhaseLog::Span> spanNamed(const PhaseLog& log, const std::string& name) {
+  for (const auto& s : log.spans()) {
+    if (s.name == name) return s;
+  }
+  return std::nullopt;
+}
+
+TEST(Dormant, KindsAreCreatedOneAfterAnotherEachInItsOwnRampPhase) {
+  Harness h;
+  PhaseLog phases(1);
+  h.ctx.phases = &phases;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 4\nconfigMaps: 5\nsecrets: 5\nroles: 3\n"
+                              "createQps: 10\ncreateBurst: 1\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  std::vector<std::string> kinds;
+  for (const auto& r : h.transport.requests()) {
+    if (r.request.method != "POST") continue;
+    const std::string& path = r.request.path;
+    kinds.push_back(path.substr(path.rfind('/') + 1));
+    if (path.find("op0.") != std::string::npos) kinds.back() = "op0";
+    if (path.find("op1.") != std::string::npos) kinds.back() = "op1";
+  }
+  std::vector<std::string> expected;
+  for (auto [kind, n] : std::vector<std::pair<std::string, int>>{
+           {"configmaps", 5}, {"secrets", 5}, {"roles", 3}, {"op0", 4}, {"op1", 4}}) {
+    expected.insert(expected.end(), n, kind);
+  }
+  EXPECT_EQ(kinds, expected);
+
+  // One create every 100 ms, answered 1 ms later: a kind's ramp runs from its first
+  // create to the answer of its last.
+  const std::vector<std::tuple<std::string, std::int64_t, std::int64_t>> spans = {
+      {"ramp/dormant", 0, 2001},
+      {"ramp/dormant/configmaps", 0, 401},
+      {"ramp/dormant/secrets", 500, 901},
+      {"ramp/dormant/rbac.authorization.k8s.io/roles", 1000, 1201},
+      {"ramp/dormant/op0.dormant.cpscale.io/widgets", 1300, 1601},
+      {"ramp/dormant/op1.dormant.cpscale.io/widgets", 1700, 2001}};
+  const auto got = phases.spans();
+  ASSERT_EQ(got.size(), spans.size());
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    EXPECT_EQ(got[i].name, std::get<0>(spans[i]));
+    EXPECT_EQ(got[i].start, ms(std::get<1>(spans[i]))) << got[i].name;
+    EXPECT_EQ(got[i].end, ms(std::get<2>(spans[i]))) << got[i].name;
+    EXPECT_TRUE(got[i].ended()) << got[i].name;
+  }
+  EXPECT_EQ(kindRampPhaseName("platform", kube::gvr::kConfigMaps), "ramp/platform/configmaps");
+  EXPECT_TRUE(phases.setupComplete());
+  EXPECT_EQ(inst->summary()["complete"], true);
+  EXPECT_EQ(inst->summary()["objects"], 21);
+}
+
+TEST(Dormant, RampPerKindFalseInterleavesKindsInProportion) {
+  Harness h;
+  PhaseLog phases(1);
+  h.ctx.phases = &phases;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 4\nsecrets: 2\nrampPerKind: false\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  std::vector<std::string> kinds;
+  for (const auto& r : h.transport.requests()) {
+    if (r.request.method == "POST") kinds.push_back(r.request.path.substr(r.request.path.rfind('/') + 1));
+  }
+  // Item j of n sits at (j + 0.5) / n: cm .125, s .25, cm .375, cm .625, s .75, cm .875.
+  EXPECT_EQ(kinds, (std::vector<std::string>{"configmaps", "secrets", "configmaps", "configmaps", "secrets",
+                                             "configmaps"}));
+  const auto spans = phases.spans();
+  ASSERT_EQ(spans.size(), 1u);  // the whole population only
+  EXPECT_EQ(spans[0].name, "ramp/dormant");
+  EXPECT_THROW(makeWorkload(entry("kind: dormant\nrampPerKind: sometimes\n")), ConfigError);
+}
+
+TEST(Dormant, SetupIsDoneOnceWhenCreatesAreAnsweredAndWatchersHaveListed) {
+  Harness h;
+  PhaseLog phases(2);  // a second instance never reports: the count shows exactly one report
+  h.ctx.phases = &phases;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "POST" && r.path.find("/configmaps") != std::string::npos && r.body.find("\"cm-3\"") != std::string::npos) {
+      return statusResponse(500, "InternalError");  // a POST is not retried: answered, failed
+    }
+    if (r.method == "GET" && r.path.find("/widgets") != std::string::npos) {
+      // LISTs are refused until 4 s (403: not retried by the client; the watcher backs
+      // off 1 s); watches are refused throughout.
+      if (r.path.find("watch=true") != std::string::npos || h.sim.now() < engine::TimePoint{4s}) {
+        return statusResponse(403, "Forbidden");
+      }
+      return jsonResponse(200, {{"metadata", {{"resourceVersion", "10"}}}, {"items", json::array()}});
+    }
+    return std::nullopt;
+  };
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\nconfigMaps: 20\n"
+                              "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 2}\n"));
+  auto inst = w->start(h.ctx);
+  // Creates: 30, one per 100 ms, the last answered at 2.901 s. Watcher LISTs at 0,
+  // 1.001, 2.002, 3.003 s fail; those at 4.004 s succeed at 4.005 s.
+  h.sim.runUntil(ms(3000));
+  EXPECT_EQ(inst->summary()["created"], 29);
+  EXPECT_EQ(inst->summary()["createFailures"], 1);
+  EXPECT_EQ(phases.setupPending(), 2u);
+  h.sim.runUntil(ms(4004));
+  EXPECT_EQ(phases.setupPending(), 2u);
+  EXPECT_EQ(inst->summary()["watchersSynced"], 0);
+  h.sim.runUntil(ms(4005));
+  EXPECT_EQ(phases.setupPending(), 1u);
+  EXPECT_EQ(inst->summary()["watchersSynced"], 2);
+  h.sim.runUntil(engine::TimePoint{60s});  // watchers keep relisting and rewatching
+  EXPECT_EQ(phases.setupPending(), 1u);
+  // Answered is not created: the population is reported incomplete.
+  EXPECT_EQ(inst->summary()["complete"], false);
+  EXPECT_EQ(inst->summary()["objects"], 30);
+}
+
+TEST(Dormant, PopulationStoppedBeforeItsLastCreateIsIncompleteAndNotSetUp) {
+  Harness h;
+  PhaseLog phases(1);
+  h.ctx.phases = &phases;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 100\ncreateQps: 1\ncreateBurst: 1\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(ms(9500));
+  inst->stop();
+  h.sim.runUntil(engine::TimePoint{200s});
+  auto s = inst->summary();
+  EXPECT_EQ(s["objects"], 100);
+  EXPECT_EQ(s["created"], 10);  // 0, 1, ..., 9 s
+  EXPECT_EQ(s["complete"], false);
+  EXPECT_FALSE(phases.setupComplete());
+  auto ramp = spanNamed(phases, "ramp/dormant/configmaps");
+  ASSERT_TRUE(ramp);
+  EXPECT_FALSE(ramp->ended());
+}
+
+TEST(Dormant, SeveralWorkersEachCreateTheirShareOfAKindBeforeTheNext) {
+  constexpr std::size_t kWorkers = 3;
+  std::vector<kube::FakeTransport*> transports(kWorkers);
+  engine::WorkerPool pool({.workers = kWorkers, .seed = 5}, [&](engine::Worker& w) -> kube::TransportPtr {
+    auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
+    t->setLatency(1ms);
+    t->setHandler([](const kube::HttpRequest& r) { return jsonResponse(201, json::parse(r.body)); });
+    transports[w.index()] = t.get();
+    return t;
+  });
+  auto wl = makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 30\nsecrets: 30\ncreateQps: 30\ncreateBurst: 3\n"));
+  PhaseLog phases(kWorkers);
+  std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
+  std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
+  pool.run(
+      [&](engine::Worker& w) {
+        apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
+        WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
+        ctx.phases = &phases;
+        instances[w.index()] = wl->start(ctx);
+      },
+      engine::TimePoint{30s});
+
+  std::set<std::string> names;
+  std::int64_t objects = 0;
+  engine::TimePoint lastConfigMap{}, firstSecret = engine::TimePoint::max();
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    bool secretsStarted = false;
+    for (const auto& r : transports[i]->requests()) {
+      if (r.request.method != "POST") continue;
+      const bool secret = r.request.path.ends_with("/secrets");
+      EXPECT_FALSE(secretsStarted && !secret) << "worker " << i << " created a ConfigMap after a Secret";
+      secretsStarted |= secret;
+      names.insert(r.request.path + "/" + json::parse(r.request.body)["metadata"]["name"].get<std::string>());
+      if (secret) firstSecret = std::min(firstSecret, r.submittedAt);
+      if (!secret) lastConfigMap = std::max(lastConfigMap, r.submittedAt + 1ms);
+    }
+    objects += instances[i]->summary()["objects"].get<std::int64_t>();
+    EXPECT_EQ(instances[i]->summary()["complete"], true);
+  }
+  EXPECT_EQ(names.size(), 60u);  // every object once, across workers
+  EXPECT_EQ(objects, 60);
+  EXPECT_EQ(phases.setupPending(), 0u);
+  // The kind's span covers every worker's share: from the first create anywhere to the
+  // last answer anywhere (workers' shares differ, so the kinds' spans may overlap).
+  auto cm = spanNamed(phases, "ramp/dormant/configmaps");
+  auto sec = spanNamed(phases, "ramp/dormant/secrets");
+  ASSERT_TRUE(cm && sec);
+  EXPECT_EQ(cm->start, engine::TimePoint{});
+  EXPECT_EQ(cm->end, lastConfigMap);
+  EXPECT_EQ(sec->start, firstSecret);
+  EXPECT_TRUE(cm->ended() && sec->ended());
+  for (auto& i : instances) i.reset();  // before the pool's drivers go away
+  apis.clear();
+}
+
+TEST(Dormant, NothingToSetUpIsDoneAtStart) {
+  Harness h;
+  PhaseLog phases(1);
+  h.ctx.phases = &phases;
+  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 0\n"));
+  auto inst = w->start(h.ctx);
+  EXPECT_TRUE(phases.setupComplete());
+  EXPECT_TRUE(phases.spans().empty());
+  EXPECT_EQ(inst->summary()["complete"], true);
 }
 
 TEST(Dormant, BackgroundUpdatesFollowTheirRateOnceCreated) {
