@@ -6,9 +6,14 @@
 // send, per (resource, verb, outcome), so a generator that falls behind cannot hide
 // server stalls (coordinated omission), and its lag is reported rather than mistaken
 // for server latency.
+//
+// Streams (HttpRequest::stream: watches) are not requests of the open loop: one may
+// stay open for the whole run, so it is sent at once, takes no in-flight slot and has
+// no latency; it is counted in StreamStats instead.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -32,6 +37,22 @@ struct DriverOptions {
   Duration lagThreshold = std::chrono::milliseconds(50);
 };
 
+// Watch streams that went through a driver. Mergeable across workers.
+struct StreamStats {
+  std::uint64_t opened = 0;
+  std::uint64_t closed = 0;  // ended in any way, cancels included
+  // Ended by a transport failure or refused (non-2xx), cancels excepted.
+  std::uint64_t failed = 0;
+  std::size_t peakOpen = 0;  // most open at once (summed over workers when merged)
+
+  void merge(const StreamStats& o) {
+    opened += o.opened;
+    closed += o.closed;
+    failed += o.failed;
+    peakOpen += o.peakOpen;
+  }
+};
+
 class OpenLoopDriver final : public kube::Transport {
  public:
   // `clock` gives actual send and completion times (the wall clock live). Throws
@@ -43,7 +64,7 @@ class OpenLoopDriver final : public kube::Transport {
   // A queued request completes at once with kAborted; one in flight is cancelled below.
   void cancel(kube::RequestId id) override;
   std::size_t poll(Duration maxWait) override { return inner_.poll(maxWait); }
-  // Requests submitted and not yet completed, queued ones included.
+  // Requests submitted and not yet completed, queued ones included; streams excepted.
   std::size_t inFlight() const override { return admitted_ + queue_.size(); }
   void wakeup() override { inner_.wakeup(); }
   const std::string& server() const override { return inner_.server(); }
@@ -52,6 +73,9 @@ class OpenLoopDriver final : public kube::Transport {
   std::size_t queued() const { return queue_.size(); }
   std::size_t bound() const { return bound_; }
   const RequestStats& stats() const { return stats_; }
+  // Streams open now.
+  std::size_t streamsOpen() const { return streams_.size(); }
+  const StreamStats& streamStats() const { return streamStats_; }
   GeneratorLimit limit() const { return generatorLimit(stats_, options_.lagQuantile, options_.lagThreshold); }
 
  private:
@@ -69,6 +93,7 @@ class OpenLoopDriver final : public kube::Transport {
     TimePoint submitted;
   };
 
+  kube::RequestId openStream(kube::HttpRequest req, kube::ResponseHandler done);
   void send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done, TimePoint submitted);
   void admitWaiting();
 
@@ -82,6 +107,8 @@ class OpenLoopDriver final : public kube::Transport {
   std::unordered_map<kube::RequestId, Flight> flights_;
   bool admitting_ = false;
   RequestStats stats_;
+  std::unordered_map<kube::RequestId, kube::RequestId> streams_;  // driver id -> inner id
+  StreamStats streamStats_;
 };
 
 }  // namespace cpscale::engine

@@ -90,6 +90,14 @@ RequestStats WorkerPool::requestStats() const {
   return all;
 }
 
+StreamStats WorkerPool::streamStats() const {
+  StreamStats all;
+  for (const auto& w : workers_) {
+    if (w->driver_) all.merge(w->driver_->streamStats());
+  }
+  return all;
+}
+
 HdrHistogram WorkerPool::eventLag() const {
   HdrHistogram all;
   for (const auto& w : workers_) all.merge(w->sim_->stats().lag);

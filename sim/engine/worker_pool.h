@@ -80,6 +80,8 @@ class WorkerPool {
   Worker& worker(std::size_t i) { return *workers_[i]; }
   // Statistics of all workers, merged. Call after run().
   RequestStats requestStats() const;
+  // Watch streams of all workers, merged (they are not in requestStats()).
+  StreamStats streamStats() const;
   // Engine lag of all workers, merged (paced mode: how late events ran).
   HdrHistogram eventLag() const;
   std::uint64_t eventsRun() const;
