@@ -25,11 +25,12 @@
 namespace cpscale::engine {
 
 struct DriverOptions {
-  // Requests in flight across all connections.
+  // Requests in flight across all connections; watch streams are not counted.
   std::size_t maxInFlight = 4096;
-  // Connections the wrapped transport uses and HTTP/2 streams allowed on each; the
-  // driver admits at most connections * maxInFlightPerConnection as well. Spreading
-  // streams over connections is the transport's job.
+  // Connections the wrapped transport uses (to each apiserver replica) and HTTP/2
+  // streams allowed on each; the driver admits at most connections *
+  // maxInFlightPerConnection as well. Spreading requests over connections and
+  // replicas is the transport's job, and so is keeping watches off these connections.
   std::size_t connections = 1;
   std::size_t maxInFlightPerConnection = 256;
   // The run is generator-limited when this quantile of schedule lag exceeds lagThreshold.
