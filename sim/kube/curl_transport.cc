@@ -478,8 +478,10 @@ std::size_t CurlTransport::poll(engine::Duration maxWait) {
   };
   processDeferredCancels();
   std::optional<engine::Duration> timer = runTimers();
-  if (finished() > 0 || maxWait <= engine::Duration::zero()) return stats_.completed - before;
-  engine::Duration wait = timer ? std::min(*timer, maxWait) : maxWait;
+  if (finished() > 0) return stats_.completed - before;
+  // A zero wait still reads what is ready: callers that poll without blocking (the
+  // scraper's loop) rely on it for progress.
+  engine::Duration wait = std::max(engine::Duration::zero(), timer ? std::min(*timer, maxWait) : maxWait);
   // Both multi handles' sockets and the wakeup are in one set: a watch event and a
   // response are each handled as soon as they arrive, whichever comes first.
   epoll_event events[64];

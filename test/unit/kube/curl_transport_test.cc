@@ -522,6 +522,31 @@ TEST(CurlTransportReplicas, RequestsAndStreamsGoRoundRobin) {
   EXPECT_EQ(t.stats().perServer[1].server, b.url());
 }
 
+// Callers that never block in poll (a loop of poll(0) with work in between) still
+// see their requests and streams make progress.
+TEST(CurlTransportStreams, ZeroWaitPollsMakeProgress) {
+  WatchServer server;
+  RestConfig rc;
+  rc.server = server.url();
+  CurlTransport t(rc, {.http2 = false});
+  std::string events;
+  HttpRequest w = plainGet("/api/v1/pods?watch=true", true);
+  w.onBodyChunk = [&](std::string_view c) {
+    events.append(c);
+    return true;
+  };
+  t.submit(std::move(w), [](HttpResponse) {});
+  int done = 0;
+  for (int i = 0; i < 3; ++i) t.submit(plainGet("/api"), [&](HttpResponse r) { done += r.status == 200; });
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((done < 3 || !events.ends_with("\n")) && std::chrono::steady_clock::now() < deadline) {
+    t.poll(0ms);
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(done, 3);
+  EXPECT_EQ(events, "{\"type\":\"BOOKMARK\",\"object\":{}}\n");
+}
+
 // A wakeup from another thread ends a poll that would otherwise wait for a minute.
 TEST(CurlTransportStreams, WakeupEndsAWaitingPoll) {
   WatchServer server;
