@@ -93,7 +93,17 @@ class Http2Server : public ::testing::Test {
     dir_->write("htdocs/api/v1/nodes/n1", R"({"kind":"Node","metadata":{"name":"n1"}})");
     dir_->write("htdocs/big", std::string(256 * 1024, 'x'));
     port_ = freePort();
-    std::string portStr = std::to_string(port_);
+    pid_ = spawnServer(port_);
+    if (pid_ == 0) {
+      skip_ = "nghttpd is not installed (Debian package nghttp2-server)";
+      return;
+    }
+    if (!canConnect(port_)) skip_ = "nghttpd did not start";
+  }
+  // Starts nghttpd on `port` with the suite's documents and certificate and waits until
+  // it accepts connections; 0 if it cannot be started.
+  static pid_t spawnServer(int port) {
+    std::string portStr = std::to_string(port);
     std::string docroot = (dir_->path() / "htdocs").string();
     std::string key = (dir_->path() / "server.key").string();
     std::string crt = (dir_->path() / "server.crt").string();
@@ -105,16 +115,13 @@ class Http2Server : public ::testing::Test {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawnp(&pid_, "nghttpd", &fa, nullptr, argv.data(), environ);
+    pid_t pid = 0;
+    int rc = posix_spawnp(&pid, "nghttpd", &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      pid_ = 0;
-      skip_ = "nghttpd is not installed (Debian package nghttp2-server)";
-      return;
-    }
+    if (rc != 0) return 0;
     auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!canConnect(port_) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    if (!canConnect(port_)) skip_ = "nghttpd did not start";
+    while (!canConnect(port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    return pid;
   }
   static void TearDownTestSuite() {
     if (pid_ > 0) {
@@ -242,6 +249,35 @@ TEST_F(Http2Server, CancelRunsTheHandlerOnceWithAborted) {
   EXPECT_EQ(calls, 1);
   EXPECT_EQ(outcome, TransportOutcome::kAborted);
   EXPECT_EQ(t.inFlight(), 0u);
+}
+
+// Two TLS replicas of one server, verified against tls-server-name: each replica is
+// reached at its own address with the certificate checked against that name, over
+// HTTP/2, round-robin.
+TEST_F(Http2Server, ReplicasAreEachVerifiedAgainstTheTlsServerName) {
+  const int port2 = freePort();
+  const pid_t second = spawnServer(port2);
+  ASSERT_GT(second, 0);
+  RestConfig rc = config();
+  rc.tlsServerName = "cpscale.test";
+  const std::string other = "https://127.0.0.1:" + std::to_string(port2);
+  CurlTransport t(rc, {.servers = {rc.server, other}});
+  std::vector<HttpResponse> got;
+  for (int i = 0; i < 6; ++i) t.submit(get("/api/v1/nodes/n1"), [&](HttpResponse r) { got.push_back(std::move(r)); });
+  pollUntil(t, [&] { return got.size() == 6u; });
+  ::kill(second, SIGTERM);
+  ::waitpid(second, nullptr, 0);
+  for (const auto& r : got) {
+    EXPECT_EQ(r.status, 200) << r.detail;
+    EXPECT_EQ(r.httpVersion, "2");
+  }
+  EXPECT_EQ(t.stats().perServer.at(0).requests, 3u);
+  EXPECT_EQ(t.stats().perServer.at(1).requests, 3u);
+  EXPECT_EQ(t.stats().connectionsOpened, 2u);  // one per replica
+
+  rc.tlsServerName = "wrong.test";
+  CurlTransport bad(rc, {.servers = {rc.server}});
+  EXPECT_EQ(roundTrip(bad, get("/api/v1/nodes/n1")).outcome, TransportOutcome::kTlsFailed);
 }
 
 TEST(CurlTransport, RefusedConnectionIsConnectFailed) {
