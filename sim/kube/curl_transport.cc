@@ -404,7 +404,7 @@ void CurlTransport::cancel(RequestId id) {
   it->second->cancelRequested = true;
   if (inPerform_) {
     // Called from a curl callback (e.g. a watch consumer): a handle cannot be removed
-    // there, so finish it once curl_multi_perform has returned.
+    // there, so finish it once libcurl has returned.
     deferredCancels_.push_back(id);
     return;
   }
