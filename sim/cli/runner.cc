@@ -368,7 +368,11 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     cto.maxHostConnections = static_cast<long>(sc.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
     engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
-      return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, cto),
+      // Every apiserver replica of the target, round-robin as a load balancer would.
+      kube::CurlTransportOptions replicas = cto;
+      for (const auto& m : result.target.members)
+        if (m.role == "kube-apiserver") replicas.servers.push_back(m.url);
+      return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, replicas),
                                                  w.simulator().clock(), counters);
     });
     // Nothing counts as the measured window until every workload's setup is over.

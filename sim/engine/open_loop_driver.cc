@@ -26,6 +26,7 @@ OpenLoopDriver::OpenLoopDriver(kube::Transport& inner, Clock& clock, DriverOptio
 OpenLoopDriver::~OpenLoopDriver() = default;
 
 kube::RequestId OpenLoopDriver::submit(kube::HttpRequest req, kube::ResponseHandler done) {
+  if (req.stream) return openStream(std::move(req), std::move(done));
   const kube::RequestId id = nextId_++;
   const TimePoint submitted = clock_.now();
   if (!req.intendedAt) req.intendedAt = submitted;
@@ -35,6 +36,25 @@ kube::RequestId OpenLoopDriver::submit(kube::HttpRequest req, kube::ResponseHand
   } else {
     queue_.push_back(Waiting{id, std::move(req), std::move(done), submitted});
   }
+  return id;
+}
+
+kube::RequestId OpenLoopDriver::openStream(kube::HttpRequest req, kube::ResponseHandler done) {
+  // Never queued behind requests and never holding a slot: a watch that waited for an
+  // in-flight slot, or held one, would stall every request queued after it.
+  const kube::RequestId id = nextId_++;
+  ++streamStats_.opened;
+  // Registered before the inner submit, whose handler may in principle run at once.
+  streams_[id] = 0;
+  streamStats_.peakOpen = std::max(streamStats_.peakOpen, streams_.size());
+  kube::RequestId inner = inner_.submit(std::move(req), [this, id, done = std::move(done)](kube::HttpResponse resp) {
+    streams_.erase(id);
+    ++streamStats_.closed;
+    const bool refused = resp.ok() && (resp.status < 200 || resp.status >= 300);
+    if ((!resp.ok() && resp.outcome != kube::TransportOutcome::kAborted) || refused) ++streamStats_.failed;
+    done(std::move(resp));
+  });
+  if (auto it = streams_.find(id); it != streams_.end()) it->second = inner;
   return id;
 }
 
@@ -83,6 +103,10 @@ void OpenLoopDriver::admitWaiting() {
 }
 
 void OpenLoopDriver::cancel(kube::RequestId id) {
+  if (auto it = streams_.find(id); it != streams_.end()) {
+    inner_.cancel(it->second);
+    return;
+  }
   if (auto it = flights_.find(id); it != flights_.end()) {
     inner_.cancel(it->second.innerId);
     return;

@@ -6,11 +6,16 @@
 // send, per (resource, verb, outcome), so a generator that falls behind cannot hide
 // server stalls (coordinated omission), and its lag is reported rather than mistaken
 // for server latency.
+//
+// Streams (HttpRequest::stream: watches) are not requests of the open loop: one may
+// stay open for the whole run, so it is sent at once, takes no in-flight slot and has
+// no latency; it is counted in StreamStats instead.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <limits>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <unordered_map>
@@ -22,16 +27,33 @@
 namespace cpscale::engine {
 
 struct DriverOptions {
-  // Requests in flight across all connections.
+  // Requests in flight across all connections; watch streams are not counted.
   std::size_t maxInFlight = 4096;
-  // Connections the wrapped transport uses and HTTP/2 streams allowed on each; the
-  // driver admits at most connections * maxInFlightPerConnection as well. Spreading
-  // streams over connections is the transport's job.
+  // Connections the wrapped transport uses (to each apiserver replica) and HTTP/2
+  // streams allowed on each; the driver admits at most connections *
+  // maxInFlightPerConnection as well. Spreading requests over connections and
+  // replicas is the transport's job, and so is keeping watches off these connections.
   std::size_t connections = 1;
   std::size_t maxInFlightPerConnection = 256;
   // The run is generator-limited when this quantile of schedule lag exceeds lagThreshold.
   double lagQuantile = 0.99;
   Duration lagThreshold = std::chrono::milliseconds(50);
+};
+
+// Watch streams that went through a driver. Mergeable across workers.
+struct StreamStats {
+  std::uint64_t opened = 0;
+  std::uint64_t closed = 0;  // ended in any way, cancels included
+  // Ended by a transport failure or refused (non-2xx), cancels excepted.
+  std::uint64_t failed = 0;
+  std::size_t peakOpen = 0;  // most open at once (summed over workers when merged)
+
+  void merge(const StreamStats& o) {
+    opened += o.opened;
+    closed += o.closed;
+    failed += o.failed;
+    peakOpen += o.peakOpen;
+  }
 };
 
 class OpenLoopDriver final : public kube::Transport {
@@ -45,7 +67,7 @@ class OpenLoopDriver final : public kube::Transport {
   // A queued request completes at once with kAborted; one in flight is cancelled below.
   void cancel(kube::RequestId id) override;
   std::size_t poll(Duration maxWait) override { return inner_.poll(maxWait); }
-  // Requests submitted and not yet completed, queued ones included.
+  // Requests submitted and not yet completed, queued ones included; streams excepted.
   std::size_t inFlight() const override { return admitted_ + queue_.size(); }
   void wakeup() override { inner_.wakeup(); }
   const std::string& server() const override { return inner_.server(); }
@@ -60,6 +82,9 @@ class OpenLoopDriver final : public kube::Transport {
   void setSteadyStart(TimePoint t) { steadyStartNs_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
   const RequestStats& stats() const { return stats_; }
   const RequestStats& setupStats() const { return setupStats_; }
+  // Streams open now.
+  std::size_t streamsOpen() const { return streams_.size(); }
+  const StreamStats& streamStats() const { return streamStats_; }
   GeneratorLimit limit() const { return generatorLimit(stats_, options_.lagQuantile, options_.lagThreshold); }
 
  private:
@@ -77,6 +102,7 @@ class OpenLoopDriver final : public kube::Transport {
     TimePoint submitted;
   };
 
+  kube::RequestId openStream(kube::HttpRequest req, kube::ResponseHandler done);
   void send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done, TimePoint submitted);
   void admitWaiting();
 
@@ -97,6 +123,8 @@ class OpenLoopDriver final : public kube::Transport {
   RequestStats stats_;
   RequestStats setupStats_;
   std::atomic<std::int64_t> steadyStartNs_{std::numeric_limits<std::int64_t>::min()};
+  std::unordered_map<kube::RequestId, kube::RequestId> streams_;  // driver id -> inner id
+  StreamStats streamStats_;
 };
 
 }  // namespace cpscale::engine

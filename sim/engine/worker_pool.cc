@@ -99,6 +99,14 @@ RequestStats WorkerPool::setupRequestStats() const {
   return all;
 }
 
+StreamStats WorkerPool::streamStats() const {
+  StreamStats all;
+  for (const auto& w : workers_) {
+    if (w->driver_) all.merge(w->driver_->streamStats());
+  }
+  return all;
+}
+
 void WorkerPool::setSteadyStart(TimePoint t) {
   for (auto& w : workers_) {
     if (w->driver_) w->driver_->setSteadyStart(t);

@@ -90,6 +90,8 @@ class WorkerPool {
   RequestStats requestStats() const;
   // The same for requests scheduled before the measured window (setup).
   RequestStats setupRequestStats() const;
+  // Watch streams of all workers, merged (they are not in requestStats()).
+  StreamStats streamStats() const;
   // Engine lag of all workers, merged (paced mode: how late events ran).
   HdrHistogram eventLag() const;
   std::uint64_t eventsRun() const;

@@ -1,8 +1,13 @@
 #include "sim/kube/curl_transport.h"
 
 #include <curl/curl.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "sim/common/error.h"
@@ -12,6 +17,8 @@ namespace {
 
 // Enough idle handles for a busy generator without holding memory forever.
 constexpr std::size_t kMaxPooledEasy = 1024;
+// The epoll tag of the wakeup eventfd; sockets are tagged (multi index << 32 | fd).
+constexpr std::uint64_t kWakeTag = ~std::uint64_t{0};
 
 void globalInit() {
   static std::once_flag once;
@@ -77,7 +84,9 @@ struct CurlTransport::Active {
   ResponseHandler done;
   HttpResponse response;
   curl_slist* headers = nullptr;
-  bool added = false;            // to the multi handle
+  bool added = false;            // to its multi handle
+  bool stream = false;           // in the stream multi handle
+  std::size_t replica = 0;
   bool cancelRequested = false;  // cancel() from inside a curl callback
   bool consumerStopped = false;  // onBodyChunk returned false
   CURLcode submitError = CURLE_OK;
@@ -117,53 +126,122 @@ struct CurlTransport::Active {
 };
 
 CurlTransport::CurlTransport(const RestConfig& config, CurlTransportOptions options)
-    : config_(config), options_(options), server_(config.server), baseUrl_(config.server) {
+    : config_(config), options_(std::move(options)) {
   globalInit();
-  if (config_.server.empty()) throw ConfigError("kubeconfig", "server", "missing");
+  std::vector<std::string> urls = options_.servers;
+  if (urls.empty()) urls.push_back(config_.server);
+  for (const auto& u : urls) {
+    if (u.empty()) throw ConfigError("kubeconfig", "server", "missing");
+  }
   if (config_.clientCertPem.empty() != config_.clientKeyPem.empty()) {
     throw ConfigError(config_.sourceFile, "client-certificate/client-key", "must be given together");
   }
-  if (!config_.tlsServerName.empty()) {
-    // Verify the certificate against tls-server-name while connecting to the real
-    // host: address the URL to that name and map it to the host with CONNECT_TO.
-    CURLU* u = curl_url();
-    char *scheme = nullptr, *host = nullptr, *port = nullptr, *path = nullptr;
-    bool ok = curl_url_set(u, CURLUPART_URL, config_.server.c_str(), 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
-              curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK;
-    if (ok) {
-      std::string prefix = path;
-      while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-      baseUrl_ = std::string(scheme) + "://" + config_.tlsServerName + ":" + port + prefix;
-      connectTo_ = config_.tlsServerName + ":" + port + ":" + host + ":" + port;
-      connectToList_ = curl_slist_append(nullptr, connectTo_.c_str());
+  for (const auto& url : urls) {
+    Replica r;
+    r.server = url;
+    r.baseUrl = url;
+    if (!server_.empty()) server_ += ", ";
+    server_ += url;
+    stats_.perServer.push_back(ServerCounts{url, 0, 0});
+    if (!config_.tlsServerName.empty()) {
+      // Verify the certificate against tls-server-name while connecting to the real
+      // host: address the URL to that name and map it to the host with CONNECT_TO.
+      CURLU* u = curl_url();
+      char *scheme = nullptr, *host = nullptr, *port = nullptr, *path = nullptr;
+      bool ok = curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK &&
+                curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) == CURLUE_OK &&
+                curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK &&
+                curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) == CURLUE_OK &&
+                curl_url_get(u, CURLUPART_PATH, &path, 0) == CURLUE_OK;
+      if (ok) {
+        std::string prefix = path;
+        while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+        r.baseUrl = std::string(scheme) + "://" + config_.tlsServerName + ":" + port + prefix;
+        std::string connectTo = config_.tlsServerName + ":" + port + ":" + host + ":" + port;
+        r.connectTo = curl_slist_append(nullptr, connectTo.c_str());
+      }
+      curl_free(scheme);
+      curl_free(host);
+      curl_free(port);
+      curl_free(path);
+      curl_url_cleanup(u);
+      if (!ok) {
+        for (auto& done : replicas_) curl_slist_free_all(static_cast<curl_slist*>(done.connectTo));
+        throw ConfigError(config_.sourceFile, "server", "cannot parse server URL '" + url + "'");
+      }
     }
-    curl_free(scheme);
-    curl_free(host);
-    curl_free(port);
-    curl_free(path);
-    curl_url_cleanup(u);
-    if (!ok) throw ConfigError(config_.sourceFile, "server", "cannot parse server URL '" + config_.server + "'");
+    replicas_.push_back(std::move(r));
   }
-  multi_ = curl_multi_init();
-  if (multi_ == nullptr) throw UnavailableError("libcurl: cannot create a multi handle");
-  curl_multi_setopt(multi_, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
-  curl_multi_setopt(multi_, CURLMOPT_MAX_HOST_CONNECTIONS, options_.maxHostConnections);
-  curl_multi_setopt(multi_, CURLMOPT_MAX_CONCURRENT_STREAMS, options_.maxConcurrentStreams);
+  epollFd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wakeFd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epollFd_ < 0 || wakeFd_ < 0) {
+    int err = errno;
+    if (epollFd_ >= 0) ::close(epollFd_);
+    if (wakeFd_ >= 0) ::close(wakeFd_);
+    for (auto& r : replicas_) curl_slist_free_all(static_cast<curl_slist*>(r.connectTo));
+    throw UnavailableError(std::string("cannot create the transport's poll set: ") + std::strerror(err));
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = kWakeTag;
+  ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, wakeFd_, &ev);
+  initMulti(requests_, 0, options_.maxHostConnections, options_.maxConcurrentStreams);
+  initMulti(streams_, 1, options_.maxStreamConnections, options_.streamsPerConnection);
+}
+
+void CurlTransport::initMulti(Multi& m, std::uint32_t index, long maxHostConnections, long maxStreams) {
+  m.owner = this;
+  m.index = index;
+  m.handle = curl_multi_init();
+  if (m.handle == nullptr) throw UnavailableError("libcurl: cannot create a multi handle");
+  curl_multi_setopt(m.handle, CURLMOPT_PIPELINING, static_cast<long>(CURLPIPE_MULTIPLEX));
+  curl_multi_setopt(m.handle, CURLMOPT_MAX_HOST_CONNECTIONS, maxHostConnections);
+  curl_multi_setopt(m.handle, CURLMOPT_MAX_CONCURRENT_STREAMS, maxStreams);
+  curl_multi_setopt(m.handle, CURLMOPT_SOCKETFUNCTION, &CurlTransport::onSocket);
+  curl_multi_setopt(m.handle, CURLMOPT_SOCKETDATA, &m);
+  curl_multi_setopt(m.handle, CURLMOPT_TIMERFUNCTION, &CurlTransport::onTimer);
+  curl_multi_setopt(m.handle, CURLMOPT_TIMERDATA, &m);
 }
 
 CurlTransport::~CurlTransport() {
   for (auto& [id, a] : active_) {
-    if (a->added) curl_multi_remove_handle(multi_, a->easy);
+    Multi& m = a->stream ? streams_ : requests_;
+    if (a->added) curl_multi_remove_handle(m.handle, a->easy);
     curl_easy_cleanup(a->easy);
     curl_slist_free_all(a->headers);
   }
   active_.clear();
   for (void* e : freeEasy_) curl_easy_cleanup(e);
-  if (multi_) curl_multi_cleanup(multi_);
-  curl_slist_free_all(static_cast<curl_slist*>(connectToList_));
+  // The multi handles may still report sockets going away: the poll set outlives them.
+  if (requests_.handle) curl_multi_cleanup(requests_.handle);
+  if (streams_.handle) curl_multi_cleanup(streams_.handle);
+  for (auto& r : replicas_) curl_slist_free_all(static_cast<curl_slist*>(r.connectTo));
+  if (wakeFd_ >= 0) ::close(wakeFd_);
+  if (epollFd_ >= 0) ::close(epollFd_);
+}
+
+int CurlTransport::onSocket(void* /*easy*/, int fd, int what, void* multi, void* /*socketp*/) {
+  auto* m = static_cast<Multi*>(multi);
+  const int ep = m->owner->epollFd_;
+  if (what == CURL_POLL_REMOVE) {
+    ::epoll_ctl(ep, EPOLL_CTL_DEL, fd, nullptr);
+    return 0;
+  }
+  epoll_event ev{};
+  ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+  ev.data.u64 = (static_cast<std::uint64_t>(m->index) << 32) | static_cast<std::uint32_t>(fd);
+  if (::epoll_ctl(ep, EPOLL_CTL_MOD, fd, &ev) != 0 && errno == ENOENT) ::epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
+  return 0;
+}
+
+int CurlTransport::onTimer(void* /*handle*/, long timeoutMs, void* multi) {
+  auto* m = static_cast<Multi*>(multi);
+  if (timeoutMs < 0) {
+    m->timerAt.reset();
+  } else {
+    m->timerAt = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutMs);
+  }
+  return 0;
 }
 
 void* CurlTransport::acquireEasy() {
@@ -201,7 +279,6 @@ void* CurlTransport::acquireEasy() {
     curl_easy_setopt(e, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BEARER));
     curl_easy_setopt(e, CURLOPT_XOAUTH2_BEARER, config_.bearerToken.reveal().c_str());
   }
-  if (connectToList_) curl_easy_setopt(e, CURLOPT_CONNECT_TO, connectToList_);
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Active::onHeader);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Active::onBody);
   return e;
@@ -225,6 +302,14 @@ void CurlTransport::releaseEasy(void* easy) {
 RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   auto a = std::make_unique<Active>();
   a->id = ++nextId_;
+  a->stream = req.stream;
+  // Round-robin per request, and separately per stream, as a load balancer would.
+  std::size_t& next = a->stream ? nextStreamReplica_ : nextRequestReplica_;
+  a->replica = next;
+  next = (next + 1) % replicas_.size();
+  ServerCounts& counts = stats_.perServer[a->replica];
+  ++(a->stream ? counts.streams : counts.requests);
+  if (a->stream) ++streamsOpen_;
   a->request = std::move(req);
   a->done = std::move(done);
   a->easy = static_cast<CURL*>(acquireEasy());
@@ -238,8 +323,10 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   }
   CURL* e = p->easy;
   const HttpRequest& r = p->request;
-  std::string url = baseUrl_ + r.path;
+  const Replica& replica = replicas_[p->replica];
+  std::string url = replica.baseUrl + r.path;
   curl_easy_setopt(e, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(e, CURLOPT_CONNECT_TO, replica.connectTo);
   curl_easy_setopt(e, CURLOPT_PRIVATE, p);
   curl_easy_setopt(e, CURLOPT_WRITEDATA, p);
   curl_easy_setopt(e, CURLOPT_HEADERDATA, p);
@@ -264,7 +351,7 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   engine::Duration timeout = r.timeout > engine::Duration::zero() ? r.timeout : options_.defaultTimeout;
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, toMillis(timeout));
 
-  CURLMcode mc = curl_multi_add_handle(multi_, e);
+  CURLMcode mc = curl_multi_add_handle((p->stream ? streams_ : requests_).handle, e);
   if (mc != CURLM_OK) {
     p->submitError = CURLE_FAILED_INIT;
     deferredCancels_.push_back(id);
@@ -279,8 +366,9 @@ void CurlTransport::complete(Active* p, int code) {
   std::unique_ptr<Active> a = std::move(node.mapped());
   CURL* e = a->easy;
   HttpResponse resp = std::move(a->response);
+  if (a->stream) --streamsOpen_;
   if (e) {
-    if (a->added) curl_multi_remove_handle(multi_, e);
+    if (a->added) curl_multi_remove_handle((a->stream ? streams_ : requests_).handle, e);
     long status = 0, version = 0, connects = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
@@ -316,7 +404,7 @@ void CurlTransport::cancel(RequestId id) {
   it->second->cancelRequested = true;
   if (inPerform_) {
     // Called from a curl callback (e.g. a watch consumer): a handle cannot be removed
-    // there, so finish it once curl_multi_perform has returned.
+    // there, so finish it once libcurl has returned.
     deferredCancels_.push_back(id);
     return;
   }
@@ -334,16 +422,16 @@ void CurlTransport::processDeferredCancels() {
   }
 }
 
-std::size_t CurlTransport::drainCompleted() {
+std::size_t CurlTransport::drainCompleted(Multi& m) {
   // Collect first, then run handlers: a handler may cancel another request whose
   // message is already queued, so each one is looked up again by id.
   std::vector<std::pair<RequestId, CURLcode>> done;
   int left = 0;
-  while (CURLMsg* m = curl_multi_info_read(multi_, &left)) {
-    if (m->msg != CURLMSG_DONE) continue;
+  while (CURLMsg* msg = curl_multi_info_read(m.handle, &left)) {
+    if (msg->msg != CURLMSG_DONE) continue;
     Active* a = nullptr;
-    curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &a);
-    if (a) done.emplace_back(a->id, m->data.result);
+    curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &a);
+    if (a) done.emplace_back(a->id, msg->data.result);
   }
   std::size_t n = 0;
   for (auto [id, code] : done) {
@@ -355,31 +443,70 @@ std::size_t CurlTransport::drainCompleted() {
   return n;
 }
 
-std::size_t CurlTransport::poll(engine::Duration maxWait) {
-  std::size_t n = 0;
-  auto pass = [&] {
-    int running = 0;
-    inPerform_ = true;
-    curl_multi_perform(multi_, &running);
-    inPerform_ = false;
-    std::size_t before = stats_.completed;
-    drainCompleted();
-    processDeferredCancels();
-    n += stats_.completed - before;
-  };
-  if (!deferredCancels_.empty()) {
-    std::size_t before = stats_.completed;
-    processDeferredCancels();
-    n += stats_.completed - before;
-  }
-  pass();
-  if (n > 0 || maxWait <= engine::Duration::zero()) return n;
-  int fds = 0;
-  curl_multi_poll(multi_, nullptr, 0, static_cast<int>(std::min<long>(toMillis(maxWait), 1L << 30)), &fds);
-  pass();
-  return n;
+void CurlTransport::action(Multi& m, int fd, int events) {
+  int running = 0;
+  inPerform_ = true;
+  curl_multi_socket_action(m.handle, fd, events, &running);
+  inPerform_ = false;
 }
 
-void CurlTransport::wakeup() { curl_multi_wakeup(multi_); }
+std::optional<engine::Duration> CurlTransport::runTimers() {
+  std::optional<engine::Duration> next;
+  for (Multi* m : {&requests_, &streams_}) {
+    // A timeout action may ask for another one at once (0 ms); a few rounds settle it
+    // without letting a busy multi starve the other.
+    for (int round = 0; round < 4 && m->timerAt && *m->timerAt <= std::chrono::steady_clock::now(); ++round) {
+      m->timerAt.reset();
+      action(*m, CURL_SOCKET_TIMEOUT, 0);
+    }
+    if (m->timerAt) {
+      auto left = std::max<engine::Duration>(engine::Duration::zero(), std::chrono::duration_cast<engine::Duration>(
+                                                                           *m->timerAt - std::chrono::steady_clock::now()));
+      next = next ? std::min(*next, left) : left;
+    }
+  }
+  return next;
+}
+
+std::size_t CurlTransport::poll(engine::Duration maxWait) {
+  const std::uint64_t before = stats_.completed;
+  auto finished = [&] {
+    drainCompleted(requests_);
+    drainCompleted(streams_);
+    processDeferredCancels();
+    return static_cast<std::size_t>(stats_.completed - before);
+  };
+  processDeferredCancels();
+  std::optional<engine::Duration> timer = runTimers();
+  if (finished() > 0) return stats_.completed - before;
+  // A zero wait still reads what is ready: callers that poll without blocking (the
+  // scraper's loop) rely on it for progress.
+  engine::Duration wait = std::max(engine::Duration::zero(), timer ? std::min(*timer, maxWait) : maxWait);
+  // Both multi handles' sockets and the wakeup are in one set: a watch event and a
+  // response are each handled as soon as they arrive, whichever comes first.
+  epoll_event events[64];
+  int n = ::epoll_wait(epollFd_, events, 64, static_cast<int>(std::min<long>(toMillis(wait), 1L << 30)));
+  for (int i = 0; i < n; ++i) {
+    const std::uint64_t tag = events[i].data.u64;
+    if (tag == kWakeTag) {
+      std::uint64_t drained = 0;
+      [[maybe_unused]] auto r = ::read(wakeFd_, &drained, sizeof drained);
+      continue;
+    }
+    int flags = 0;
+    if (events[i].events & EPOLLIN) flags |= CURL_CSELECT_IN;
+    if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+    if (events[i].events & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
+    Multi& m = (tag >> 32) == 0 ? requests_ : streams_;
+    action(m, static_cast<int>(tag & 0xffffffffu), flags);
+  }
+  runTimers();
+  return finished();
+}
+
+void CurlTransport::wakeup() {
+  const std::uint64_t one = 1;
+  [[maybe_unused]] auto r = ::write(wakeFd_, &one, sizeof one);
+}
 
 }  // namespace cpscale::kube

@@ -1,6 +1,6 @@
-// The network seam: an asynchronous HTTP transport to one API server. The libcurl
+// The network seam: an asynchronous HTTP transport to an API server (or its replicas). The libcurl
 // implementation (curl_transport.h) is used live; tests plug in a fake behind the same
-// interface. A Transport is bound to one server and one set of credentials at
+// interface. A Transport is bound to its server(s) and one set of credentials at
 // construction, so requests carry only a path and never credentials.
 #pragma once
 
@@ -31,6 +31,10 @@ struct HttpRequest {
   // When set, the body is handed over chunk by chunk as it arrives (watch streams)
   // instead of being accumulated in HttpResponse::body. Return false to abort.
   std::function<bool(std::string_view chunk)> onBodyChunk;
+  // A long-lived stream (a watch) that may stay open for the whole run. It must not
+  // take a slot that requests need: the open-loop driver does not count it against its
+  // in-flight bound, and CurlTransport carries it on connections of its own.
+  bool stream = false;
   // What the request is, for statistics: e.g. {"leases", "PUT"}. Set by ApiClient.
   std::string statsResource;
   std::string statsVerb;
@@ -84,7 +88,8 @@ class Transport {
   virtual std::size_t inFlight() const = 0;
   // Makes a poll() that is blocked in another thread return early.
   virtual void wakeup() = 0;
-  // The server this transport talks to (scheme://host:port), for messages.
+  // The server this transport talks to (scheme://host:port; replicas separated by
+  // ", "), for messages.
   virtual const std::string& server() const = 0;
 };
 

@@ -128,6 +128,81 @@ TEST(OpenLoopDriver, CancelOfAQueuedRequestAbortsItAtOnce) {
 // A deliberately slow generator: each submit costs 5 ms of (virtual) CPU while the
 // schedule asks for one request per millisecond. Its lag grows, and the run is marked
 // schedule-limited instead of blaming a server that answers in 1 ms.
+kube::HttpRequest watchStream(int i) {
+  kube::HttpRequest r;
+  r.method = "GET";
+  r.path = "/apis/example.com/v1/kind" + std::to_string(i) + "?watch=true";
+  r.statsResource = "kind" + std::to_string(i);
+  r.statsVerb = "WATCH";
+  r.stream = true;
+  r.onBodyChunk = [](std::string_view) { return true; };
+  return r;
+}
+
+// The state-bound repro in virtual time: 20 watches that stay open for the whole run
+// and a bound of 16. Requests sent after them still go out at once and complete.
+TEST(OpenLoopDriver, OpenWatchesTakeNoInFlightSlot) {
+  VirtualSimulator sim;
+  ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
+    return ScriptedTransport::Reply{r.stream ? Duration{std::chrono::hours(1)} : Duration{5ms}};
+  });
+  OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 16, .maxInFlightPerConnection = 16});
+  int closed = 0;
+  std::vector<kube::RequestId> watches;
+  for (int i = 0; i < 20; ++i) {
+    watches.push_back(driver.submit(watchStream(i), [&](kube::HttpResponse) { ++closed; }));
+  }
+  EXPECT_EQ(server.submitted, 20u);  // every stream is open, none waits
+  EXPECT_EQ(driver.streamsOpen(), 20u);
+  EXPECT_EQ(driver.inFlight(), 0u);
+  EXPECT_EQ(driver.admitted(), 0u);
+
+  int responses = 0;
+  for (int i = 0; i < 100; ++i) {
+    sim.scheduleAt(TimePoint{i * 1ms}, [&] { driver.submit(lease(sim.now()), [&](auto) { ++responses; }); });
+  }
+  sim.runUntil(TimePoint{200ms});
+  EXPECT_EQ(responses, 100);
+  EXPECT_EQ(driver.inFlight(), 0u);
+  EXPECT_EQ(driver.streamsOpen(), 20u);
+  // Each request was sent on schedule: 5 ms from its intended time, never queued.
+  const auto& l = only(driver.stats());
+  EXPECT_EQ(l.fromScheduled.count(), 100u);
+  EXPECT_EQ(l.fromScheduled.max(), 5'000'000u);
+  EXPECT_EQ(driver.stats().queueWait().max(), 0u);
+  // Streams are not open-loop requests: no latency, no status, no completion.
+  EXPECT_EQ(driver.stats().completed(), 100u);
+  for (const auto& [key, _] : driver.stats().latency()) EXPECT_NE(key.verb, "WATCH");
+
+  for (auto id : watches) driver.cancel(id);
+  EXPECT_EQ(closed, 20);
+  EXPECT_EQ(driver.streamsOpen(), 0u);
+  const StreamStats& ss = driver.streamStats();
+  EXPECT_EQ(ss.opened, 20u);
+  EXPECT_EQ(ss.closed, 20u);
+  EXPECT_EQ(ss.failed, 0u);  // cancelled at the end of a run: not a failure
+  EXPECT_EQ(ss.peakOpen, 20u);
+}
+
+// A watch the server refuses or cuts is a failed stream, still outside the latencies.
+TEST(OpenLoopDriver, AStreamThatFailsIsCountedAsAFailedStream) {
+  VirtualSimulator sim;
+  ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
+    if (r.path.find("kind0") != std::string::npos) return ScriptedTransport::Reply{1s, 410};
+    if (r.path.find("kind1") != std::string::npos)
+      return ScriptedTransport::Reply{2s, 0, kube::TransportOutcome::kProtocolError};
+    return ScriptedTransport::Reply{3s, 200};  // the server's own timeout
+  });
+  OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 1});
+  for (int i = 0; i < 3; ++i) driver.submit(watchStream(i), [](kube::HttpResponse) {});
+  sim.run();
+  EXPECT_EQ(driver.streamStats().opened, 3u);
+  EXPECT_EQ(driver.streamStats().closed, 3u);
+  EXPECT_EQ(driver.streamStats().failed, 2u);
+  EXPECT_EQ(driver.stats().completed(), 0u);
+  EXPECT_TRUE(driver.stats().latency().empty());
+}
+
 TEST(OpenLoopDriver, SlowGeneratorIsDetectedAsScheduleLimited) {
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });

@@ -105,6 +105,67 @@ TEST(WorkerPool, EveryActorRunsOnceAndMergedStatisticsDoNotDependOnTheWorkerCoun
   EXPECT_EQ(one.p99, 2'000'000u);
 }
 
+// A server that never ends a stream and answers nothing else: what a live run's open
+// watches look like to the pool once the actors stop.
+class OpenStreams final : public kube::Transport {
+ public:
+  kube::RequestId submit(kube::HttpRequest, kube::ResponseHandler done) override {
+    open_.emplace(++next_, std::move(done));
+    return next_;
+  }
+  void cancel(kube::RequestId id) override {
+    auto it = open_.find(id);
+    if (it == open_.end()) return;
+    auto done = std::move(it->second);
+    open_.erase(it);
+    kube::HttpResponse r;
+    r.outcome = kube::TransportOutcome::kAborted;
+    done(std::move(r));
+  }
+  std::size_t poll(Duration) override { return 0; }
+  std::size_t inFlight() const override { return open_.size(); }
+  void wakeup() override {}
+  const std::string& server() const override { return server_; }
+
+ private:
+  std::map<kube::RequestId, kube::ResponseHandler> open_;
+  kube::RequestId next_ = 0;
+  std::string server_ = "streams://test";
+};
+
+kube::HttpRequest watchRequest() {
+  kube::HttpRequest r;
+  r.method = "GET";
+  r.path = "/api/v1/pods?watch=true";
+  r.stream = true;
+  return r;
+}
+
+TEST(WorkerPool, StreamsAreMergedApartFromRequests) {
+  WorkerPool pool({.workers = 2}, [](Worker&) -> kube::TransportPtr { return std::make_unique<OpenStreams>(); });
+  pool.run(
+      [](Worker& w) {
+        for (std::size_t i = 0; i <= w.index(); ++i) w.driver()->submit(watchRequest(), [](kube::HttpResponse) {});
+      },
+      TimePoint{1s});
+  const StreamStats s = pool.streamStats();
+  EXPECT_EQ(s.opened, 3u);
+  EXPECT_EQ(s.closed, 0u);
+  EXPECT_EQ(s.peakOpen, 3u);
+  EXPECT_EQ(pool.requestStats().sent(), 0u);
+}
+
+// A paced run collects the responses still in flight after its end, but a watch never
+// responds: open streams must not hold the run for the whole drain period.
+TEST(WorkerPool, APacedRunDoesNotDrainOpenStreams) {
+  WorkerPool pool({.workers = 1, .mode = SimulatorMode::kPaced, .drain = 30s},
+                  [](Worker&) -> kube::TransportPtr { return std::make_unique<OpenStreams>(); });
+  const auto started = std::chrono::steady_clock::now();
+  pool.run([](Worker& w) { w.driver()->submit(watchRequest(), [](kube::HttpResponse) {}); }, TimePoint{10ms});
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+  EXPECT_EQ(pool.worker(0).driver()->streamsOpen(), 1u);
+}
+
 TEST(WorkerPool, AWorkerThatThrowsStopsTheRunAndTheErrorSurfaces) {
   WorkerPool pool({.workers = 3});
   EXPECT_THROW(pool.run(

@@ -396,6 +396,7 @@ TEST(ApiClientWatch, EventsSplitAcrossChunksArriveInOrder) {
   EXPECT_EQ(req.path, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
                       "?resourceVersion=0&watch=true&allowWatchBookmarks=true&timeoutSeconds=60");
   EXPECT_EQ(req.statsVerb, "WATCH");
+  EXPECT_TRUE(req.stream);  // outside the open-loop budget, on stream connections
   EXPECT_GT(req.timeout, Duration(60s));  // outlives the server-side timeout
   while (!closed) t.poll(1s);
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED1", "MODIFIED2", "BOOKMARK3", "DELETED4"}));

@@ -93,7 +93,17 @@ class Http2Server : public ::testing::Test {
     dir_->write("htdocs/api/v1/nodes/n1", R"({"kind":"Node","metadata":{"name":"n1"}})");
     dir_->write("htdocs/big", std::string(256 * 1024, 'x'));
     port_ = freePort();
-    std::string portStr = std::to_string(port_);
+    pid_ = spawnServer(port_);
+    if (pid_ == 0) {
+      skip_ = "nghttpd is not installed (Debian package nghttp2-server)";
+      return;
+    }
+    if (!canConnect(port_)) skip_ = "nghttpd did not start";
+  }
+  // Starts nghttpd on `port` with the suite's documents and certificate and waits until
+  // it accepts connections; 0 if it cannot be started.
+  static pid_t spawnServer(int port) {
+    std::string portStr = std::to_string(port);
     std::string docroot = (dir_->path() / "htdocs").string();
     std::string key = (dir_->path() / "server.key").string();
     std::string crt = (dir_->path() / "server.crt").string();
@@ -105,16 +115,13 @@ class Http2Server : public ::testing::Test {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    int rc = posix_spawnp(&pid_, "nghttpd", &fa, nullptr, argv.data(), environ);
+    pid_t pid = 0;
+    int rc = posix_spawnp(&pid, "nghttpd", &fa, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      pid_ = 0;
-      skip_ = "nghttpd is not installed (Debian package nghttp2-server)";
-      return;
-    }
+    if (rc != 0) return 0;
     auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!canConnect(port_) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
-    if (!canConnect(port_)) skip_ = "nghttpd did not start";
+    while (!canConnect(port) && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    return pid;
   }
   static void TearDownTestSuite() {
     if (pid_ > 0) {
@@ -244,6 +251,35 @@ TEST_F(Http2Server, CancelRunsTheHandlerOnceWithAborted) {
   EXPECT_EQ(t.inFlight(), 0u);
 }
 
+// Two TLS replicas of one server, verified against tls-server-name: each replica is
+// reached at its own address with the certificate checked against that name, over
+// HTTP/2, round-robin.
+TEST_F(Http2Server, ReplicasAreEachVerifiedAgainstTheTlsServerName) {
+  const int port2 = freePort();
+  const pid_t second = spawnServer(port2);
+  ASSERT_GT(second, 0);
+  RestConfig rc = config();
+  rc.tlsServerName = "cpscale.test";
+  const std::string other = "https://127.0.0.1:" + std::to_string(port2);
+  CurlTransport t(rc, {.servers = {rc.server, other}});
+  std::vector<HttpResponse> got;
+  for (int i = 0; i < 6; ++i) t.submit(get("/api/v1/nodes/n1"), [&](HttpResponse r) { got.push_back(std::move(r)); });
+  pollUntil(t, [&] { return got.size() == 6u; });
+  ::kill(second, SIGTERM);
+  ::waitpid(second, nullptr, 0);
+  for (const auto& r : got) {
+    EXPECT_EQ(r.status, 200) << r.detail;
+    EXPECT_EQ(r.httpVersion, "2");
+  }
+  EXPECT_EQ(t.stats().perServer.at(0).requests, 3u);
+  EXPECT_EQ(t.stats().perServer.at(1).requests, 3u);
+  EXPECT_EQ(t.stats().connectionsOpened, 2u);  // one per replica
+
+  rc.tlsServerName = "wrong.test";
+  CurlTransport bad(rc, {.servers = {rc.server}});
+  EXPECT_EQ(roundTrip(bad, get("/api/v1/nodes/n1")).outcome, TransportOutcome::kTlsFailed);
+}
+
 TEST(CurlTransport, RefusedConnectionIsConnectFailed) {
   RestConfig rc;
   rc.server = "https://127.0.0.1:" + std::to_string(freePort());
@@ -359,6 +395,210 @@ TEST(CurlTransportWire, MethodsBodiesAndBearerTokenOverOneKeptAliveConnection) {
   }
   EXPECT_EQ(server.connections(), 1);
   EXPECT_EQ(t.stats().connectionsOpened, 1u);
+}
+
+// ---- streams on their own connections, replicas round-robin ---------------------
+
+// A plain HTTP/1.1 server, one thread per connection: a request whose path has
+// "watch=true" gets a chunked response with one event that never ends (until the
+// server stops); any other request gets 200 "{}". Counts what each path got.
+class WatchServer {
+ public:
+  WatchServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    int one = 1;
+    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    ::listen(fd_, 64);
+    acceptor_ = std::thread([this] { acceptLoop(); });
+  }
+  ~WatchServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    acceptor_.join();
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      for (int c : clients_) ::shutdown(c, SHUT_RDWR);
+    }
+    for (auto& t : conns_) t.join();
+    for (int c : clients_) ::close(c);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int watches() const { return watches_; }
+  int requests() const { return requests_; }
+  int connections() const { return connections_; }
+
+ private:
+  void acceptLoop() {
+    while (true) {
+      int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      ++connections_;
+      std::lock_guard<std::mutex> l(mu_);
+      clients_.push_back(c);
+      conns_.emplace_back([this, c] { serve(c); });
+    }
+  }
+  void serve(int c) {
+    std::string buf;
+    char tmp[4096];
+    while (true) {
+      std::size_t end = buf.find("\r\n\r\n");
+      if (end != std::string::npos) {
+        std::string head = buf.substr(0, end);
+        buf.erase(0, end + 4);
+        if (head.find("watch=true") != std::string::npos) {
+          ++watches_;
+          const char resp[] =
+              "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+              "1b\r\n{\"type\":\"BOOKMARK\",\"object\"\r\n"
+              "4\r\n:{}}\r\n"
+              "1\r\n\n\r\n";
+          ::send(c, resp, sizeof resp - 1, MSG_NOSIGNAL);
+          // Held open: nothing more is read or sent on this connection.
+          while (::recv(c, tmp, sizeof tmp, 0) > 0) {
+          }
+          return;
+        }
+        ++requests_;
+        const char resp[] = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+        if (::send(c, resp, sizeof resp - 1, MSG_NOSIGNAL) < 0) return;
+        continue;
+      }
+      ssize_t n = ::recv(c, tmp, sizeof tmp, 0);
+      if (n <= 0) return;
+      buf.append(tmp, static_cast<std::size_t>(n));
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread acceptor_;
+  std::mutex mu_;
+  std::vector<int> clients_;
+  std::vector<std::thread> conns_;
+  std::atomic<int> watches_{0}, requests_{0}, connections_{0};
+};
+
+HttpRequest plainGet(std::string path, bool stream = false) {
+  HttpRequest r;
+  r.method = "GET";
+  r.path = std::move(path);
+  r.stream = stream;
+  return r;
+}
+
+// One request connection (HTTP/1.1: one request at a time on it) and three watches
+// that never end: the watches open connections of their own, the requests still go
+// through, and the watch events are delivered while the requests are served.
+TEST(CurlTransportStreams, OpenStreamsNeverHoldTheRequestConnections) {
+  WatchServer server;
+  RestConfig rc;
+  rc.server = server.url();
+  CurlTransport t(rc, {.maxHostConnections = 1, .http2 = false});
+  std::string events[3];
+  int closed = 0;
+  std::vector<RequestId> streams;
+  for (int i = 0; i < 3; ++i) {
+    HttpRequest w = plainGet("/api/v1/pods?watch=true", true);
+    w.onBodyChunk = [&events, i](std::string_view c) {
+      events[i].append(c);
+      return true;
+    };
+    streams.push_back(t.submit(std::move(w), [&](HttpResponse) { ++closed; }));
+  }
+  int done = 0;
+  for (int i = 0; i < 5; ++i) {
+    t.submit(plainGet("/api/v1/nodes/n" + std::to_string(i)), [&](HttpResponse r) {
+      EXPECT_EQ(r.status, 200) << r.detail;
+      ++done;
+    });
+  }
+  pollUntil(t, [&] {
+    return done == 5 && events[0].ends_with("\n") && events[1].ends_with("\n") && events[2].ends_with("\n");
+  });
+  EXPECT_EQ(events[0], "{\"type\":\"BOOKMARK\",\"object\":{}}\n");
+  EXPECT_EQ(t.streamsOpen(), 3u);
+  EXPECT_EQ(t.inFlight(), 3u);
+  EXPECT_EQ(closed, 0);
+  EXPECT_EQ(server.watches(), 3);
+  EXPECT_EQ(server.requests(), 5);
+  EXPECT_EQ(server.connections(), 4);  // one per watch, one kept alive for the requests
+  for (RequestId id : streams) t.cancel(id);
+  EXPECT_EQ(closed, 3);
+  EXPECT_EQ(t.streamsOpen(), 0u);
+}
+
+// Replicas behind one transport: requests round-robin, streams round-robin on their
+// own, each replica on connections of its own, and the client-side counts agree.
+TEST(CurlTransportReplicas, RequestsAndStreamsGoRoundRobin) {
+  WatchServer a, b, c;
+  RestConfig rc;
+  rc.server = "http://127.0.0.1:1";  // ignored: the replicas are given
+  CurlTransport t(rc, {.maxHostConnections = 1, .http2 = false, .servers = {a.url(), b.url(), c.url()}});
+  EXPECT_EQ(t.server(), a.url() + ", " + b.url() + ", " + c.url());
+  int done = 0;
+  for (int i = 0; i < 9; ++i) t.submit(plainGet("/api"), [&](HttpResponse r) { done += r.status == 200; });
+  for (int i = 0; i < 6; ++i) t.submit(plainGet("/api/v1/pods?watch=true", true), [](HttpResponse) {});
+  pollUntil(t, [&] { return done == 9 && a.watches() + b.watches() + c.watches() == 6; });
+  for (WatchServer* s : {&a, &b, &c}) {
+    EXPECT_EQ(s->requests(), 3);
+    EXPECT_EQ(s->watches(), 2);
+  }
+  ASSERT_EQ(t.stats().perServer.size(), 3u);
+  for (const ServerCounts& sc : t.stats().perServer) {
+    EXPECT_EQ(sc.requests, 3u) << sc.server;
+    EXPECT_EQ(sc.streams, 2u) << sc.server;
+  }
+  EXPECT_EQ(t.stats().perServer[1].server, b.url());
+}
+
+// Callers that never block in poll (a loop of poll(0) with work in between) still
+// see their requests and streams make progress.
+TEST(CurlTransportStreams, ZeroWaitPollsMakeProgress) {
+  WatchServer server;
+  RestConfig rc;
+  rc.server = server.url();
+  CurlTransport t(rc, {.http2 = false});
+  std::string events;
+  HttpRequest w = plainGet("/api/v1/pods?watch=true", true);
+  w.onBodyChunk = [&](std::string_view c) {
+    events.append(c);
+    return true;
+  };
+  t.submit(std::move(w), [](HttpResponse) {});
+  int done = 0;
+  for (int i = 0; i < 3; ++i) t.submit(plainGet("/api"), [&](HttpResponse r) { done += r.status == 200; });
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((done < 3 || !events.ends_with("\n")) && std::chrono::steady_clock::now() < deadline) {
+    t.poll(0ms);
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(done, 3);
+  EXPECT_EQ(events, "{\"type\":\"BOOKMARK\",\"object\":{}}\n");
+}
+
+// A wakeup from another thread ends a poll that would otherwise wait for a minute.
+TEST(CurlTransportStreams, WakeupEndsAWaitingPoll) {
+  WatchServer server;
+  RestConfig rc;
+  rc.server = server.url();
+  CurlTransport t(rc, {.http2 = false});
+  t.submit(plainGet("/api/v1/pods?watch=true", true), [](HttpResponse) {});
+  pollUntil(t, [&] { return server.watches() == 1; });
+  std::thread waker([&] {
+    std::this_thread::sleep_for(50ms);
+    t.wakeup();
+  });
+  auto started = std::chrono::steady_clock::now();
+  t.poll(60s);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 10s);
+  waker.join();
 }
 
 }  // namespace
