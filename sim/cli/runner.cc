@@ -52,8 +52,27 @@ class ScrapeLoop {
   void start() {
     thread_ = std::thread([this] {
       scraper_.start();
+      // The first round is the baseline every counter's increase starts from: it must
+      // be in before the load starts, or the first requests are never counted.
+      const auto deadline = clock_.now() + 10s;
+      auto answered = [this] {
+        for (const auto& t : scraper_.targets())
+          if (t.status.attempts == 0) return false;
+        return scraper_.inFlight() == 0;
+      };
+      while (!answered() && clock_.now() < deadline && !stopping_.load()) sim_.runUntil(clock_.now() + 10ms);
+      {
+        std::lock_guard lock(mu_);
+        firstRound_ = true;
+      }
+      cv_.notify_all();
       while (!stopping_.load()) {
         if (restart_.exchange(false)) {
+          // A round still in flight would make the boundary round an overrun: let it
+          // finish first (bounded), so every target has a scrape at the boundary.
+          const auto limit = clock_.now() + 5s;
+          while (scraper_.inFlight() > 0 && clock_.now() < limit && !stopping_.load())
+            sim_.runUntil(clock_.now() + 5ms);
           boundaries_.push_back(sim_.now());  // the round below is recorded at or just after this
           scraper_.stop();
           scraper_.start();
@@ -61,6 +80,11 @@ class ScrapeLoop {
         sim_.runUntil(clock_.now() + 50ms);
       }
     });
+  }
+  // Blocks until the first round was answered (or given up on).
+  void waitFirstRound() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return firstRound_; });
   }
   // A phase boundary (any thread): a round now, so counters have a value at the
   // boundary itself, and the schedule restarts from there.
@@ -90,6 +114,9 @@ class ScrapeLoop {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> restart_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool firstRound_ = false;
   std::vector<engine::TimePoint> boundaries_;
 };
 
@@ -430,6 +457,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       }
     });
     scrapes.start();
+    scrapes.waitFirstRound();
     progress.start();
     try {
       pool.run(

@@ -574,7 +574,7 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
   return out;
 }
 
-std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets) {
+std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto etcds = ofRole(targets, TargetRole::kEtcd);
   struct Rate {

@@ -238,8 +238,8 @@ TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
   const json& steady = result["phases"].back();
   EXPECT_EQ(setup["name"], "setup");
   EXPECT_EQ(setup["complete"], true);
-  // 200 registrations at 40/s take five seconds.
-  EXPECT_GE(setup["endSeconds"].get<double>(), 4.5);
+  // 200 registrations at 40/s (a burst of 40 first) take four seconds.
+  EXPECT_GE(setup["endSeconds"].get<double>(), 3.9);
   EXPECT_LT(setup["endSeconds"].get<double>(), 30);
   EXPECT_EQ(steady["name"], "steady");
   EXPECT_EQ(steady["complete"], true) << steady.dump();
