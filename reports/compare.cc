@@ -168,20 +168,7 @@ bool presentIn(const FigureChange& c, char side) {
 }
 
 // Reasons a figure could not be compared, numbered under the table.
-struct Notes {
-  std::vector<std::string> reasons;
-  std::string mark(const std::string& reason) {
-    auto it = std::find(reasons.begin(), reasons.end(), reason);
-    if (it == reasons.end()) it = reasons.insert(reasons.end(), reason);
-    return "[" + std::to_string(it - reasons.begin() + 1) + "]";
-  }
-  std::string render() const {
-    std::string out;
-    for (std::size_t i = 0; i < reasons.size(); ++i)
-      out += wrapText("- [" + std::to_string(i + 1) + "] " + reasons[i], kSummaryColumns, "  ");
-    return out.empty() ? out : "\n" + out;
-  }
-};
+using Notes = NumberedNotes;
 
 std::string displayKey(const FigureChange& c, bool shortened, const std::vector<std::string>& ambiguous) {
   metrics::Figure f;

@@ -99,20 +99,8 @@ std::string targetLine(const RunResult& r) {
 
 // Reasons of unavailable figures, numbered under their table: a reason inline would
 // make the value column as wide as the longest sentence.
-struct Notes {
-  std::vector<std::string> reasons;
-  std::string mark(const std::string& reason) {
-    auto it = std::find(reasons.begin(), reasons.end(), reason);
-    if (it == reasons.end()) it = reasons.insert(reasons.end(), reason);
-    return "[" + std::to_string(it - reasons.begin() + 1) + "]";
-  }
-  std::string render() const {
-    std::string out;
-    for (std::size_t i = 0; i < reasons.size(); ++i)
-      out += wrapText("- [" + std::to_string(i + 1) + "] unavailable: " + reasons[i], kSummaryColumns, "  ");
-    // A blank line first: a line right under a table would be read as one more row.
-    return out.empty() ? out : "\n" + out;
-  }
+struct Notes : NumberedNotes {
+  Notes() { prefix = "unavailable: "; }
 };
 
 std::string valueCell(const Figure& f, Notes& notes, std::span<const Figure> all = {}) {
@@ -415,6 +403,20 @@ std::string renderSummary(const RunResult& r) {
   for (const Figure* f : groupedFigures(r.figures)) all.push_back(figureRow(*f, figureKey(*f), notes));
   out << markdownTable(kFigureHeader, all, {}, W) << notes.render();
   return out.str();
+}
+
+std::string NumberedNotes::mark(const std::string& reason) {
+  auto it = std::find(reasons.begin(), reasons.end(), reason);
+  if (it == reasons.end()) it = reasons.insert(reasons.end(), reason);
+  return "[" + std::to_string(it - reasons.begin() + 1) + "]";
+}
+
+std::string NumberedNotes::render() const {
+  std::string out;
+  for (std::size_t i = 0; i < reasons.size(); ++i)
+    out += wrapText("- [" + std::to_string(i + 1) + "] " + prefix + reasons[i], kSummaryColumns, "  ");
+  // A blank line first: a line right under a table would be read as one more row.
+  return out.empty() ? out : "\n" + out;
 }
 
 }  // namespace cpscale::reports

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "reports/result.h"
 
@@ -28,6 +29,16 @@ std::string markdownTable(const std::vector<std::string>& header, const std::vec
 // `text` broken at spaces into lines of at most `width` columns (a word longer than
 // that stands alone); lines after the first begin with `indent`. Ends with a newline.
 std::string wrapText(std::string_view text, std::size_t width, std::string_view indent = "  ");
+
+// Reasons numbered under a table ("[1]" in the cell, the sentence below it), so a long
+// reason never widens a column. `prefix` opens each rendered reason.
+struct NumberedNotes {
+  std::string prefix;
+  std::vector<std::string> reasons;
+  std::string mark(const std::string& reason);
+  // A blank line, then one wrapped line per reason; empty without reasons.
+  std::string render() const;
+};
 
 // Display width of UTF-8 text: one column per code point.
 std::size_t displayWidth(std::string_view s);
