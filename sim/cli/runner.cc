@@ -570,6 +570,16 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       add(metrics::generatorHealthFigures(stats, gho), metrics::Window::kSteady);
     }
     add(metrics::clientCountFigures(setupStats, setupEnd - engine::TimePoint{}), metrics::Window::kSetup);
+    {
+      // Watch streams are not open-loop requests (no latency, no in-flight slot): their
+      // own counts over the whole run.
+      engine::StreamStats ss = pool.streamStats();
+      const std::pair<const char*, double> streams[] = {{"client_watch_streams_opened", double(ss.opened)},
+                                                        {"client_watch_streams_failed", double(ss.failed)},
+                                                        {"client_watch_streams_peak_open", double(ss.peakOpen)}};
+      for (const auto& [name, v] : streams)
+        add({metrics::Figure::measured(name, {}, v, "count", metrics::Source::kClient)}, metrics::Window::kRun);
+    }
     result.figures = std::move(figures);
     for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
 

@@ -83,6 +83,11 @@ TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
         f["labels"].dump().find("\"PUT\"") != std::string::npos && f["value"].is_number())
       leasePuts = f["value"].get<double>() > 0;
   EXPECT_TRUE(leasePuts) << "no PUT leases counted by the apiserver";
+  // The dormant watchers' streams are counted apart from requests.
+  bool streams = false;
+  for (const auto& f : result["figures"])
+    if (f["name"] == "client_watch_streams_opened" && f["value"].is_number()) streams = f["value"].get<double>() >= 2;
+  EXPECT_TRUE(streams) << "the smoke scenario's two watchers opened no counted stream";
 
   // The plane was kept: nothing labelled with the run is left on it.
   EXPECT_EQ(leftovers(out / "plane/kubeconfig", "itsmoke"), "");
