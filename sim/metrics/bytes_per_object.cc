@@ -11,34 +11,10 @@ namespace cpscale::metrics {
 
 namespace {
 
-constexpr std::string_view kResourceObjects = "apiserver_resource_objects";
-constexpr std::string_view kStorageObjects = "apiserver_storage_objects";
-
-Labels sortedLabels(std::vector<std::pair<std::string, std::string>> kv) {
-  Labels out;
-  for (auto& [k, v] : kv) out.push_back(Label{std::move(k), std::move(v)});
-  std::sort(out.begin(), out.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
-  return out;
-}
-
 std::string num(double v, int decimals = 0) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
   return buf;
-}
-
-std::string_view objectMetric(const ScrapeHistory& h) {
-  return h.seriesNamed(kResourceObjects).empty() ? kStorageObjects : kResourceObjects;
-}
-
-// (group, resource) of an object-count series: apiserver_resource_objects has both
-// labels; the deprecated apiserver_storage_objects has resource="leases.coordination.k8s.io".
-std::pair<std::string, std::string> objectKind(const SeriesKey& k) {
-  std::string resource(labelValue(k.labels, "resource"));
-  if (k.name == kResourceObjects) return {std::string(labelValue(k.labels, "group")), resource};
-  auto dot = resource.find('.');
-  if (dot == std::string::npos) return {"", resource};
-  return {resource.substr(dot + 1), resource.substr(0, dot)};
 }
 
 // The (object count, heap) pairs of one target over a window, from one heap source.
@@ -187,7 +163,7 @@ std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets
     const ScrapeHistory& h = t.history;
     const std::string who = "kube-apiserver " + t.info.name;
     Labels self = sortedLabels({{"apiserver", t.info.name}});
-    const auto& objIds = h.seriesNamed(objectMetric(h));
+    const auto& objIds = h.seriesNamed(objectCountMetric(h));
     Points p = collect(h, objIds, options.from, options.to, options.minPoints);
     Estimate e;
     if (h.scrapes() == 0) {
@@ -256,7 +232,7 @@ std::vector<Figure> bytesPerKindFigures(std::span<const TargetScrapes> targets, 
       const std::string who = "kube-apiserver " + t.info.name + ", ramp of " + ramp.kind();
       Labels self = sortedLabels({{"apiserver", t.info.name}, {"kind", ramp.kind()}, {"workload", ramp.workload}});
       std::vector<ScrapeHistory::SeriesId> objIds;
-      for (auto id : h.seriesNamed(objectMetric(h))) {
+      for (auto id : h.seriesNamed(objectCountMetric(h))) {
         if (objectKind(h.key(id)) == std::make_pair(ramp.group, ramp.resource)) objIds.push_back(id);
       }
       Points p = collect(h, objIds, ramp.start, ramp.end, options.minPoints);

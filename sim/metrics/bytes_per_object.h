@@ -14,11 +14,10 @@
 #include <vector>
 
 #include "sim/engine/clock.h"
+#include "sim/metrics/figures.h"
 #include "sim/metrics/scrape_history.h"
 
 namespace cpscale::metrics {
-
-struct Figure;
 
 // Heap in use right after a forced garbage collection, as the Scraper records it from
 // the target's heap profile (ScrapeTarget::heapProfilePath) into the same scrape row
@@ -94,7 +93,3 @@ std::vector<Figure> bytesPerKindFigures(std::span<const TargetScrapes> targets, 
                                         const BytesPerObjectOptions& options = {});
 
 }  // namespace cpscale::metrics
-
-// Figure itself; last, so that figures.h (which includes this header for the options
-// of allFigures) and this header may be included in either order.
-#include "sim/metrics/figures.h"

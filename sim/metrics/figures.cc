@@ -1,5 +1,7 @@
 #include "sim/metrics/figures.h"
 
+#include "sim/metrics/bytes_per_object.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -77,13 +79,6 @@ constexpr std::string_view kResourceObjects = "apiserver_resource_objects";
 constexpr std::string_view kStorageObjects = "apiserver_storage_objects";
 constexpr std::string_view kProposals = "etcd_server_proposals_committed_total";
 constexpr std::string_view kLeaseResource = "coordination.k8s.io/leases";
-
-Labels makeLabels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
-  Labels out;
-  for (auto& [k, v] : kv) out.push_back(Label{std::string(k), std::string(v)});
-  std::sort(out.begin(), out.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
-  return out;
-}
 
 Labels withLabel(Labels labels, std::string_view name, std::string_view value) {
   labels.push_back(Label{std::string(name), std::string(value)});
@@ -249,13 +244,13 @@ std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
   add({}, d.all);
   for (const auto& [key, counters] : d.byKey) {
     const auto& [group, resource, verb] = key;
-    add(makeLabels({{"group", group}, {"resource", resource}, {"verb", verb}}), counters);
+    add(sortedLabels({{"group", group}, {"resource", resource}, {"verb", verb}}), counters);
   }
   // A class no series of which exists had no writes: apiservers create a series on its
   // first increment, so 0 is measured, not assumed.
   for (const char* cls : {"2xx", "3xx", "4xx", "5xx"}) d.byClass.try_emplace(cls);
   for (const auto& [cls, counters] : d.byClass) {
-    out.push_back(Figure::measured("write_qps_by_class", makeLabels({{"code_class", cls}}), sumTotals(counters) / span,
+    out.push_back(Figure::measured("write_qps_by_class", sortedLabels({{"code_class", cls}}), sumTotals(counters) / span,
                                    "1/s", Source::kApiserver, sumCounterRates(counters)));
   }
   double rejected = sumTotals(d.rejected);
@@ -263,7 +258,7 @@ std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
                                  sumCounterRates(d.rejected)));
   out.push_back(Figure::measured("rejected_write_requests", {}, rejected, "count", Source::kApiserver));
   for (const auto& [code, counters] : d.rejectedByCode) {
-    out.push_back(Figure::measured("rejected_write_requests", makeLabels({{"code", code}}), sumTotals(counters), "count",
+    out.push_back(Figure::measured("rejected_write_requests", sortedLabels({{"code", code}}), sumTotals(counters), "count",
                                    Source::kApiserver));
   }
   return out;
@@ -283,7 +278,7 @@ std::vector<Figure> apiserverRequestFigures(std::span<const TargetScrapes> targe
   auto window = windowOf(apis);
   for (const TargetScrapes* t : apis) {
     const ScrapeHistory& h = t->history;
-    Labels self = makeLabels({{"apiserver", t->info.name}});
+    Labels self = sortedLabels({{"apiserver", t->info.name}});
     std::string why = h.scrapes() < 2                ? tooFewScrapes(*t, 2)
                       : !h.hasFamily(kRequestTotal) ? std::string(kRequestTotal) + " is not exposed by " + t->info.name
                                                      : "";
@@ -443,7 +438,7 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
   std::vector<TimeSeries> all;
   std::string totalWhy;
   for (const TargetScrapes* t : ts) {
-    Labels l = makeLabels({{targetLabel, t->info.name}});
+    Labels l = sortedLabels({{targetLabel, t->info.name}});
     GaugeOrWhy g = firstGauge(*t, metric);
     if (!g.why.empty()) {
       out.push_back(Figure::unavailable(figure, l, unit, source, g.why));
@@ -470,20 +465,6 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
   TimeSeries sum = sumGauges(all, staleAfter, rounds);
   out.push_back(Figure::measured(total, {}, sum.values.back(), unit, source, sum));
   out.push_back(Figure::measured(total + "_peak", {}, peakOf(sum), unit, source));
-}
-
-// (group, resource) of an object-count series: apiserver_resource_objects has both
-// labels; the deprecated apiserver_storage_objects has resource="leases.coordination.k8s.io".
-std::pair<std::string, std::string> objectKind(const SeriesKey& k) {
-  std::string resource(labelValue(k.labels, "resource"));
-  if (k.name == kResourceObjects) return {std::string(labelValue(k.labels, "group")), resource};
-  auto dot = resource.find('.');
-  if (dot == std::string::npos) return {"", resource};
-  return {resource.substr(dot + 1), resource.substr(0, dot)};
-}
-
-std::string_view objectMetric(const ScrapeHistory& h) {
-  return h.seriesNamed(kResourceObjects).empty() ? kStorageObjects : kResourceObjects;
 }
 
 bool isWatchFamilySample(std::string_view n) {
@@ -544,12 +525,12 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
                          replicas.staleAfterMissedScrapes);
   for (const TargetScrapes* t : apis) {
     const ScrapeHistory& h = t->history;
-    Labels self = makeLabels({{"apiserver", t->info.name}});
+    Labels self = sortedLabels({{"apiserver", t->info.name}});
     if (h.scrapes() == 0) {
       out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver, tooFewScrapes(*t, 1)));
       continue;
     }
-    std::string_view metric = objectMetric(h);
+    std::string_view metric = objectCountMetric(h);
     const auto& ids = h.seriesNamed(metric);
     if (ids.empty()) {
       out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver,
@@ -561,7 +542,7 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
       auto [group, resource] = objectKind(h.key(id));
       TimeSeries g = h.gauge(id);
       out.push_back(Figure::measured("apiserver_objects",
-                                     makeLabels({{"apiserver", t->info.name}, {"group", group}, {"resource", resource}}),
+                                     sortedLabels({{"apiserver", t->info.name}, {"group", group}, {"resource", resource}}),
                                      g.values.back(), "objects", Source::kApiserver, g));
       perResource.push_back(std::move(g));
     }
@@ -602,7 +583,7 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
   for (const TargetScrapes* t : etcds) {
     const ScrapeHistory& h = t->history;
     std::string cluster = t->info.etcdCluster.empty() ? t->info.name : t->info.etcdCluster;
-    Labels self = makeLabels({{"etcd", t->info.name}, {"cluster", cluster}});
+    Labels self = sortedLabels({{"etcd", t->info.name}, {"cluster", cluster}});
     for (const Rate& r : rates) {
       std::string figure(r.figure);
       const auto& ids = h.seriesNamed(r.metric);
@@ -665,7 +646,7 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
     for (const auto& [le, count] : byLe) bs.push_back(Bucket{le, count});
     if (bs.empty() || bs.back().cumulativeCount <= 0) continue;  // no requests of this kind in the window
     const auto& [group, resource, verb] = key;
-    Labels l = makeLabels({{"group", group}, {"resource", resource}, {"verb", verb}});
+    Labels l = sortedLabels({{"group", group}, {"resource", resource}, {"verb", verb}});
     for (const auto& [suffix, q] : quantiles) {
       double v = histogramQuantile(q, bs);
       std::string name = std::string("server_latency_") + suffix;
@@ -688,7 +669,7 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) {
   std::vector<Figure> out;
   for (const TargetScrapes& t : targets) {
-    Labels l = makeLabels({{"target", t.info.name}, {"role", toString(t.info.role)}});
+    Labels l = sortedLabels({{"target", t.info.name}, {"role", toString(t.info.role)}});
     out.push_back(Figure::measured("scrape_attempts", l, static_cast<double>(t.status.attempts), "count", Source::kClient));
     out.push_back(Figure::measured("scrape_failures", l, static_cast<double>(t.status.failures), "count", Source::kClient));
     out.push_back(Figure::measured("scrape_overruns", l, static_cast<double>(t.status.overruns), "count", Source::kClient));
@@ -701,19 +682,37 @@ std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) 
   return out;
 }
 
-std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo,
-                               const ReplicaOptions& replicas) {
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto append = [&](std::vector<Figure> v) { std::move(v.begin(), v.end(), std::back_inserter(out)); };
   append(writeFigures(targets));
   append(apiserverRequestFigures(targets));
   append(leaseShareFigures(targets));
   append(apiserverMemoryFigures(targets, replicas));
-  append(bytesPerObjectFigures(targets, bpo));
+  append(bytesPerObjectFigures(targets));
   append(etcdFigures(targets, replicas));
   append(serverLatencyFigures(targets));
   append(scrapeHealthFigures(targets));
   return out;
+}
+
+Labels sortedLabels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
+  Labels out;
+  for (auto& [k, v] : kv) out.push_back(Label{std::string(k), std::string(v)});
+  std::sort(out.begin(), out.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string_view objectCountMetric(const ScrapeHistory& h) {
+  return h.seriesNamed(kResourceObjects).empty() ? kStorageObjects : kResourceObjects;
+}
+
+std::pair<std::string, std::string> objectKind(const SeriesKey& k) {
+  std::string resource(labelValue(k.labels, "resource"));
+  if (k.name == kResourceObjects) return {std::string(labelValue(k.labels, "group")), resource};
+  auto dot = resource.find('.');
+  if (dot == std::string::npos) return {"", resource};
+  return {resource.substr(dot + 1), resource.substr(0, dot)};
 }
 
 }  // namespace cpscale::metrics

@@ -5,14 +5,15 @@
 #pragma once
 
 #include <cstddef>
+#include <initializer_list>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/clock.h"
-#include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/prometheus_text.h"
 #include "sim/metrics/scrape_history.h"
 #include "sim/metrics/time_series.h"
@@ -123,8 +124,18 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 // figure carrying the reason) scrape_last_error when the target never answered.
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
 
-// Every figure above, in that order (apiserverRequestFigures after writeFigures).
-std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& bpo = {},
-                               const ReplicaOptions& replicas = {});
+// Every figure above, in that order (apiserverRequestFigures after writeFigures), and
+// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures.
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
+
+// Building blocks the figure files share.
+// Labels from (name, value) pairs, sorted by name as every figure keeps them.
+Labels sortedLabels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv);
+// The object-count family a target exposes: apiserver_resource_objects, or the
+// deprecated apiserver_storage_objects when it is all there is.
+std::string_view objectCountMetric(const ScrapeHistory& h);
+// (group, resource) of an object-count series: apiserver_resource_objects has both
+// labels; the deprecated apiserver_storage_objects has resource="leases.coordination.k8s.io".
+std::pair<std::string, std::string> objectKind(const SeriesKey& k);
 
 }  // namespace cpscale::metrics

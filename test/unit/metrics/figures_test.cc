@@ -1,5 +1,7 @@
 #include "sim/metrics/figures.h"
 
+#include "sim/metrics/bytes_per_object.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
