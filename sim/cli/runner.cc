@@ -21,6 +21,7 @@
 #include "sim/engine/worker_pool.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/figures.h"
 #include "sim/metrics/scraper.h"
@@ -54,13 +55,11 @@ class ScrapeLoop {
       scraper_.start();
       // The first round is the baseline every counter's increase starts from: it must
       // be in before the load starts, or the first requests are never counted.
-      const auto deadline = clock_.now() + 10s;
-      auto answered = [this] {
+      runWhile(10s, [this] {
         for (const auto& t : scraper_.targets())
-          if (t.status.attempts == 0) return false;
-        return scraper_.inFlight() == 0;
-      };
-      while (!answered() && clock_.now() < deadline && !stopping_.load()) sim_.runUntil(clock_.now() + 10ms);
+          if (t.status.attempts == 0) return true;
+        return scraper_.inFlight() > 0;
+      });
       {
         std::lock_guard lock(mu_);
         firstRound_ = true;
@@ -70,9 +69,7 @@ class ScrapeLoop {
         if (restart_.exchange(false)) {
           // A round still in flight would make the boundary round an overrun: let it
           // finish first (bounded), so every target has a scrape at the boundary.
-          const auto limit = clock_.now() + 5s;
-          while (scraper_.inFlight() > 0 && clock_.now() < limit && !stopping_.load())
-            sim_.runUntil(clock_.now() + 5ms);
+          runWhile(5s, [this] { return scraper_.inFlight() > 0; });
           boundaries_.push_back(sim_.now());  // the round below is recorded at or just after this
           scraper_.stop();
           scraper_.start();
@@ -80,6 +77,12 @@ class ScrapeLoop {
         sim_.runUntil(clock_.now() + 50ms);
       }
     });
+  }
+  // Runs the scrape engine while `busy` holds, for at most `limit` or until stopped.
+  template <class Pred>
+  void runWhile(engine::Duration limit, Pred busy) {
+    const auto deadline = clock_.now() + limit;
+    while (busy() && clock_.now() < deadline && !stopping_.load()) sim_.runUntil(clock_.now() + 5ms);
   }
   // Blocks until the first round was answered (or given up on).
   void waitFirstRound() {
@@ -394,12 +397,11 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     kube::CurlTransportOptions cto;
     cto.maxHostConnections = static_cast<long>(sc.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
+    // Every apiserver replica of the target, round-robin as a load balancer would.
+    for (const auto& m : result.target.members)
+      if (m.role == "kube-apiserver") cto.servers.push_back(m.url);
     engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
-      // Every apiserver replica of the target, round-robin as a load balancer would.
-      kube::CurlTransportOptions replicas = cto;
-      for (const auto& m : result.target.members)
-        if (m.role == "kube-apiserver") replicas.servers.push_back(m.url);
-      return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, replicas),
+      return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, cto),
                                                  w.simulator().clock(), counters);
     });
     // Nothing counts as the measured window until every workload's setup is over.
@@ -419,6 +421,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     // passed), ends it after `duration`, and cuts the run short on Ctrl-C, a member of
     // the local plane exiting, or setup that never finishes.
     std::thread monitor([&] {
+      // Ends the load now; `why` is empty when the window simply ran its course.
       auto cut = [&](engine::TimePoint now, std::string why) {
         tl.end = now;
         tl.cut = std::move(why);
@@ -447,12 +450,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
                               std::to_string(phaseLog.setupPending()) + " of " +
                               std::to_string(sc.workers * sc.workloads.size()) +
                               " workload instances still setting up; see the workloads' summaries)");
-        if (tl.steadyStart && now >= *tl.steadyStart + sc.duration) {
-          tl.end = now;
-          scrapes.scrapeAtBoundary();
-          pool.stop();
-          return;
-        }
+        if (tl.steadyStart && now >= *tl.steadyStart + sc.duration) return cut(now, "");
         std::this_thread::sleep_for(10ms);
       }
     });
@@ -494,10 +492,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     recordPhases(result, tl, phaseLog.spans(), sc.duration);
     result.incidents = tl.incidents;
     planeBroken = plane && !tl.incidents.empty();
-    const double steadySeconds = tl.steadyStart ? secondsAt(*tl.end) -
-                                                      secondsAt(*tl.steadyStart)
-                                                : 0;
-    result.measuredSeconds = steadySeconds;
+    result.measuredSeconds = tl.steadyStart ? secondsAt(*tl.end) - secondsAt(*tl.steadyStart) : 0;
     for (std::size_t i = 0; i < sc.workloads.size(); ++i) {
       nlohmann::json merged = nlohmann::json::object();
       for (auto& pw : perWorker) {
