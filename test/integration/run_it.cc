@@ -233,7 +233,7 @@ const json* figure(const json& result, const std::string& name, const std::strin
 TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
   fs::path out = makeTempDir("run-phases");
   auto r = runCommand(cpscale("run " + kNodeBound + " --out " + out.string() +
-                              " --run-id itphase --quiet --set duration=40s --set scrapeInterval=2s"
+                              " --run-id itphase --quiet --set duration=40s --set scrapeInterval=2s --set warmup=3s"
                               " --set workloads.fleet.count=200 --set workloads.fleet.registrationQps=40"));
   EXPECT_LE(r.exitCode, 1) << r.output;
   json result = readJson(out / "result.json");
@@ -243,8 +243,9 @@ TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
   const json& steady = result["phases"].back();
   EXPECT_EQ(setup["name"], "setup");
   EXPECT_EQ(setup["complete"], true);
-  // 200 registrations at 40/s (a burst of 40 first) take four seconds.
-  EXPECT_GE(setup["endSeconds"].get<double>(), 3.9);
+  // 200 registrations at 40/s (a burst of 40 first) take four seconds, then 3 s of warmup.
+  EXPECT_GE(setup["endSeconds"].get<double>(), 6.9);
+  EXPECT_NE(setup["detail"].get<std::string>().find("3s of warmup"), std::string::npos) << setup.dump();
   EXPECT_LT(setup["endSeconds"].get<double>(), 30);
   EXPECT_EQ(steady["name"], "steady");
   EXPECT_EQ(steady["complete"], true) << steady.dump();
@@ -299,6 +300,32 @@ TEST(RunTest, AMemberThatDiesMidRunEndsItWithExitThreeAndPartialResults) {
   std::string summary = controlplane::readFile(out / "summary.md");
   EXPECT_NE(summary.find("kube-apiserver-0"), std::string::npos) << summary;
   EXPECT_FALSE(controlplane::anyRunning(*record)) << "the rest of the plane must be stopped";
+}
+
+// Setup that does not finish in time fails the run: exit 3, the reason, no steady
+// figures made up from a window that never started, and the setup that was measured.
+TEST(RunTest, SetupThatNeverFinishesFailsTheRunWithExitThree) {
+  fs::path out = makeTempDir("run-setup-timeout");
+  auto r = runCommand(cpscale("run " + kNodeBound + " --out " + out.string() +
+                              " --run-id itsetup --quiet --set setupTimeout=3s --set scrapeInterval=1s"
+                              " --set workloads.fleet.count=400 --set workloads.fleet.registrationQps=20"));
+  EXPECT_EQ(r.exitCode, 3) << r.output;
+  json result = readJson(out / "result.json");
+  EXPECT_EQ(result["status"], "failed");
+  EXPECT_NE(result["statusDetail"].get<std::string>().find("setup did not finish within 3s"), std::string::npos)
+      << result["statusDetail"];
+  ASSERT_EQ(result["phases"].size(), 1u) << result["phases"].dump();
+  EXPECT_EQ(result["phases"][0]["name"], "setup");
+  EXPECT_EQ(result["phases"][0]["complete"], false);
+  EXPECT_EQ(result["measuredSeconds"], 0);
+  const json* steady = figure(result, "write_qps", "steady");
+  ASSERT_NE(steady, nullptr);
+  EXPECT_TRUE((*steady)["value"].is_null()) << steady->dump();
+  const json* posts = figure(result, "write_requests", "setup", {{"resource", "nodes"}, {"verb", "POST"}});
+  ASSERT_NE(posts, nullptr);
+  EXPECT_GT((*posts)["value"].get<double>(), 0);
+  EXPECT_LT((*posts)["value"].get<double>(), 400);
+  EXPECT_EQ(result["workloads"][0]["summary"]["setupComplete"], false);
 }
 
 }  // namespace

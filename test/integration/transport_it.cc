@@ -16,6 +16,7 @@
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
+#include "test/integration/live_run.h"
 #include "test/integration/plane_fixture.h"
 #include "workloads/cleanup.h"
 #include "workloads/dormant.h"
@@ -71,43 +72,6 @@ double crdWrites(const RestConfig& config, std::int64_t kinds) {
   return sum;
 }
 
-// One paced engine worker as `cpscale run` builds it: CurlTransport over the given
-// replicas, the open-loop driver, an ApiClient on the driver.
-class LiveRun {
- public:
-  LiveRun(const RestConfig& config, const std::vector<std::string>& servers, engine::DriverOptions driver)
-      : transport_(config, {.maxHostConnections = static_cast<long>(driver.connections),
-                            .maxConcurrentStreams = static_cast<long>(driver.maxInFlightPerConnection),
-                            .servers = servers}),
-        driver_(transport_, clock_, driver),
-        sim_(clock_),
-        api_(driver_, clock_, sim_) {
-    sim_.setIdleHook([this](engine::TimePoint deadline) { driver_.poll(deadline - clock_.now()); });
-  }
-  workloads::WorkloadContext context() {
-    workloads::WorkloadContext ctx{sim_, api_, runId(), 7};
-    ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count() -
-                         clock_.now().time_since_epoch().count();
-    return ctx;
-  }
-  // Runs until `done` holds (checked every 200 ms) or `limit` of run time passed.
-  void runUntil(const std::function<bool()>& done, engine::Duration limit) {
-    const engine::TimePoint end = clock_.now() + limit;
-    while (!done() && clock_.now() < end) sim_.runUntil(clock_.now() + 200ms);
-  }
-  engine::PacedSimulator& sim() { return sim_; }
-  engine::OpenLoopDriver& driver() { return driver_; }
-  CurlTransport& transport() { return transport_; }
-
- private:
-  engine::WallClock clock_;
-  CurlTransport transport_;
-  engine::OpenLoopDriver driver_;
-  engine::PacedSimulator sim_;
-  ApiClient api_;
-};
 
 class TransportIT : public ::testing::Test {
  protected:
@@ -171,7 +135,7 @@ watchers: {perKind: 5, timeout: 60s}
   dormant->prepare(*api, clock, runId());
   waitServedEverywhere(4);
   LiveRun run(config, {config.server}, {.maxInFlight = 16, .connections = 1, .maxInFlightPerConnection = 16});
-  auto ctx = run.context();
+  auto ctx = run.context(runId());
   auto d = dormant->start(ctx);
   auto created = [&] { return d->summary()["created"].get<int>() + d->summary()["createFailures"].get<int>(); };
   run.runUntil([&] { return created() >= 300; }, 60s);
@@ -219,7 +183,7 @@ watchers: {perKind: 3, timeout: 60s}
   for (const auto& u : urls) before.push_back(crdWrites(replica(config, u), 2));
 
   LiveRun run(config, urls, {.maxInFlight = 64, .connections = 1, .maxInFlightPerConnection = 64});
-  auto ctx = run.context();
+  auto ctx = run.context(runId());
   auto d = dormant->start(ctx);
   run.runUntil([&] { return d->summary()["created"].get<int>() + d->summary()["createFailures"].get<int>() >= 300; },
                60s);

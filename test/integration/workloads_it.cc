@@ -14,6 +14,7 @@
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
+#include "test/integration/live_run.h"
 #include "test/integration/plane_fixture.h"
 #include "workloads/churn.h"
 #include "workloads/cleanup.h"
@@ -32,11 +33,6 @@ using workloads::makeWorkload;
 const std::string& runId() {
   static const std::string id = "wl" + std::to_string(::getpid() % 100000);
   return id;
-}
-
-std::int64_t unixNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 double seconds(const std::string& rfc3339micro) {
@@ -65,29 +61,6 @@ double requestTotal(Transport& t, const std::vector<std::string>& fragments) {
 
 YamlField entry(const std::string& yaml) { return loadYamlString(yaml, "workloads_it.yaml"); }
 
-// A live run on one paced engine worker: CurlTransport behind the open-loop driver.
-class LiveRun {
- public:
-  explicit LiveRun(const RestConfig& config)
-      : transport_(config), driver_(transport_, clock_), sim_(clock_), api_(driver_, clock_, sim_) {
-    sim_.setIdleHook([this](engine::TimePoint deadline) { driver_.poll(deadline - clock_.now()); });
-  }
-  workloads::WorkloadContext context() {
-    workloads::WorkloadContext ctx{sim_, api_, runId(), 7};
-    // The run's origin on the Unix clock, so renewTime is real wall time.
-    ctx.epochUnixNanos = unixNanos() - clock_.now().time_since_epoch().count();
-    return ctx;
-  }
-  engine::PacedSimulator& sim() { return sim_; }
-  engine::OpenLoopDriver& driver() { return driver_; }
-
- private:
-  engine::WallClock clock_;
-  CurlTransport transport_;
-  engine::OpenLoopDriver driver_;
-  engine::PacedSimulator sim_;
-  ApiClient api_;
-};
 
 class WorkloadsIT : public ::testing::Test {
  protected:
@@ -115,7 +88,7 @@ TEST_F(WorkloadsIT, FleetRegistersAndRenewsLeasesEveryTenSeconds) {
                                   "registrationBurst: 10\nnodeImages: 40\nrenewalPhase: registration\n"));
   fleet->prepare(*api, clock, runId());
   LiveRun run(config);
-  auto ctx = run.context();
+  auto ctx = run.context(runId());
   const double putsBefore = requestTotal(*transport, {"resource=\"leases\"", "verb=\"PUT\"", "code=\"200\""});
   auto inst = fleet->start(ctx);
 
@@ -192,7 +165,7 @@ watchers: {perKind: 2, shards: 0, timeout: 5s}
   EXPECT_EQ(crd.body["metadata"]["labels"][workloads::kRunLabel], runId());
 
   LiveRun run(config);
-  auto ctx = run.context();
+  auto ctx = run.context(runId());
   auto c = churn->start(ctx);
   auto d = dormant->start(ctx);
   run.sim().runUntil(engine::TimePoint{12s});
