@@ -1,5 +1,5 @@
 // Command kube-apiserver is the vanilla upstream kube-apiserver, built from the
-// published k8s.io/kubernetes module at the version pinned in ../versions.env.
+// published k8s.io/kubernetes module at the version pinned in ../../../versions.env.
 // It mirrors cmd/kube-apiserver/apiserver.go upstream and adds nothing.
 package main
 
