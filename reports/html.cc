@@ -507,10 +507,10 @@ std::string renderHtml(const RunResult& r) {
              {"ended", r.environment.endedAt},
              {"measured", formatElapsed(r.measuredSeconds)}});
   if (!r.target.members.empty()) {
-    out << "<table class=\"members\"><thead><tr><th>member</th><th>role</th><th>url</th><th>version</th></tr></thead><tbody>\n";
+    out << "<table class=\"members\"><thead><tr><th>member</th><th>role</th><th>url</th><th>version</th><th>serves / talks to</th></tr></thead><tbody>\n";
     for (const auto& m : r.target.members)
       out << "<tr><td>" << escape(m.name) << "</td><td>" << escape(m.role) << "</td><td><code>" << escape(m.url)
-          << "</code></td><td>" << escape(m.version) << "</td></tr>\n";
+          << "</code></td><td>" << escape(m.version) << "</td><td>" << escape(m.serves) << "</td></tr>\n";
     out << "</tbody></table>\n";
   }
   if (!r.workloads.empty()) {

@@ -300,8 +300,11 @@ bool operator==(const RunResult& a, const RunResult& b) {
 
 json toJson(const RunResult& r) {
   json members = json::array();
-  for (const TargetMember& m : r.target.members)
-    members.push_back({{"name", m.name}, {"role", m.role}, {"url", m.url}, {"version", m.version}});
+  for (const TargetMember& m : r.target.members) {
+    json mj = {{"name", m.name}, {"role", m.role}, {"url", m.url}, {"version", m.version}};
+    if (!m.serves.empty()) mj["serves"] = m.serves;
+    members.push_back(std::move(mj));
+  }
   json figures = json::array();
   for (const Figure& f : r.figures) figures.push_back(figureJson(f));
   json workloads = json::array();
@@ -394,7 +397,8 @@ RunResult fromJson(const json& j, const std::string& where) {
     Reader ms = t.at("members");
     for (std::size_t i = 0; i < ms.array().size(); ++i) {
       Reader m = ms.at(i);
-      r.target.members.push_back({m.at("name").str(), m.at("role").str(), m.strOr("url"), m.strOr("version")});
+      r.target.members.push_back(
+          {m.at("name").str(), m.at("role").str(), m.strOr("url"), m.strOr("version"), m.strOr("serves")});
     }
   }
   r.target.kubernetesVersion = t.strOr("kubernetesVersion");

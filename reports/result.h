@@ -41,9 +41,15 @@ struct ProfileInfo {
 
 struct TargetMember {
   std::string name;
-  std::string role;  // "kube-apiserver" | "etcd"
+  // "kube-apiserver" | "etcd" | "kube-controller-manager" | "kube-scheduler" (recorded
+  // and scraped), or "kube-apiserver-endpoint" (a user's cluster's endpoints, recorded)
+  std::string role;
   std::string url;
   std::string version;
+  // An apiserver of the local plane: whose requests it serves ("workloads",
+  // "kube-controller-manager", "kube-scheduler", comma-separated). A controller
+  // component: the apiserver it talks to. Empty when not known (a user's cluster).
+  std::string serves;
   bool operator==(const TargetMember&) const = default;
 };
 

@@ -132,7 +132,8 @@ void deleteLabelled(Pass& p, const GroupVersionResource& g) {
 
 // A namespace stays Terminating until a namespace controller removes its "kubernetes"
 // finalizer. Where none runs (a bare kube-apiserver), and the run's objects in it are
-// gone, finalize it the way the controller would.
+// gone, finalize it the way the controller would. Never where a controller-manager
+// runs: the namespace controller is the one that deletes what else the namespace holds.
 void finalizeIfOrphaned(kube::ApiClient& api, const std::string& name) {
   ApiResult g = api.get(ResourceRef(kube::gvr::kNamespaces).named(name));
   if (!g.ok()) return;
@@ -144,6 +145,19 @@ void finalizeIfOrphaned(kube::ApiClient& api, const std::string& name) {
 }
 
 }  // namespace
+
+bool controllerManagerRuns(kube::ApiClient& api) {
+  // Its leader-election Lease, renewed within its duration (as a wall-clock
+  // comparison: the Lease holds Unix time).
+  ApiResult r = api.get(ResourceRef(kube::gvr::kLeases).in("kube-system").named("kube-controller-manager"));
+  if (!r.ok()) return false;
+  std::string renew = r.body.value("/spec/renewTime"_json_pointer, std::string());
+  const auto duration = r.body.value("/spec/leaseDurationSeconds"_json_pointer, 0);
+  auto renewed = parseRfc3339(renew);
+  if (!renewed || duration <= 0) return false;
+  const auto age = std::chrono::system_clock::now() - *renewed;
+  return age < std::chrono::seconds(duration) * 2;
+}
 
 std::int64_t CleanupResult::totalDeleted() const {
   std::int64_t n = 0;
@@ -248,11 +262,13 @@ CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::
       out.remaining = std::move(remaining);
       break;
     }
-    // Only namespaces left, and no controller has touched them for a few seconds.
+    // Only namespaces left, no controller has touched them for a few seconds, and no
+    // controller-manager runs that would.
     if (!finalized && remaining.size() == 1 && remaining.count("namespaces") &&
         clock.now() - waitStarted >= std::chrono::seconds(3)) {
-      for (const auto& o : namespacesLeft) finalizeIfOrphaned(api, o.name);
       finalized = true;
+      if (!controllerManagerRuns(api))
+        for (const auto& o : namespacesLeft) finalizeIfOrphaned(api, o.name);
     }
     // The last look is at the deadline itself.
     clock.sleepUntil(std::min(clock.now() + options.pollInterval, p.deadline));

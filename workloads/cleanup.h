@@ -40,11 +40,16 @@ struct CleanupResult {
 // The built-in resources any workload may create objects of.
 std::vector<kube::GroupVersionResource> builtinRunResources();
 
+// True if a kube-controller-manager (and with it the namespace controller) runs on the
+// target: its leader-election Lease in kube-system was renewed within twice its
+// duration.
+bool controllerManagerRuns(kube::ApiClient& api);
+
 // Deletes every object labelled cpscale.io/run=<runId> of `resources` plus the
 // built-in ones and the custom resources of CRDs carrying the label, then the run's
 // namespaces and CRDs. Pods are deleted with grace period 0 (no kubelet is there to
-// confirm); namespaces emptied of the run's objects are finalized when no namespace
-// controller does it. Stops at options.timeout. Outcomes are values; throws
+// confirm); namespaces emptied of the run's objects are finalized by cpscale only
+// where no controller-manager runs (controllerManagerRuns) and none touched them. Stops at options.timeout. Outcomes are values; throws
 // ConfigError for a bad run id only.
 CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::string& runId,
                          const std::vector<kube::GroupVersionResource>& resources = {},

@@ -70,10 +70,12 @@ class StateLock {
 
 void printPlane(std::ostream& os, const PlaneRecord& r, bool withLiveness) {
   for (const auto& c : r.components) {
-    os << "  " << std::left << std::setw(18) << c.name << std::setw(26) << c.url;
+    os << "  " << std::left << std::setw(24) << c.name << std::setw(26) << c.url;
     os << (c.role == "etcd" ? "etcd " + r.etcdVersion : "Kubernetes " + r.kubernetesVersion);
     if (withLiveness) os << (controlplane::isRunning(c.process) ? "   running" : "   NOT RUNNING");
-    os << "   pid " << c.process.pid << "\n";
+    os << "   pid " << c.process.pid;
+    if (!c.apiserver.empty()) os << "   -> " << c.apiserver << (c.dedicatedApiserver ? " (dedicated)" : "");
+    os << "\n";
   }
 }
 
@@ -123,7 +125,9 @@ int up(const Args& args) {
   installInterruptHandlers();
   std::cerr << "cpscale up: starting " << po.profile.name << " (" << po.profile.apiservers << " kube-apiserver"
             << (po.profile.apiservers > 1 ? "s" : "") << ", " << po.profile.etcds.size() << " etcd"
-            << (po.profile.etcds.size() > 1 ? "s" : "") << ") in " << po.stateDir.string() << "\n";
+            << (po.profile.etcds.size() > 1 ? "s" : "")
+            << (po.profile.controllerManager.enabled ? ", kube-controller-manager" : "")
+            << (po.profile.scheduler.enabled ? ", kube-scheduler" : "") << ") in " << po.stateDir.string() << "\n";
   controlplane::LocalPlane plane(po);
   plane.release();
   const PlaneRecord& rec = plane.record();
@@ -181,7 +185,8 @@ int status(const Args& args) {
 
 int version(const Args&) {
   std::cout << "cpscale " << CPSCALE_VERSION << "\n"
-            << "pinned upstream: kube-apiserver " << CPSCALE_KUBERNETES_VERSION << ", etcd " << CPSCALE_ETCD_VERSION
+            << "pinned upstream: kube-apiserver, kube-controller-manager, kube-scheduler " << CPSCALE_KUBERNETES_VERSION
+            << ", etcd " << CPSCALE_ETCD_VERSION
             << "\n";
   return 0;
 }

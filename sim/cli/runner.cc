@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -292,7 +293,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       result.target.kind = "cluster";
       result.target.server = config.server;
       result.target.context = config.contextName;
-      result.target.members.push_back({"kube-apiserver", "kube-apiserver", config.server, ""});
+      result.target.members.push_back({"kube-apiserver", "kube-apiserver", config.server, "", ""});
       result.profile.spec = nlohmann::json::object();
     } else {
       controlplane::PlaneOptions po;
@@ -315,9 +316,25 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       result.target.context = config.contextName;
       result.target.kubernetesVersion = rec.kubernetesVersion;
       result.target.etcdVersion = rec.etcdVersion;
-      for (const auto& c : rec.components)
+      const auto clientUrls = rec.clientApiserverUrls();
+      for (const auto& c : rec.components) {
+        std::string serves;
+        if (c.role == "kube-apiserver") {
+          // Who reaches this replica: the workloads (unless it is dedicated to a
+          // component) and the components that talk to it.
+          if (std::find(clientUrls.begin(), clientUrls.end(), c.url) != clientUrls.end()) serves = "workloads";
+          for (const auto& d : rec.components)
+            if (d.apiserver == c.name) serves += (serves.empty() ? "" : ", ") + d.role;
+        } else {
+          serves = c.apiserver;
+        }
         result.target.members.push_back(
-            {c.name, c.role, c.url, c.role == "etcd" ? rec.etcdVersion : rec.kubernetesVersion});
+            {c.name, c.role, c.url, c.role == "etcd" ? rec.etcdVersion : rec.kubernetesVersion, serves});
+      }
+      // Setup and cleanup go to a replica the workloads reach too, never to one
+      // dedicated to a controller component.
+      config.server = clientUrls.front();
+      result.target.server = config.server;
     }
 
     // 2. Preflight and preparation, synchronously, on a transport of their own.
@@ -349,7 +366,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             for (const auto& port : subset.value("ports", nlohmann::json::array())) {
               std::string hostPort = addr.value("ip", "?") + ":" + std::to_string(port.value("port", 0));
               result.target.members.push_back(
-                  {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, ""});
+                  {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
             }
     }
     for (auto& w : sc.workloads) {
@@ -397,9 +414,13 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     kube::CurlTransportOptions cto;
     cto.maxHostConnections = static_cast<long>(sc.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
-    // Every apiserver replica of the target, round-robin as a load balancer would.
-    for (const auto& m : result.target.members)
-      if (m.role == "kube-apiserver") cto.servers.push_back(m.url);
+    // Every apiserver replica of the target that serves the workloads, round-robin as a
+    // load balancer would (a replica dedicated to a controller component is not behind it).
+    if (plane)
+      cto.servers = plane->record().clientApiserverUrls();
+    else
+      for (const auto& m : result.target.members)
+        if (m.role == "kube-apiserver") cto.servers.push_back(m.url);
     engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
       return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, cto),
                                                  w.simulator().clock(), counters);

@@ -80,4 +80,20 @@ std::string utcNowRfc3339() {
   return buf;
 }
 
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text) {
+  std::tm tm{};
+  std::string s(text);
+  const char* rest = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (!rest) return std::nullopt;
+  std::chrono::nanoseconds fraction{0};
+  if (*rest == '.') {
+    long long scale = 100'000'000;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
+      if (scale > 0) fraction += std::chrono::nanoseconds((*rest - '0') * scale);
+  }
+  if (std::string_view(rest) != "Z") return std::nullopt;
+  return std::chrono::system_clock::from_time_t(timegm(&tm)) +
+         std::chrono::duration_cast<std::chrono::system_clock::duration>(fraction);
+}
+
 }  // namespace cpscale

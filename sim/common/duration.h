@@ -4,6 +4,7 @@
 // "10" is never silently read as 10 ns or 10 s.
 #pragma once
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,5 +25,9 @@ engine::Duration asDuration(const YamlField& field, bool positive = true);
 // The current time of day, UTC, RFC 3339 to the second ("2026-12-02T16:42:00Z"), for
 // records people read (plane.json, result.json); never for measuring.
 std::string utcNowRfc3339();
+// A Kubernetes timestamp ("2026-12-02T16:42:00Z", or a MicroTime with a fraction of a
+// second) as Unix time; nullopt if it is not one. Only UTC ("Z") is accepted: the API
+// writes nothing else.
+std::optional<std::chrono::system_clock::time_point> parseRfc3339(std::string_view text);
 
 }  // namespace cpscale

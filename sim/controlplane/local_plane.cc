@@ -38,8 +38,28 @@ std::string versionOf(const fs::path& binary, const std::string& prefix) {
 }
 
 json toJson(const Component& c) {
-  return {{"role", c.role},  {"name", c.name}, {"url", c.url}, {"log", c.log.string()},
-          {"pid", c.process.pid}, {"startTicks", c.process.startTicks}};
+  json j = {{"role", c.role},  {"name", c.name}, {"url", c.url}, {"log", c.log.string()},
+            {"pid", c.process.pid}, {"startTicks", c.process.startTicks}};
+  if (!c.apiserver.empty()) {
+    j["apiserver"] = c.apiserver;
+    j["dedicatedApiserver"] = c.dedicatedApiserver;
+  }
+  return j;
+}
+
+bool isController(const std::string& role) { return role == "kube-controller-manager" || role == "kube-scheduler"; }
+
+// A kubeconfig with one cluster, one user and one context, credentials embedded:
+// owner-only, like the key it carries.
+void writeSingleKubeconfig(const fs::path& path, const std::string& server, const std::string& user,
+                           const fs::path& caCert, const fs::path& cert, const fs::path& key) {
+  std::string text = "apiVersion: v1\nkind: Config\nclusters:\n- name: cpscale\n  cluster:\n    server: " + server +
+                     "\n    certificate-authority-data: " + kube::base64Encode(readFile(caCert)) +
+                     "\ncontexts:\n- name: cpscale\n  context:\n    cluster: cpscale\n    user: " + user +
+                     "\ncurrent-context: cpscale\nusers:\n- name: " + user +
+                     "\n  user:\n    client-certificate-data: " + kube::base64Encode(readFile(cert)) +
+                     "\n    client-key-data: " + kube::base64Encode(readFile(key)) + "\n";
+  writeFile(path, text, fs::perms::owner_read | fs::perms::owner_write);
 }
 
 }  // namespace
@@ -48,6 +68,23 @@ std::vector<std::string> PlaneRecord::urls(const std::string& role) const {
   std::vector<std::string> out;
   for (const auto& c : components)
     if (c.role == role) out.push_back(c.url);
+  return out;
+}
+
+bool PlaneRecord::has(const std::string& role) const {
+  for (const auto& c : components)
+    if (c.role == role) return true;
+  return false;
+}
+
+std::vector<std::string> PlaneRecord::clientApiserverUrls() const {
+  std::vector<std::string> out;
+  for (const auto& c : components) {
+    if (c.role != "kube-apiserver") continue;
+    bool dedicated = false;
+    for (const auto& d : components) dedicated = dedicated || (d.dedicatedApiserver && d.apiserver == c.name);
+    if (!dedicated) out.push_back(c.url);
+  }
   return out;
 }
 
@@ -119,6 +156,8 @@ std::optional<PlaneRecord> readRecord(const fs::path& stateDir) {
       comp.log = c.at("log").get<std::string>();
       comp.process.pid = c.at("pid");
       comp.process.startTicks = c.at("startTicks");
+      comp.apiserver = c.value("apiserver", "");
+      comp.dedicatedApiserver = c.value("dedicatedApiserver", false);
       r.components.push_back(comp);
     }
     return r;
@@ -135,9 +174,10 @@ bool anyRunning(const PlaneRecord& record) {
 
 int stopRecorded(const PlaneRecord& record) {
   int stopped = 0;
-  // Apiservers first: an apiserver whose etcd vanished logs errors for its last
-  // seconds and may exit non-zero, which would look like a crash.
-  for (const char* role : {"kube-apiserver", "etcd"})
+  // Clients before servers: an apiserver whose etcd vanished (or a controller whose
+  // apiserver did) logs errors for its last seconds and may exit non-zero, which would
+  // look like a crash.
+  for (const char* role : {"kube-controller-manager", "kube-scheduler", "kube-apiserver", "etcd"})
     for (const auto& c : record.components)
       if (c.role == role && terminate(c.process, std::chrono::seconds(15))) ++stopped;
   std::error_code ec;
@@ -177,7 +217,10 @@ void LocalPlane::start() {
   const fs::path& dir = options_.stateDir;
   fs::path apiserverBin = options_.binDir / "kube-apiserver";
   fs::path etcdBin = options_.binDir / "etcd";
-  for (const auto& bin : {apiserverBin, etcdBin})
+  std::vector<fs::path> binaries{apiserverBin, etcdBin};
+  if (options_.profile.controllerManager.enabled) binaries.push_back(options_.binDir / "kube-controller-manager");
+  if (options_.profile.scheduler.enabled) binaries.push_back(options_.binDir / "kube-scheduler");
+  for (const auto& bin : binaries)
     if (::access(bin.c_str(), X_OK) != 0)
       throw UnavailableError("missing binary " + bin.string() +
                              " (build the pinned upstream binaries with `make control-plane`, or set CPSCALE_BIN_DIR)");
@@ -214,7 +257,14 @@ void LocalPlane::start() {
   writeKubeconfig();
   for (const auto& c : record_.components)
     if (c.role == "kube-apiserver") waitReady(c, deadline);
+
+  // The controllers once their apiservers serve: they list and watch from the start.
+  if (options_.profile.controllerManager.enabled)
+    startController("kube-controller-manager", options_.profile.controllerManager);
+  if (options_.profile.scheduler.enabled) startController("kube-scheduler", options_.profile.scheduler);
   writeRecord();
+  for (const auto& c : record_.components)
+    if (isController(c.role)) waitReady(c, deadline);
 }
 
 void LocalPlane::startEtcd(const EtcdSpec& spec, int index) {
@@ -245,7 +295,7 @@ void LocalPlane::startEtcd(const EtcdSpec& spec, int index) {
       "--log-level=warn",
   };
   for (const auto& a : spec.extraArgs) argv.push_back(a);
-  Component c{"etcd", name, client, dir / "logs" / (name + ".log"), {}};
+  Component c{"etcd", name, client, dir / "logs" / (name + ".log"), {}, "", false};
   c.process = spawn({argv, c.log, options_.detached});
   record_.components.push_back(c);
 }
@@ -265,18 +315,23 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
       "--tls-cert-file=" + pki.servingCert().string(),
       "--tls-private-key-file=" + pki.servingKey().string(),
       "--client-ca-file=" + pki.caCert().string(),
+      // Published in extension-apiserver-authentication, which the controllers'
+      // delegated authentication reads (they log errors without it). No certificate
+      // with the one allowed name exists: nobody can assert identities by header.
+      "--requestheader-client-ca-file=" + pki.caCert().string(),
+      "--requestheader-allowed-names=cpscale-front-proxy",
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       "--service-account-key-file=" + pki.serviceAccountPub().string(),
       "--service-account-signing-key-file=" + pki.serviceAccountKey().string(),
       "--service-cluster-ip-range=10.0.0.0/24",
       "--authorization-mode=RBAC",
       "--allow-privileged=true",
-      // No controller-manager runs here, so nothing would create the "default"
-      // ServiceAccount that this admission plugin insists on for every pod.
-      "--disable-admission-plugins=ServiceAccount",
       "--watch-cache=" + std::string(p.watchCache ? "true" : "false"),
       "--enable-priority-and-fairness=" + std::string(p.priorityAndFairness ? "true" : "false"),
   };
+  // Without a controller-manager nothing creates the "default" ServiceAccount that
+  // this admission plugin insists on for every pod.
+  if (!p.controllerManager.enabled) argv.push_back("--disable-admission-plugins=ServiceAccount");
   if (std::string o = p.etcdServersOverrides(etcdUrls); !o.empty()) argv.push_back("--etcd-servers-overrides=" + o);
   if (!p.watchCacheSizes.empty()) {
     std::string s;
@@ -294,14 +349,59 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
   for (const auto& a : p.apiserverArgs) argv.push_back(a);
 
   Component c{"kube-apiserver", name, "https://127.0.0.1:" + std::to_string(port),
-              dir / "logs" / (name + ".log"), {}};
+              dir / "logs" / (name + ".log"), {}, "", false};
+  c.process = spawn({argv, c.log, options_.detached});
+  record_.components.push_back(c);
+}
+
+void LocalPlane::startController(const std::string& role, const ComponentSpec& spec) {
+  const fs::path& dir = record_.stateDir;
+  PkiPaths pki{dir / "pki"};
+  const int replica = spec.apiserver.value_or(0);
+  Component apiserver;
+  for (const auto& c : record_.components)
+    if (c.role == "kube-apiserver" && c.name == "kube-apiserver-" + std::to_string(replica)) apiserver = c;
+  fs::path kubeconfig = dir / (role + ".kubeconfig");
+  writeSingleKubeconfig(kubeconfig, apiserver.url, "system:" + role, pki.caCert(), pki.componentCert(role),
+                        pki.componentKey(role));
+  const int port = freeLoopbackPort();
+  // Its own identity (system:<component>, which upstream's default RBAC grants what it
+  // needs), on loopback, with leader election as every real deployment runs it. The
+  // plane's CA authenticates scrapes of /metrics with the admin certificate.
+  std::vector<std::string> argv = {
+      (options_.binDir / role).string(),
+      "--kubeconfig=" + kubeconfig.string(),
+      "--authentication-kubeconfig=" + kubeconfig.string(),
+      "--authorization-kubeconfig=" + kubeconfig.string(),
+      "--bind-address=127.0.0.1",
+      "--secure-port=" + std::to_string(port),
+      "--tls-cert-file=" + pki.componentCert(role).string(),
+      "--tls-private-key-file=" + pki.componentKey(role).string(),
+      "--client-ca-file=" + pki.caCert().string(),
+      "--leader-elect=true",
+  };
+  if (role == "kube-controller-manager") {
+    // Each controller with its own service account (as kubeadm runs it), tokens signed
+    // with the key the apiservers verify.
+    argv.push_back("--use-service-account-credentials=true");
+    argv.push_back("--service-account-private-key-file=" + pki.serviceAccountKey().string());
+    argv.push_back("--root-ca-file=" + pki.caCert().string());
+    argv.push_back("--cluster-name=cpscale-" + options_.name);
+  }
+  for (const auto& a : spec.args) argv.push_back(a);
+  Component c{role, role, "https://127.0.0.1:" + std::to_string(port), dir / "logs" / (role + ".log"), {},
+              apiserver.name, spec.apiserver.has_value()};
   c.process = spawn({argv, c.log, options_.detached});
   record_.components.push_back(c);
 }
 
 void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_point deadline) {
   PkiPaths pki{record_.stateDir / "pki"};
-  ReadinessProbe probe(c.role == "etcd" ? c.url + "/health" : c.url + "/readyz",
+  // Controllers have no /readyz worth waiting for: /healthz answers once they serve,
+  // and their leader election then proceeds on its own.
+  ReadinessProbe probe(c.role == "etcd"         ? c.url + "/health"
+                       : isController(c.role) ? c.url + "/healthz"
+                                              : c.url + "/readyz",
                        c.role == "etcd" ? std::nullopt : std::optional<PkiPaths>(pki));
   std::string last;
   while (std::chrono::steady_clock::now() < deadline) {

@@ -1,6 +1,6 @@
-// The embedded local control plane: vanilla etcd(s) and kube-apiserver(s) started as
-// child processes on 127.0.0.1, with generated PKI and a kubeconfig that stock kubectl
-// accepts. Its state directory records what was started (plane.json) so that
+// The embedded local control plane: vanilla etcd(s), kube-apiserver(s),
+// kube-controller-manager and kube-scheduler started as child processes on 127.0.0.1,
+// with generated PKI and a kubeconfig that stock kubectl accepts. Its state directory records what was started (plane.json) so that
 // `cpscale down` stops exactly those processes and nothing else.
 #pragma once
 
@@ -16,11 +16,18 @@
 namespace cpscale::controlplane {
 
 struct Component {
-  std::string role;  // "etcd" or "kube-apiserver"
-  std::string name;  // etcd-main, kube-apiserver-0, ...
-  std::string url;   // client URL (etcd) or https URL (kube-apiserver)
+  // "etcd", "kube-apiserver", "kube-controller-manager" or "kube-scheduler".
+  std::string role;
+  std::string name;  // etcd-main, kube-apiserver-0, kube-controller-manager, ...
+  // Client URL (etcd), or the https URL of the secure port (the others: /metrics and
+  // /healthz of a controller component are there).
+  std::string url;
   std::filesystem::path log;
   ProcessIdentity process;
+  // A controller component: the apiserver replica it talks to, and whether that replica
+  // is dedicated to it (the workloads' clients do not reach it).
+  std::string apiserver;
+  bool dedicatedApiserver = false;
 };
 
 // What plane.json holds: enough to find, use and stop a running plane.
@@ -36,11 +43,17 @@ struct PlaneRecord {
   std::vector<Component> components;
 
   std::vector<std::string> urls(const std::string& role) const;
+  bool has(const std::string& role) const;
+  // The https URLs of the apiservers the workloads' clients reach: all but those
+  // dedicated to a controller component.
+  std::vector<std::string> clientApiserverUrls() const;
 };
 
 struct PlaneOptions {
   std::filesystem::path stateDir;
-  std::filesystem::path binDir;  // holds kube-apiserver and etcd
+  // Holds kube-apiserver and etcd, and kube-controller-manager and kube-scheduler when
+  // the profile runs them.
+  std::filesystem::path binDir;
   Profile profile;
   std::string name = "cpscale";
   // Detached planes outlive this process (cpscale up); attached ones die with it.
@@ -74,6 +87,7 @@ class LocalPlane {
   void start();
   void startEtcd(const EtcdSpec& spec, int index);
   void startApiserver(int index, int port, const std::vector<std::string>& etcdUrls);
+  void startController(const std::string& role, const ComponentSpec& spec);
   void waitReady(const Component& c, std::chrono::steady_clock::time_point deadline);
   void writeKubeconfig();
   void writeRecord() const;
@@ -90,7 +104,8 @@ std::optional<PlaneRecord> readRecord(const std::filesystem::path& stateDir);
 // True if any recorded member of the plane is still running.
 bool anyRunning(const PlaneRecord& record);
 // Stops the recorded members that are still running (verified by pid and start time,
-// never anything else) and removes plane.json. Returns how many were stopped.
+// never anything else): controller components first, then apiservers, then etcd.
+// Removes plane.json. Returns how many were stopped.
 int stopRecorded(const PlaneRecord& record);
 
 // A free TCP port on 127.0.0.1 (bound and released; the kernel does not hand it out

@@ -223,6 +223,15 @@ void ensurePki(const PkiPaths& p, const PkiOptions& options) {
     writeFile(p.adminCert(), pemOfCert(cert.get()), kPublic);
   }
 
+  for (const std::string component : kPkiComponents) {
+    if (allExist({p.componentCert(component), p.componentKey(component)})) continue;
+    PKeyPtr key = newEcKey();
+    X509Ptr cert = issue(key.get(), {"system:" + component, {}}, caCert.get(), caKey.get(), options.validityDays,
+                         false, "serverAuth,clientAuth", "DNS:localhost,IP:127.0.0.1");
+    writeFile(p.componentKey(component), pemOfKey(key.get()), kSecret);
+    writeFile(p.componentCert(component), pemOfCert(cert.get()), kPublic);
+  }
+
   if (!allExist({p.serviceAccountKey(), p.serviceAccountPub()})) {
     PKeyPtr key = newRsaKey(2048);
     writeFile(p.serviceAccountKey(), pemOfKey(key.get()), kSecret);

@@ -1,6 +1,9 @@
 // The local plane's certificates and keys: a CA, the kube-apiserver serving
-// certificate (loopback SANs), a service-account signing key pair, and an admin client
-// certificate in system:masters. Written as PEM files; private keys are mode 0600.
+// certificate (loopback SANs), a service-account signing key pair, an admin client
+// certificate in system:masters, and one certificate per controller component
+// (kube-controller-manager, kube-scheduler) that is both its client identity
+// (CN system:<component>, the user upstream's default RBAC grants its permissions) and
+// its loopback serving certificate. Written as PEM files; private keys are mode 0600.
 #pragma once
 
 #include <filesystem>
@@ -19,7 +22,13 @@ struct PkiPaths {
   std::filesystem::path adminKey() const { return dir / "admin.key"; }
   std::filesystem::path serviceAccountKey() const { return dir / "sa.key"; }
   std::filesystem::path serviceAccountPub() const { return dir / "sa.pub"; }
+  // component: "kube-controller-manager" or "kube-scheduler".
+  std::filesystem::path componentCert(const std::string& component) const { return dir / (component + ".crt"); }
+  std::filesystem::path componentKey(const std::string& component) const { return dir / (component + ".key"); }
 };
+
+// The components ensurePki issues certificates for.
+inline constexpr const char* kPkiComponents[] = {"kube-controller-manager", "kube-scheduler"};
 
 struct PkiOptions {
   // Subject alternative names of the serving certificate besides the loopback ones.

@@ -26,7 +26,7 @@ std::string normalizeResource(const YamlField& f) {
   return r;
 }
 
-enum class Binary { kApiserver, kEtcd };
+enum class Binary { kApiserver, kEtcd, kControllerManager, kScheduler };
 
 // Why cpscale refuses `name` (a flag name without dashes, '_' read as '-') in a
 // profile, or empty when the profile may set it. Refused: what local_plane.cc sets
@@ -64,6 +64,15 @@ std::string refusal(std::string name, Binary binary) {
     for (std::string_view p : {"authorization-", "authentication-", "token-auth-", "oidc-", "requestheader-",
                                "service-account-", "etcd-cafile", "etcd-certfile", "etcd-keyfile"})
       if (prefixed(p)) return "authentication, authorization and service-account credentials are cpscale's";
+  } else if (binary == Binary::kControllerManager || binary == Binary::kScheduler) {
+    static const std::string_view owned[] = {"kubeconfig", "master", "bind-address", "secure-port", "port",
+                                             "address", "cert-dir", "root-ca-file", "client-ca-file",
+                                             "use-service-account-credentials", "config", "write-config-to"};
+    for (auto o : owned)
+      if (name == o) return "cpscale sets it (the component's address, credentials and apiserver are its own)";
+    for (std::string_view p : {"authorization-", "authentication-", "requestheader-", "service-account-",
+                               "cluster-signing-"})
+      if (prefixed(p)) return "authentication, authorization and signing credentials are cpscale's";
   } else {
     static const std::string_view owned[] = {
         "name", "data-dir", "wal-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
@@ -102,7 +111,38 @@ std::string dnsLabelOf(const YamlField& f) {
   return s;
 }
 
+ComponentSpec componentOf(const YamlField& f, Binary binary, int apiservers) {
+  ComponentSpec c;
+  if (!f.isMap()) {  // `controllerManager: false`
+    c.enabled = f.asBool();
+    return c;
+  }
+  f.expectMap({"enabled", "apiserver", "args"});
+  if (auto e = f.get("enabled")) c.enabled = e->asBool();
+  if (auto a = f.get("apiserver")) {
+    c.apiserver = static_cast<int>(a->asInt(0, 15));
+    if (*c.apiserver >= apiservers)
+      throw a->error("replica " + std::to_string(*c.apiserver) + " does not exist: the profile has " +
+                     std::to_string(apiservers) + " apiserver" + (apiservers == 1 ? "" : "s") + " (0-" +
+                     std::to_string(apiservers - 1) + ")");
+  }
+  if (auto a = f.get("args"))
+    for (const auto& item : a->items()) c.args.push_back(flagOf(item, binary));
+  return c;
+}
+
 }  // namespace
+
+std::vector<int> Profile::clientApiservers() const {
+  std::vector<int> out;
+  for (int i = 0; i < apiservers; ++i) {
+    bool dedicated = false;
+    for (const ComponentSpec* c : {&controllerManager, &scheduler})
+      dedicated = dedicated || (c->enabled && c->apiserver == i);
+    if (!dedicated) out.push_back(i);
+  }
+  return out;
+}
 
 std::string Profile::etcdServersOverrides(const std::vector<std::string>& etcdUrls) const {
   std::string out;
@@ -115,7 +155,7 @@ Profile loadProfile(const std::filesystem::path& path) {
   YamlField root = loadYamlFile(path);
   root.expectMap({"apiVersion", "kind", "name", "description", "apiservers", "etcds", "watchCache",
                   "watchCacheSizes", "maxRequestsInflight", "maxMutatingRequestsInflight",
-                  "priorityAndFairness", "featureGates", "apiserverArgs"});
+                  "priorityAndFairness", "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
   Profile p;
   p.source = path.string();
   if (auto f = root.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
@@ -161,6 +201,15 @@ Profile loadProfile(const std::filesystem::path& path) {
   p.apiserverArgs.clear();  // a profile file states its flags itself
   if (auto f = root.get("apiserverArgs"))
     for (const auto& item : f->items()) p.apiserverArgs.push_back(flagOf(item, Binary::kApiserver));
+  if (auto f = root.get("controllerManager"))
+    p.controllerManager = componentOf(*f, Binary::kControllerManager, p.apiservers);
+  if (auto f = root.get("scheduler")) p.scheduler = componentOf(*f, Binary::kScheduler, p.apiservers);
+  if (p.controllerManager.enabled && p.scheduler.enabled && p.controllerManager.apiserver &&
+      p.controllerManager.apiserver == p.scheduler.apiserver)
+    throw root.require("scheduler").require("apiserver").error(
+        "replica " + std::to_string(*p.scheduler.apiserver) + " is already dedicated to the controller-manager");
+  if (p.clientApiservers().empty())
+    throw root.require("apiservers").error("every apiserver is dedicated to a component: the workloads need one too");
   return p;
 }
 

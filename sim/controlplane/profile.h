@@ -22,6 +22,19 @@ struct EtcdSpec {
   std::vector<std::string> extraArgs;
 };
 
+// A control-plane component beside the apiservers: kube-controller-manager or
+// kube-scheduler. It runs by default, as kubeadm and kwokctl run it, because its
+// informers are part of what every apiserver serves and holds.
+struct ComponentSpec {
+  bool enabled = true;
+  // The apiserver replica it talks to, dedicated to it (the role-split recipe): the
+  // workloads' clients do not reach that replica. Unset: replica 0, shared with them.
+  std::optional<int> apiserver;
+  // Extra flags, each "--name=value"; those cpscale sets (addresses, ports, PKI,
+  // kubeconfigs, authentication and authorization) are refused.
+  std::vector<std::string> args;
+};
+
 struct Profile {
   std::string name = "classic";  // a DNS label: it names the run's output directory
   std::string description = "one kube-apiserver, one etcd, upstream defaults";
@@ -42,6 +55,12 @@ struct Profile {
   // profiles say so explicitly): upstream refreshes apiserver_resource_objects once a
   // minute, too slowly to follow a population ramp.
   std::vector<std::string> apiserverArgs{"--etcd-count-metric-poll-period=5s"};
+  ComponentSpec controllerManager;
+  ComponentSpec scheduler;
+
+  // The apiserver replicas the workloads' clients reach: every replica not dedicated to
+  // a component (in index order).
+  std::vector<int> clientApiservers() const;
 
   // The --etcd-servers-overrides value for the given client URLs (one per etcd, in
   // order), or empty when every resource lives in the main etcd.

@@ -1,5 +1,7 @@
 // The vanilla control plane, exercised through cpscale's own client and through stock
-// kubectl: readiness, CRUD on Leases and custom resources, watches, TLS and HTTP/2.
+// kubectl: readiness, CRUD on Leases and custom resources, watches, TLS and HTTP/2, and
+// the controller components (kube-controller-manager, kube-scheduler) beside the
+// apiserver: their identities, leader election, metrics and what their running changes.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -10,6 +12,7 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
 #include "test/integration/plane_fixture.h"
+#include "workloads/cleanup.h"
 
 namespace cpscale::testing {
 namespace {
@@ -52,7 +55,9 @@ TEST_F(ControlPlaneTest, ServesThePinnedVersionOverHttp2) {
 TEST_F(ControlPlaneTest, KeysAndKubeconfigAreOwnerOnly) {
   const auto& dir = PlaneEnvironment::instance().plane().record().stateDir;
   for (const auto& p : {dir / "kubeconfig", dir / "pki/admin.key", dir / "pki/apiserver.key", dir / "pki/ca.key",
-                        dir / "pki/sa.key"}) {
+                        dir / "pki/sa.key", dir / "kube-controller-manager.kubeconfig",
+                        dir / "kube-scheduler.kubeconfig", dir / "pki/kube-controller-manager.key",
+                        dir / "pki/kube-scheduler.key"}) {
     SCOPED_TRACE(p);
     EXPECT_EQ(fs::status(p).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   }
@@ -199,6 +204,145 @@ TEST_F(ControlPlaneTest, WatchSeesAddedModifiedDeleted) {
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED", "MODIFIED", "DELETED"}));
   client->cancel(w);
   EXPECT_TRUE(closed);
+}
+
+const controlplane::Component* member(const controlplane::PlaneRecord& r, const std::string& role) {
+  for (const auto& c : r.components)
+    if (c.role == role) return &c;
+  return nullptr;
+}
+
+TEST_F(ControlPlaneTest, ControllersRunByDefaultAndEachHoldsItsLeaderLease) {
+  const auto& rec = PlaneEnvironment::instance().plane().record();
+  for (const char* role : {"kube-controller-manager", "kube-scheduler"}) {
+    SCOPED_TRACE(role);
+    const auto* c = member(rec, role);
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(controlplane::isRunning(c->process));
+    EXPECT_EQ(c->apiserver, "kube-apiserver-0");
+    EXPECT_FALSE(c->dedicatedApiserver);
+    // Leader election on: each acquires its Lease in kube-system (bounded wait: the
+    // first acquisition follows the start by a retry period or two).
+    ApiResult lease;
+    std::string holder;
+    for (int i = 0; i < 150 && holder.empty(); ++i) {
+      lease = client->get(ResourceRef(gvr::kLeases).in("kube-system").named(role));
+      if (lease.ok()) holder = lease.body.value("/spec/holderIdentity"_json_pointer, std::string());
+      if (holder.empty()) clock.sleepFor(std::chrono::milliseconds(200));
+    }
+    EXPECT_FALSE(holder.empty()) << lease.describe();
+  }
+}
+
+TEST_F(ControlPlaneTest, ControllerMetricsAnswerTheAdminCertificateOnly) {
+  const auto& rec = PlaneEnvironment::instance().plane().record();
+  for (const auto& [role, family] : {std::pair{"kube-controller-manager", "workqueue_depth"},
+                                     std::pair{"kube-scheduler", "scheduler_pending_pods"}}) {
+    SCOPED_TRACE(role);
+    const auto* c = member(rec, role);
+    ASSERT_NE(c, nullptr);
+    // Verified against the plane's CA (its serving certificate is the plane's own).
+    RestConfig withCert = config;
+    withCert.server = c->url;
+    CurlTransport t(withCert);
+    HttpRequest m;
+    m.method = "GET";
+    m.path = "/metrics";
+    HttpResponse resp = roundTrip(t, m);
+    ASSERT_TRUE(resp.ok()) << resp.detail;
+    EXPECT_EQ(resp.status, 200);
+    EXPECT_NE(resp.body.find(family), std::string::npos);
+    // Anonymous: refused (delegated authentication and authorization are on).
+    RestConfig anonymous = withCert;
+    anonymous.clientCertPem.clear();
+    anonymous.clientKeyPem = kube::Secret();
+    CurlTransport anon(anonymous);
+    HttpResponse refused = roundTrip(anon, m);
+    ASSERT_TRUE(refused.ok()) << refused.detail;
+    EXPECT_TRUE(refused.status == 401 || refused.status == 403) << refused.status;
+  }
+}
+
+TEST_F(ControlPlaneTest, TheNamespaceControllerDeletesNamespacesAndPodsGetServiceAccounts) {
+  ResourceRef namespaces(gvr::kNamespaces);
+  const std::string ns = "cpscale-it-nsctl";
+  ASSERT_TRUE(client->create(namespaces, {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+                  .ok());
+  // ServiceAccount admission is on: once the controller made the namespace's default
+  // ServiceAccount, a pod gets it and its token volume.
+  ResourceRef sa = ResourceRef(gvr::kServiceAccounts).in(ns).named("default");
+  bool haveSa = false;
+  for (int i = 0; i < 100 && !haveSa; ++i) {
+    haveSa = client->get(sa).ok();
+    if (!haveSa) clock.sleepFor(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(haveSa) << "no default ServiceAccount: is the serviceaccount controller running?";
+  json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", "p"}}},
+              {"spec", {{"nodeName", "cpscale-it-nowhere"}, {"containers", {{{"name", "c"}, {"image", "x"}}}}}}};
+  ApiResult created = client->create(ResourceRef(gvr::kPods).in(ns), pod);
+  ASSERT_TRUE(created.ok()) << created.describe();
+  EXPECT_EQ(created.body.value("/spec/serviceAccountName"_json_pointer, std::string()), "default");
+  bool tokenVolume = false;
+  for (const auto& v : created.body.value("/spec/volumes"_json_pointer, json::array()))
+    tokenVolume = tokenVolume || v.value("name", "").rfind("kube-api-access-", 0) == 0;
+  EXPECT_TRUE(tokenVolume) << created.body.dump();
+  kube::DeleteOptions now;
+  now.gracePeriodSeconds = 0;  // no kubelet confirms it
+  ASSERT_TRUE(client->remove(ResourceRef(gvr::kPods).in(ns).named("p"), now).ok());
+
+  // Deleted: the namespace controller empties and finalizes it (cpscale does not).
+  ASSERT_TRUE(client->remove(namespaces.named(ns)).ok());
+  bool gone = false;
+  for (int i = 0; i < 300 && !gone; ++i) {
+    gone = client->get(namespaces.named(ns)).notFound();
+    if (!gone) clock.sleepFor(std::chrono::milliseconds(200));
+  }
+  EXPECT_TRUE(gone) << "namespace still there after 60 s";
+  EXPECT_TRUE(workloads::controllerManagerRuns(*client));
+}
+
+// A second plane: the profile turns both components off, and stopping stops everything.
+TEST(ControllerToggleTest, AProfileTurnsControllersOffAndStopStopsEveryMember) {
+  controlplane::PlaneOptions po;
+  po.stateDir = makeTempDir("cpscale-nocontrollers");
+  po.binDir = controlplane::defaultBinDir();
+  po.name = "itest-bare";
+  po.profile.controllerManager.enabled = false;
+  po.profile.scheduler.enabled = false;
+  controlplane::PlaneRecord rec;
+  {
+    controlplane::LocalPlane plane(po);
+    rec = plane.record();
+    EXPECT_EQ(member(rec, "kube-controller-manager"), nullptr);
+    EXPECT_EQ(member(rec, "kube-scheduler"), nullptr);
+    kube::LoadOptions lo;
+    lo.explicitPath = plane.kubeconfig().string();
+    CurlTransport t(kube::loadKubeconfig(lo));
+    engine::WallClock clock;
+    ApiClient api(t, clock);
+    EXPECT_FALSE(workloads::controllerManagerRuns(api));
+    // Without the serviceaccount controller, ServiceAccount admission is off: a pod in
+    // a namespace without a default ServiceAccount is admitted.
+    json pod = {{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", "p"}}},
+                {"spec", {{"nodeName", "nowhere"}, {"containers", {{{"name", "c"}, {"image", "x"}}}}}}};
+    ApiResult created = api.create(ResourceRef(gvr::kPods).in("default"), pod);
+    EXPECT_TRUE(created.ok()) << created.describe();
+  }
+  for (const auto& c : rec.components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
+
+  po.stateDir = makeTempDir("cpscale-withcontrollers");
+  po.name = "itest-full";
+  po.profile = {};
+  {
+    controlplane::LocalPlane plane(po);
+    rec = plane.record();
+    ASSERT_NE(member(rec, "kube-controller-manager"), nullptr);
+  }
+  for (const auto& c : rec.components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
 }
 
 }  // namespace

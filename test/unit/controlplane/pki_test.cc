@@ -44,7 +44,8 @@ class PkiTest : public ::testing::Test {
 };
 
 TEST_F(PkiTest, PrivateKeysAreOwnerOnly) {
-  for (const auto& key : {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.serviceAccountKey()}) {
+  for (const auto& key : {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.serviceAccountKey(),
+                          paths.componentKey("kube-controller-manager"), paths.componentKey("kube-scheduler")}) {
     SCOPED_TRACE(key);
     EXPECT_EQ(fs::status(key).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   }
@@ -74,6 +75,29 @@ TEST_F(PkiTest, AdminCertIsAClientInSystemMasters) {
   EXPECT_STREQ(buf, "system:masters");
   X509_free(ca);
   X509_free(admin);
+}
+
+TEST_F(PkiTest, ComponentCertsAreTheirUpstreamIdentityAndServeLoopback) {
+  // CN system:kube-controller-manager is the user upstream's default RBAC binds the
+  // controller-manager's role to; the same certificate serves its /metrics on loopback.
+  X509* ca = loadCert(paths.caCert());
+  ASSERT_TRUE(ca);
+  for (const std::string component : kPkiComponents) {
+    SCOPED_TRACE(component);
+    X509* cert = loadCert(paths.componentCert(component));
+    ASSERT_TRUE(cert);
+    EXPECT_TRUE(verifies(ca, cert, X509_PURPOSE_SSL_CLIENT));
+    EXPECT_TRUE(verifies(ca, cert, X509_PURPOSE_SSL_SERVER));
+    char buf[256];
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf);
+    EXPECT_EQ(std::string(buf), "system:" + component);
+    EXPECT_EQ(X509_NAME_get_index_by_NID(X509_get_subject_name(cert), NID_organizationName, -1), -1)
+        << "no group: never system:masters";
+    EXPECT_EQ(X509_check_ip_asc(cert, "127.0.0.1", 0), 1);
+    EXPECT_NE(X509_check_ip_asc(cert, "10.0.0.1", 0), 1);
+    X509_free(cert);
+  }
+  X509_free(ca);
 }
 
 TEST_F(PkiTest, ExistingCaIsReused) {

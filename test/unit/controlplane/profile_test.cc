@@ -119,6 +119,60 @@ TEST_F(ProfileTest, FlagsCpscaleOwnsAreRefusedNamingFileLineAndField) {
   EXPECT_EQ(p.etcds[0].extraArgs.size(), 2u);
 }
 
+TEST_F(ProfileTest, ControllerComponentsRunByDefaultAndCanBeTurnedOff) {
+  Profile builtIn;
+  EXPECT_TRUE(builtIn.controllerManager.enabled);
+  EXPECT_TRUE(builtIn.scheduler.enabled);
+  EXPECT_EQ(builtIn.clientApiservers(), std::vector<int>{0});
+  Profile p = loadProfile(write("name: x\ncontrollerManager: false\nscheduler:\n  enabled: false\n"));
+  EXPECT_FALSE(p.controllerManager.enabled);
+  EXPECT_FALSE(p.scheduler.enabled);
+  Profile args = loadProfile(write(
+      "name: x\ncontrollerManager:\n  args: [\"--node-monitor-grace-period=40s\", \"--concurrent-gc-syncs=30\"]\n"
+      "scheduler:\n  args: [\"--v=2\"]\n"));
+  EXPECT_EQ(args.controllerManager.args,
+            (std::vector<std::string>{"--node-monitor-grace-period=40s", "--concurrent-gc-syncs=30"}));
+  EXPECT_EQ(args.scheduler.args, std::vector<std::string>{"--v=2"});
+}
+
+TEST_F(ProfileTest, RoleSplitDedicatesReplicasThatClientsDoNotReach) {
+  Profile p = loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles/role-split.yaml");
+  EXPECT_EQ(p.apiservers, 4);
+  EXPECT_EQ(p.scheduler.apiserver, 2);
+  EXPECT_EQ(p.controllerManager.apiserver, 3);
+  EXPECT_EQ(p.clientApiservers(), (std::vector<int>{0, 1}));
+  EXPECT_EQ(p.etcdServersOverrides({"http://a:1", "http://b:2"}), "/events#http://b:2");
+  // A dedicated replica of a component that does not run is the workloads' again.
+  p.scheduler.enabled = false;
+  EXPECT_EQ(p.clientApiservers(), (std::vector<int>{0, 1, 2}));
+}
+
+TEST_F(ProfileTest, ComponentErrorsNameTheField) {
+  std::string e = errorOf("name: x\napiservers: 2\nscheduler:\n  apiserver: 2\n");
+  EXPECT_NE(e.find(":4: field 'scheduler.apiserver': replica 2 does not exist: the profile has 2 apiservers"),
+            std::string::npos)
+      << e;
+  e = errorOf("name: x\napiservers: 3\nscheduler: {apiserver: 1}\ncontrollerManager: {apiserver: 1}\n");
+  EXPECT_NE(e.find("already dedicated to the controller-manager"), std::string::npos) << e;
+  e = errorOf("name: x\napiservers: 1\nscheduler: {apiserver: 0}\n");
+  EXPECT_NE(e.find("every apiserver is dedicated to a component"), std::string::npos) << e;
+  e = errorOf("name: x\ncontrollerManager: {replicas: 2}\n");
+  EXPECT_NE(e.find("field 'controllerManager.replicas': unknown field"), std::string::npos) << e;
+  // What cpscale sets for them: addresses, credentials, the apiserver they reach.
+  for (const char* flag : {"--kubeconfig=/tmp/k", "--master=https://evil:6443", "--bind-address=0.0.0.0",
+                           "--secure-port=10257", "--authentication-kubeconfig=/tmp/k", "--authorization-always-allow-paths=/",
+                           "--client-ca-file=/tmp/ca", "--tls-cert-file=/tmp/c", "--service-account-private-key-file=/tmp/k",
+                           "--cluster-signing-key-file=/tmp/k", "--use-service-account-credentials=false",
+                           "--root-ca-file=/tmp/ca", "--requestheader-client-ca-file=/tmp/ca", "--config=/tmp/c"}) {
+    SCOPED_TRACE(flag);
+    for (const char* component : {"controllerManager", "scheduler"}) {
+      e = errorOf(std::string("name: x\n") + component + ":\n  args:\n    - \"" + flag + "\"\n");
+      EXPECT_NE(e.find(":4: field '" + std::string(component) + ".args[0]': --"), std::string::npos) << e;
+      EXPECT_NE(e.find("cannot be set by a profile"), std::string::npos) << e;
+    }
+  }
+}
+
 TEST_F(ProfileTest, ProfileAndEtcdNamesAreDnsLabels) {
   // They name directories: runs/<id>/<profile>/ and <state>/etcd-<name>/.
   for (const char* bad : {"../../etc", "a/b", "..", "Classic", "-x", "x-", "a_b", "a.b", "\"\"",

@@ -31,9 +31,9 @@ inline RunResult sampleResult() {
   r.target = {"local",
               "https://127.0.0.1:6443",
               "cpscale-local",
-              {{"kube-apiserver-0", "kube-apiserver", "https://127.0.0.1:6443", "v1.33.1"},
-               {"kube-apiserver-1", "kube-apiserver", "https://127.0.0.1:6444", "v1.33.1"},
-               {"etcd-0", "etcd", "https://127.0.0.1:2379", "3.5.21"}},
+              {{"kube-apiserver-0", "kube-apiserver", "https://127.0.0.1:6443", "v1.33.1", "workloads"},
+               {"kube-apiserver-1", "kube-apiserver", "https://127.0.0.1:6444", "v1.33.1", "kube-scheduler"},
+               {"etcd-0", "etcd", "https://127.0.0.1:2379", "3.5.21", ""}},
               "v1.33.1",
               "3.5.21"};
   r.environment = {"0.1.0", "ci-runner-7", 8, 17179869184ULL, "2025-03-01T10:15:00Z", "2025-03-01T10:16:05Z"};

@@ -13,6 +13,7 @@
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/fake_transport.h"
+#include "workloads/params.h"
 
 namespace cpscale::workloads {
 namespace {
@@ -197,6 +198,68 @@ TEST(CleanupTest, AFailedListBeforeDeletingIsAnError) {
   EXPECT_TRUE(r.deleted.empty());
   EXPECT_EQ(s.nodes.size(), 1u);
   EXPECT_FALSE(r.errors.empty());
+}
+
+// A run's namespace left Terminating, and a controller-manager's leader Lease renewed
+// `renewedAgo` before now (none when nullopt): who finalizes the namespace.
+struct NamespaceServer {
+  engine::VirtualClock clock;
+  kube::FakeTransport transport{clock};
+  kube::ApiClient api{transport, clock};
+  bool namespacePresent = true;
+  std::optional<std::chrono::seconds> renewedAgo;
+  int finalizeCalls = 0;
+
+  NamespaceServer() {
+    transport.setHandler([this](const kube::HttpRequest& r) -> kube::HttpResponse {
+      std::string path = r.path.substr(0, r.path.find('?'));
+      if (path == "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/kube-controller-manager") {
+        if (!renewedAgo) return failure(404);
+        auto renewed = std::chrono::system_clock::now() - *renewedAgo;
+        std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(renewed.time_since_epoch()).count();
+        return answer(200, {{"spec", {{"leaseDurationSeconds", 15}, {"renewTime", microTime(ns)}}}});
+      }
+      if (r.method == "GET" && path == "/api/v1/namespaces") {
+        json items = json::array();
+        if (namespacePresent) items.push_back({{"metadata", {{"name", "cpscale-r1-x"}}}});
+        return answer(200, {{"items", items}, {"metadata", json::object()}});
+      }
+      if (r.method == "GET" && path == "/api/v1/namespaces/cpscale-r1-x")
+        return answer(200, {{"metadata", {{"name", "cpscale-r1-x"}}}, {"spec", {{"finalizers", {"kubernetes"}}}}});
+      if (r.method == "PUT" && path == "/api/v1/namespaces/cpscale-r1-x/finalize") {
+        ++finalizeCalls;
+        namespacePresent = false;
+        return answer(200, json::object());
+      }
+      return answer(200, {{"items", json::array()}, {"metadata", json::object()}});
+    });
+  }
+};
+
+TEST(CleanupTest, NamespacesAreFinalizedOnlyWhereNoControllerManagerRuns) {
+  {
+    NamespaceServer bare;  // a bare kube-apiserver: nobody else will
+    CleanupOptions o;
+    o.timeout = 30s;
+    CleanupResult r = cleanupRun(bare.api, bare.clock, "r1", {}, o);
+    EXPECT_EQ(bare.finalizeCalls, 1);
+    EXPECT_TRUE(r.complete());
+  }
+  {
+    NamespaceServer withController;  // its namespace controller's job: never bypassed
+    withController.renewedAgo = 2s;
+    EXPECT_TRUE(controllerManagerRuns(withController.api));
+    CleanupOptions o;
+    o.timeout = 30s;
+    CleanupResult r = cleanupRun(withController.api, withController.clock, "r1", {}, o);
+    EXPECT_EQ(withController.finalizeCalls, 0);
+    EXPECT_EQ(r.remaining, (std::map<std::string, std::int64_t>{{"namespaces", 1}}));
+  }
+  {
+    NamespaceServer stale;  // a Lease left by a controller-manager long gone
+    stale.renewedAgo = 10min;
+    EXPECT_FALSE(controllerManagerRuns(stale.api));
+  }
 }
 
 TEST(CleanupTest, TheDeadlineStopsWaitingForAServerThatNeverFinishesDeleting) {

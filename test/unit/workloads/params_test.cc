@@ -55,6 +55,17 @@ TEST(Time, MicroTimeIsFixedWidthRfc3339) {
   EXPECT_EQ(rfc3339(951'782'400'000'000'000), "2000-02-29T00:00:00Z");
 }
 
+TEST(Time, Rfc3339ParsesWhatTheApiWrites) {
+  using std::chrono::system_clock;
+  auto unix = [](std::int64_t ns) { return system_clock::time_point(std::chrono::nanoseconds(ns)); };
+  EXPECT_EQ(parseRfc3339(microTime(1'700'000'000'123'456'000)), unix(1'700'000'000'123'456'000));
+  EXPECT_EQ(parseRfc3339(rfc3339(951'782'400'000'000'000)), unix(951'782'400'000'000'000));
+  EXPECT_EQ(parseRfc3339("2026-12-03T14:51:14.5Z"), unix(1'796'309'474'500'000'000));
+  for (const char* bad : {"", "2026-12-03", "2026-12-03T14:51:14", "2026-12-03T14:51:14+01:00", "yesterday",
+                          "2026-12-03T14:51:14.123Zjunk"})
+    EXPECT_FALSE(parseRfc3339(bad)) << bad;
+}
+
 TEST(Validation, NegativeCountNamesFileLineAndField) {
   std::string e = errorOf("kind: kubelets\nname: fleet\ncount: -5\n");
   EXPECT_NE(e.find("scenario.yaml:3"), std::string::npos) << e;
