@@ -132,9 +132,10 @@ void leaderFigures(std::vector<Figure>& out, const std::vector<const TargetScrap
       if (!inserted) it->second = std::max(it->second, g.values.back());
     }
   }
-  for (const auto& [name, v] : leads)
-    out.push_back(Figure::measured("leader_election_master", sortedLabels({{"component", roleName(role)}, {"name", name}}),
-                                   v, "", sourceOf(role)));
+  for (const auto& [name, v] : leads) {
+    Labels l = sortedLabels({{"component", roleName(role)}, {"name", name}});
+    out.push_back(Figure::measured("leader_election_master", std::move(l), v, "", sourceOf(role)));
+  }
 }
 
 // A counter per label value and its total, or the total unavailable with the reason.
@@ -157,7 +158,8 @@ void peakFigures(std::vector<Figure>& out, const std::string& figure, std::strin
     return;
   }
   out.push_back(Figure::measured(figure, {}, p.sum, "count", src));
-  for (const auto& [v, n] : p.byLabel) out.push_back(Figure::measured(figure, sortedLabels({{label, v}}), n, "count", src));
+  for (const auto& [v, n] : p.byLabel)
+    out.push_back(Figure::measured(figure, sortedLabels({{label, v}}), n, "count", src));
 }
 
 void controllerManagerFigures(std::vector<Figure>& out, std::span<const TargetScrapes> targets) {
@@ -181,7 +183,8 @@ void controllerManagerFigures(std::vector<Figure>& out, std::span<const TargetSc
 
   Increases deletions = increases(cms, kTaintDeletions, "");
   why = whyNoRoleData(cms, role, 2);
-  if (why.empty() && !deletions.exposed) why = notExposed(kTaintDeletions, cms) + " (the taint eviction controller is off)";
+  if (why.empty() && !deletions.exposed)
+    why = notExposed(kTaintDeletions, cms) + " (the taint eviction controller is off)";
   out.push_back(why.empty() ? Figure::measured("taint_eviction_pod_deletions", {}, deletions.total(), "count", src)
                             : Figure::unavailable("taint_eviction_pod_deletions", {}, "count", src, why));
 

@@ -61,9 +61,8 @@ std::string queues(std::vector<std::tuple<std::string, double, double>> qs) {
 // The node lifecycle and taint eviction controllers' series for one zone.
 std::string nodeLifecycle(double evictions, double unhealthy, double deletions, std::string zone = "") {
   return "# TYPE node_collector_evictions_total counter\nnode_collector_evictions_total{zone=\"" + zone + "\"} " +
-         std::to_string(evictions) +
-         "\n# TYPE node_collector_unhealthy_nodes_in_zone gauge\nnode_collector_unhealthy_nodes_in_zone{zone=\"" + zone +
-         "\"} " + std::to_string(unhealthy) +
+         std::to_string(evictions) + "\n# TYPE node_collector_unhealthy_nodes_in_zone gauge\n" +
+         "node_collector_unhealthy_nodes_in_zone{zone=\"" + zone + "\"} " + std::to_string(unhealthy) +
          "\n# TYPE taint_eviction_controller_pod_deletions_total counter\n"
          "taint_eviction_controller_pod_deletions_total " +
          std::to_string(deletions) + "\n";
@@ -98,11 +97,14 @@ TEST(ControllerFigures, CounterIncreaseAcrossAProcessRestart) {
   // The controller-manager restarts between 10 s and 20 s; its new counters are already
   // above the old ones at the first scrape after the restart. A reset-unaware increase
   // would take 150 -> 170 as 20 adds and 4 -> 6 as 2 evictions.
+  auto body = [](double start, double depth, double adds, double evictions, double unhealthy, double deletions) {
+    return startTime(start) + queues({{"replicaset", depth, adds}}) + nodeLifecycle(evictions, unhealthy, deletions);
+  };
   std::vector<TargetScrapes> ts{target("kube-controller-manager", TargetRole::kControllerManager,
-                                       {{0, startTime(1000) + queues({{"replicaset", 0, 100}}) + nodeLifecycle(1, 0, 0)},
-                                        {10, startTime(1000) + queues({{"replicaset", 0, 150}}) + nodeLifecycle(4, 2, 3)},
-                                        {20, startTime(2000) + queues({{"replicaset", 4, 170}}) + nodeLifecycle(6, 1, 2)},
-                                        {30, startTime(2000) + queues({{"replicaset", 0, 180}}) + nodeLifecycle(6, 0, 2)}})};
+                                       {{0, body(1000, 0, 100, 1, 0, 0)},
+                                        {10, body(1000, 0, 150, 4, 2, 3)},
+                                        {20, body(2000, 4, 170, 6, 1, 2)},
+                                        {30, body(2000, 0, 180, 6, 0, 2)}})};
   auto figs = controllerFigures(ts);
   EXPECT_EQ(valueOf(figs, "workqueue_adds", cmQueue("replicaset")), 50 + 170 + 10);
   EXPECT_EQ(valueOf(figs, "workqueue_depth_max", cmQueue("replicaset")), 4);
@@ -177,10 +179,11 @@ std::string schedulerBody(double active, double backoff, double unschedulable, d
                   "\n# TYPE scheduler_schedule_attempts_total counter\n"
                   "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} " +
                   std::to_string(scheduled) +
-                  "\nscheduler_schedule_attempts_total{profile=\"batch\",result=\"scheduled\"} " + std::to_string(scheduled) +
-                  "\n";
+                  "\nscheduler_schedule_attempts_total{profile=\"batch\",result=\"scheduled\"} " +
+                  std::to_string(scheduled) + "\n";
   if (errors > 0)
-    s += "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} " + std::to_string(errors) + "\n";
+    s += "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} " +
+         std::to_string(errors) + "\n";
   return s + "# TYPE leader_election_master_status gauge\nleader_election_master_status{name=\"kube-scheduler\"} " +
          std::to_string(leader) + "\n";
 }
@@ -283,8 +286,8 @@ TEST(ControllerFigures, ApiserverAndEtcdFiguresIgnoreControllerTargets) {
   EXPECT_EQ(valueOf(actual, "write_qps"), 25);
   // It is a target of its own in scrape health, and its figures are its own.
   auto health = scrapeHealthFigures(both);
-  EXPECT_EQ(valueOf(health, "scrape_successes", {{"role", "kube-controller-manager"}, {"target", "kube-controller-manager"}}),
-            9);
+  Labels cmTarget{{"role", "kube-controller-manager"}, {"target", "kube-controller-manager"}};
+  EXPECT_EQ(valueOf(health, "scrape_successes", cmTarget), 9);
   EXPECT_EQ(valueOf(controllerFigures(both), "workqueue_depth_max", kCm), 2);
 }
 
