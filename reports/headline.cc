@@ -99,6 +99,13 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
       std::string_view first = firstApiserver(p, "apiserver_objects");
       addAll(out.figures, p, "apiserver_objects",
              [&](const Figure& f) { return resourceOf(f) == "nodes" && labelValue(f.labels, "apiserver") == first; });
+      // The fleet's own record over the whole run: nodes that went NotReady and came
+      // back, and how long the control plane took to show it.
+      Pool run = pool(figures, Window::kRun);
+      for (const char* name :
+           {"node_not_ready_transitions", "node_not_ready_seconds_p50", "node_not_ready_seconds_max",
+            "node_ready_transitions", "node_ready_again_seconds_p50", "node_ready_again_seconds_max"})
+        addAll(out.figures, run, name);
       break;
     }
     case Axis::kChurn: {
@@ -139,6 +146,52 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
       addLargest(out, p, "apiserver_objects", ofFirst, cap);
       break;
     }
+  }
+  return out;
+}
+
+ControllersHeadline controllersHeadline(std::span<const Figure> figures, std::size_t cap) {
+  ControllersHeadline out;
+  Pool p = pool(figures, Window::kSteady);
+  auto fromController = [](const Figure& f) {
+    return f.source == metrics::Source::kControllerManager || f.source == metrics::Source::kScheduler;
+  };
+  if (std::none_of(p.begin(), p.end(), [&](const Figure* f) { return fromController(*f) && f->available(); }))
+    return out;
+  auto isWorkqueue = [&](const Figure& f) {
+    return fromController(f) && (f.name == "workqueue_depth_max" || f.name == "workqueue_adds");
+  };
+  // Per component, its deepest queue and its adds, in the order the result lists them.
+  for (const Figure* f : p)
+    if (isWorkqueue(*f) && f->labels.size() == 1 && !labelValue(f->labels, "component").empty())
+      out.figures.push_back(f);
+  auto total = [&](const Figure& f) { return fromController(f) && f.labels.empty(); };
+  for (const char* name : {"node_lifecycle_evictions", "node_lifecycle_unhealthy_nodes_max",
+                           "taint_eviction_pod_deletions", "scheduler_pending_pods_max", "scheduler_schedule_attempts"})
+    addAll(out.figures, p, name, total);
+  addAll(out.figures, p, "scheduler_schedule_attempts",
+         [&](const Figure& f) { return fromController(f) && !labelValue(f.labels, "result").empty() && written(f); });
+
+  std::map<std::pair<std::string, std::string>, WorkqueueRow> queues;
+  for (const Figure* f : p) {
+    std::string_view q = labelValue(f->labels, "queue");
+    if (!isWorkqueue(*f) || q.empty()) continue;
+    std::string component(labelValue(f->labels, "component"));
+    WorkqueueRow& row = queues[{component, std::string(q)}];
+    row.component = component;
+    row.queue = std::string(q);
+    (f->name == "workqueue_depth_max" ? row.depthMax : row.adds) = f;
+  }
+  for (auto& [key, row] : queues) out.workqueues.push_back(row);
+  // A queue that backed up says more than one that was merely busy.
+  auto valueOf = [](const Figure* f) { return f && f->available() ? *f->value : -1.0; };
+  std::stable_sort(out.workqueues.begin(), out.workqueues.end(), [&](const WorkqueueRow& a, const WorkqueueRow& b) {
+    if (valueOf(a.depthMax) != valueOf(b.depthMax)) return valueOf(a.depthMax) > valueOf(b.depthMax);
+    return valueOf(a.adds) > valueOf(b.adds);
+  });
+  if (out.workqueues.size() > cap) {
+    out.omittedWorkqueues = out.workqueues.size() - cap;
+    out.workqueues.resize(cap);
   }
   return out;
 }
@@ -189,6 +242,7 @@ Headline headline(const RunResult& r, std::size_t cap) {
     }
   }
   if (replicas.size() > 1) h.replicas = std::move(replicas);
+  h.controllers = controllersHeadline(r.figures, cap);
   return h;
 }
 
@@ -215,6 +269,10 @@ std::vector<const Figure*> headlineFigures(const Headline& h) {
   std::vector<const Figure*> out = h.writes;
   for (const auto& a : h.axes) out.insert(out.end(), a.figures.figures.begin(), a.figures.figures.end());
   out.insert(out.end(), h.setup.figures.begin(), h.setup.figures.end());
+  out.insert(out.end(), h.controllers.figures.begin(), h.controllers.figures.end());
+  for (const WorkqueueRow& q : h.controllers.workqueues)
+    for (const Figure* f : {q.depthMax, q.adds})
+      if (f) out.push_back(f);
   return out;
 }
 

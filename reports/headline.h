@@ -1,6 +1,7 @@
 // What a run is judged by: for each axis whose workload ran, the steady-window figures
 // of that axis; the setup-window figures (registration, population ramps, the
-// bytes-per-object fit) apart from them; and the load per kube-apiserver replica.
+// bytes-per-object fit) apart from them; the load per kube-apiserver replica; and how
+// the controllers kept up.
 // summary.md, report.html and `cpscale compare` all take their headline from here so
 // they never disagree on which figures a verdict rests on.
 #pragma once
@@ -26,13 +27,37 @@ struct AxisFigures {
 };
 
 // The steady-window figures an axis is judged by. Per-resource write rates of 0 are
-// left out: a resource nobody wrote says nothing about the axis.
+// left out: a resource nobody wrote says nothing about the axis. The node-bound axis
+// also shows the node fleet's own whole-run figures: how often nodes went NotReady and
+// Ready again, and how long the control plane took to see it.
 AxisFigures axisFigures(std::span<const metrics::Figure> figures, Axis axis, std::size_t maxPerResource = 6);
 
 struct AxisHeadline {
   Axis axis;
-  AxisFigures figures;  // steady window only
+  AxisFigures figures;  // steady window (and the node fleet's whole-run figures)
 };
+
+// One workqueue of a controller process over the steady window.
+struct WorkqueueRow {
+  std::string component;  // kube-controller-manager, kube-scheduler
+  std::string queue;
+  const metrics::Figure* depthMax = nullptr;  // workqueue_depth_max; null when not in the result
+  const metrics::Figure* adds = nullptr;      // workqueue_adds; likewise
+};
+
+// How the controllers behind the load kept up (steady window): per component the
+// deepest workqueue and the items added, the node lifecycle controller's evictions and
+// not-Ready nodes, the scheduler's pending pods and attempts; and the workqueues that
+// got deepest (then took the most items). Empty unless a kube-controller-manager or
+// kube-scheduler figure was measured: a user's cluster rarely exposes them.
+struct ControllersHeadline {
+  std::vector<const metrics::Figure*> figures;
+  std::vector<WorkqueueRow> workqueues;
+  std::size_t omittedWorkqueues = 0;
+  bool empty() const { return figures.empty() && workqueues.empty(); }
+};
+
+ControllersHeadline controllersHeadline(std::span<const metrics::Figure> figures, std::size_t maxWorkqueues = 6);
 
 struct Headline {
   // Every write that reached storage and every write the apiserver refused (steady).
@@ -45,6 +70,7 @@ struct Headline {
   // The kube-apiservers that reported figures, when there is more than one: the
   // per-replica load table is only worth a look then.
   std::vector<std::string> replicas;
+  ControllersHeadline controllers;
 };
 
 Headline headline(const RunResult& r, std::size_t maxPerResource = 6);
@@ -57,7 +83,7 @@ const metrics::Figure* replicaFigure(const RunResult& r, std::string_view name, 
 std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
                                                                 const std::vector<std::string>& replicas);
 
-// Every figure of the headline (writes, axes, setup), for `cpscale compare`.
+// Every figure of the headline (writes, axes, setup, controllers), for `cpscale compare`.
 std::vector<const metrics::Figure*> headlineFigures(const Headline& h);
 
 // "(3.2–3.6 KiB, r² 0.98)": the confidence interval and fit quality of a

@@ -326,6 +326,32 @@ std::string figureTable(const std::vector<const Figure*>& figures, std::size_t o
   return out.str();
 }
 
+std::string controllersSection(const RunResult& r, const ControllersHeadline& c) {
+  std::ostringstream out;
+  out << "<section id=\"controllers\">\n<h2>Controllers</h2>\n<p class=\"lede\">How kube-controller-manager and "
+         "kube-scheduler kept up with the load: their workqueues, the node lifecycle controller and the scheduling "
+         "queue (steady window).</p>\n";
+  if (!c.figures.empty()) out << figureTable(c.figures, 0, r.figures);
+  if (!c.workqueues.empty()) {
+    out << "<h3>Workqueues that got deepest</h3>\n<table class=\"workqueues\"><thead><tr><th>workqueue</th>"
+           "<th>component</th><th class=\"num\">depth max</th><th class=\"num\">adds</th></tr></thead><tbody>\n";
+    auto cell = [&](const Figure* f) -> std::string {
+      if (!f) return "<td class=\"num muted\">-</td>";
+      if (!f->available())
+        return "<td class=\"num unavailable\" title=\"" + escape(f->unavailableReason) + "\">unavailable</td>";
+      return "<td class=\"num\">" + escape(formatFigureValue(*f)) + "</td>";
+    };
+    for (const WorkqueueRow& q : c.workqueues)
+      out << "<tr><td><code>" << escape(q.queue) << "</code></td><td>" << escape(q.component) << "</td>"
+          << cell(q.depthMax) << cell(q.adds) << "</tr>\n";
+    if (c.omittedWorkqueues)
+      out << "<tr><td colspan=\"4\" class=\"note\">" << c.omittedWorkqueues << " more under All figures</td></tr>\n";
+    out << "</tbody></table>\n";
+  }
+  out << "</section>\n";
+  return out.str();
+}
+
 std::string kv(const std::vector<std::pair<std::string, std::string>>& rows) {
   std::ostringstream out;
   out << "<table class=\"kv\"><tbody>\n";
@@ -437,8 +463,13 @@ std::string renderHtml(const RunResult& r) {
   std::vector<Axis> shown;
   for (const AxisHeadline& a : h.axes) {
     shown.push_back(a.axis);
+    // The node fleet's own figures cover the whole run: the lede must not claim otherwise.
+    bool wholeRun = std::any_of(a.figures.figures.begin(), a.figures.figures.end(),
+                                [](const Figure* f) { return f->window == metrics::Window::kRun; });
     out << "<section id=\"axis-" << toString(a.axis) << "\" class=\"axis\">\n<h2>" << toString(a.axis)
-        << "</h2>\n<p class=\"lede\">" << escape(describe(a.axis)) << " (steady window)</p>\n<div class=\"charts\">\n"
+        << "</h2>\n<p class=\"lede\">" << escape(describe(a.axis))
+        << (wholeRun ? " (steady window; the fleet's own figures over the whole run)" : " (steady window)")
+        << "</p>\n<div class=\"charts\">\n"
         << axisCharts(r, a.axis) << "</div>\n";
     if (a.figures.figures.empty()) out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
     else out << figureTable(a.figures.figures, a.figures.omitted, r.figures);
@@ -449,6 +480,7 @@ std::string renderHtml(const RunResult& r) {
   for (Axis a : kAllAxes)
     if (std::find(shown.begin(), shown.end(), a) == shown.end()) other += axisCharts(r, a);
   if (!h.replicas.empty()) out << replicaSection(r, h.replicas);
+  if (!h.controllers.empty()) out << controllersSection(r, h.controllers);
   if (!h.setup.figures.empty()) {
     const Phase* setup = findPhase(r, "setup");
     out << "<section id=\"setup\">\n<h2>Setup</h2>\n<p class=\"lede\">Registration, population ramps and the bytes-per-object "

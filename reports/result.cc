@@ -37,7 +37,8 @@ std::string_view toString(RunStatus s) {
 
 namespace {
 
-constexpr Source kSources[] = {Source::kClient, Source::kApiserver, Source::kEtcd, Source::kModel};
+constexpr Source kSources[] = {Source::kClient, Source::kApiserver, Source::kEtcd, Source::kControllerManager,
+                               Source::kScheduler, Source::kModel};
 constexpr metrics::Window kWindows[] = {metrics::Window::kSteady, metrics::Window::kSetup, metrics::Window::kRun};
 constexpr GateOp kOps[] = {GateOp::kLt, GateOp::kLe, GateOp::kGt, GateOp::kGe, GateOp::kEq, GateOp::kNe};
 constexpr RunStatus kStatuses[] = {RunStatus::kCompleted, RunStatus::kInterrupted, RunStatus::kFailed};

@@ -122,9 +122,10 @@ const std::vector<std::string> kFigureHeader{"figure", "value", "window", "sourc
 std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& figures, std::size_t omitted) {
   std::vector<std::string> ambiguous = ambiguousResourceNames(r.figures);
   // Context labels with one value in every row that has them (the replica the counts
-  // come from, the heap measure, the workload) are said once under the table.
+  // come from, the heap measure, the workload, the controller process) are said once
+  // under the table.
   std::vector<metrics::Label> common;
-  for (const char* key : {"apiserver", "heap", "workload"}) {
+  for (const char* key : {"apiserver", "heap", "workload", "component"}) {
     std::optional<std::string> value;
     bool same = true;
     for (const Figure* f : figures)
@@ -176,6 +177,21 @@ std::string replicaTable(const RunResult& r, const std::vector<std::string>& rep
     rows.push_back(std::move(row));
   }
   return markdownTable(header, rows, right, kSummaryColumns);
+}
+
+std::string workqueueTable(const ControllersHeadline& c) {
+  Notes notes;
+  auto cell = [&](const Figure* f) -> std::string {
+    if (!f) return "-";
+    return f->available() ? formatFigureValue(*f) : "unavailable " + notes.mark(f->unavailableReason);
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const WorkqueueRow& q : c.workqueues) rows.push_back({q.queue, q.component, cell(q.depthMax), cell(q.adds)});
+  if (c.omittedWorkqueues)
+    rows.push_back({"... " + std::to_string(c.omittedWorkqueues) + " more under All figures", "", "", ""});
+  return markdownTable({"workqueue", "component", "depth max", "adds"}, rows, {false, false, true, true},
+                       kSummaryColumns) +
+         notes.render();
 }
 
 std::string workloadsLine(const RunResult& r) {
@@ -338,6 +354,17 @@ std::string renderSummary(const RunResult& r) {
   }
   if (!h.replicas.empty())
     out << "### Load per kube-apiserver replica (steady)\n\n" << replicaTable(r, h.replicas) << "\n";
+  if (!h.controllers.empty()) {
+    out << "### Controllers\n\n"
+        << wrapText("How kube-controller-manager and kube-scheduler kept up with the load: their workqueues, the node "
+                    "lifecycle controller and the scheduling queue.",
+                    W, "")
+        << "\n";
+    if (!h.controllers.figures.empty()) out << headlineTable(r, h.controllers.figures, 0) << "\n";
+    if (!h.controllers.workqueues.empty())
+      out << wrapText("The workqueues that got deepest, then took the most items (steady):", W, "") << "\n"
+          << workqueueTable(h.controllers) << "\n";
+  }
   if (!h.setup.figures.empty()) {
     const Phase* setup = findPhase(r, "setup");
     out << "### Setup\n\n"

@@ -13,9 +13,9 @@ namespace cpscale::reports {
 inline constexpr std::size_t kSummaryColumns = 100;
 
 // Title (scenario, profile, target, status), the run's phases and incidents, the
-// headline per axis of the workloads that ran (steady window), the setup figures, the
-// load per replica, the gates, generator health and then every figure of the run,
-// grouped by name, each with its window.
+// headline per axis of the workloads that ran (steady window), the load per replica,
+// the controllers (when scraped), the setup figures, the gates, generator health and
+// then every figure of the run, grouped by name, each with its window.
 std::string renderSummary(const RunResult& r);
 
 // A Markdown table whose columns are padded to equal width; `rightAligned[i]` for

@@ -24,6 +24,7 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/client_figures.h"
+#include "sim/metrics/controller_figures.h"
 #include "sim/metrics/figures.h"
 #include "sim/metrics/scraper.h"
 #include "workloads/cleanup.h"
@@ -549,6 +550,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       add(metrics::leaseShareFigures(steady), metrics::Window::kSteady);
       add(metrics::apiserverMemoryFigures(steady), metrics::Window::kSteady);
       add(metrics::etcdFigures(steady), metrics::Window::kSteady);
+      add(metrics::controllerFigures(steady), metrics::Window::kSteady);
       add(metrics::serverLatencyFigures(steady), metrics::Window::kSteady);
     } else {
       std::string why = "the steady window never started: " + tl.cut;

@@ -1,6 +1,7 @@
 #include "sim/metrics/figures.h"
 
 #include "sim/metrics/bytes_per_object.h"
+#include "sim/metrics/controller_figures.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,8 @@ std::string_view toString(Source s) {
     case Source::kClient: return "client";
     case Source::kApiserver: return "apiserver";
     case Source::kEtcd: return "etcd";
+    case Source::kControllerManager: return "kube-controller-manager";
+    case Source::kScheduler: return "kube-scheduler";
     case Source::kModel: return "model";
   }
   return "client";
@@ -69,6 +72,48 @@ bool isWriteVerb(std::string_view verb) {
          verb == "DELETECOLLECTION";
 }
 
+std::string roleName(TargetRole r) { return r == TargetRole::kApiserver ? "kube-apiserver" : std::string(toString(r)); }
+
+std::vector<const TargetScrapes*> ofRole(std::span<const TargetScrapes> targets, TargetRole role) {
+  std::vector<const TargetScrapes*> out;
+  for (const TargetScrapes& t : targets) {
+    if (t.info.role == role) out.push_back(&t);
+  }
+  return out;
+}
+
+std::string tooFewScrapes(const TargetScrapes& t, std::size_t needed) {
+  std::string s = roleName(t.info.role) + " " + t.info.name;
+  if (t.history.scrapes() == 0) {
+    if (t.status.attempts == 0) return s + " was never scraped";
+    return s + " never answered a scrape (" + std::to_string(t.status.failures) +
+           " failed; last error: " + t.status.lastError + ")";
+  }
+  return s + " answered " + std::to_string(t.history.scrapes()) + " scrape(s); this figure needs " +
+         std::to_string(needed);
+}
+
+std::string whyNoRoleData(const std::vector<const TargetScrapes*>& ts, TargetRole role, std::size_t needed) {
+  if (ts.empty()) {
+    switch (role) {
+      case TargetRole::kApiserver: return "no kube-apiserver target was scraped";
+      case TargetRole::kEtcd: return "no etcd target was scraped (etcd of a user's cluster is usually not reachable)";
+      case TargetRole::kControllerManager:
+        return "no kube-controller-manager was scraped (a user's cluster: its controller-manager is not reachable, "
+               "or the profile turned it off)";
+      case TargetRole::kScheduler:
+        return "no kube-scheduler was scraped (a user's cluster: its scheduler is not reachable, or the profile "
+               "turned it off)";
+    }
+  }
+  std::string why;
+  for (const TargetScrapes* t : ts) {
+    if (t->history.scrapes() >= needed) return {};
+    why += (why.empty() ? "" : "; ") + tooFewScrapes(*t, needed);
+  }
+  return why;
+}
+
 namespace {
 
 constexpr std::string_view kRequestTotal = "apiserver_request_total";
@@ -84,43 +129,6 @@ Labels withLabel(Labels labels, std::string_view name, std::string_view value) {
   labels.push_back(Label{std::string(name), std::string(value)});
   std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
   return labels;
-}
-
-std::string roleName(TargetRole r) { return r == TargetRole::kEtcd ? "etcd" : "kube-apiserver"; }
-
-std::vector<const TargetScrapes*> ofRole(std::span<const TargetScrapes> targets, TargetRole role) {
-  std::vector<const TargetScrapes*> out;
-  for (const TargetScrapes& t : targets) {
-    if (t.info.role == role) out.push_back(&t);
-  }
-  return out;
-}
-
-// Why a target gave fewer than `needed` scrapes, in words a report can show.
-std::string tooFewScrapes(const TargetScrapes& t, std::size_t needed) {
-  std::string s = roleName(t.info.role) + " " + t.info.name;
-  if (t.history.scrapes() == 0) {
-    if (t.status.attempts == 0) return s + " was never scraped";
-    return s + " never answered a scrape (" + std::to_string(t.status.failures) +
-           " failed; last error: " + t.status.lastError + ")";
-  }
-  return s + " answered " + std::to_string(t.history.scrapes()) + " scrape(s); this figure needs " +
-         std::to_string(needed);
-}
-
-// Empty when at least one target of the role has `needed` scrapes; otherwise why not.
-std::string whyNoRoleData(const std::vector<const TargetScrapes*>& ts, TargetRole role, std::size_t needed) {
-  if (ts.empty()) {
-    return role == TargetRole::kEtcd
-               ? "no etcd target was scraped (etcd of a user's cluster is usually not reachable)"
-               : "no kube-apiserver target was scraped";
-  }
-  std::string why;
-  for (const TargetScrapes* t : ts) {
-    if (t->history.scrapes() >= needed) return {};
-    why += (why.empty() ? "" : "; ") + tooFewScrapes(*t, needed);
-  }
-  return why;
 }
 
 // The scraped window of targets with at least two scrapes: earliest to latest scrape.
@@ -691,6 +699,7 @@ std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const Rep
   append(apiserverMemoryFigures(targets, replicas));
   append(bytesPerObjectFigures(targets));
   append(etcdFigures(targets, replicas));
+  append(controllerFigures(targets));
   append(serverLatencyFigures(targets));
   append(scrapeHealthFigures(targets));
   return out;

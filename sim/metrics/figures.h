@@ -20,7 +20,8 @@
 
 namespace cpscale::metrics {
 
-enum class Source { kClient, kApiserver, kEtcd, kModel };
+enum class Source { kClient, kApiserver, kEtcd, kControllerManager, kScheduler, kModel };
+// "client", "apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "model".
 std::string_view toString(Source s);
 
 // The part of the run a figure describes. kSteady: the measured steady-state window
@@ -124,11 +125,21 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 // figure carrying the reason) scrape_last_error when the target never answered.
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
 
-// Every figure above, in that order (apiserverRequestFigures after writeFigures), and
-// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures.
+// Every figure above, in that order (apiserverRequestFigures after writeFigures),
+// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures, and
+// controllerFigures (controller_figures.h) after etcd's.
 std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
 
 // Building blocks the figure files share.
+// The targets of one role, in the order given.
+std::vector<const TargetScrapes*> ofRole(std::span<const TargetScrapes> targets, TargetRole role);
+// How a report names a role's process: "kube-apiserver", "etcd", "kube-controller-manager", ...
+std::string roleName(TargetRole r);
+// Why a target gave fewer than `needed` scrapes, in words a report can show.
+std::string tooFewScrapes(const TargetScrapes& t, std::size_t needed);
+// Empty when at least one of `ts` (the targets of `role`) has `needed` scrapes;
+// otherwise why not, naming the role when no target of it was scraped at all.
+std::string whyNoRoleData(const std::vector<const TargetScrapes*>& ts, TargetRole role, std::size_t needed);
 // Labels from (name, value) pairs, sorted by name as every figure keeps them.
 Labels sortedLabels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv);
 // The object-count family a target exposes: apiserver_resource_objects, or the

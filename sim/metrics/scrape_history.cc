@@ -8,7 +8,15 @@
 
 namespace cpscale::metrics {
 
-std::string_view toString(TargetRole r) { return r == TargetRole::kEtcd ? "etcd" : "apiserver"; }
+std::string_view toString(TargetRole r) {
+  switch (r) {
+    case TargetRole::kApiserver: return "apiserver";
+    case TargetRole::kEtcd: return "etcd";
+    case TargetRole::kControllerManager: return "kube-controller-manager";
+    case TargetRole::kScheduler: return "kube-scheduler";
+  }
+  return "apiserver";
+}
 
 namespace {
 // "Not in this scrape": a NaN with a payload no parser produces, so a real NaN value

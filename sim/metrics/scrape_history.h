@@ -1,5 +1,5 @@
 // Everything scraped from one target over a run, and what is known about the target:
-// the input of every apiserver and etcd figure. Stored column-wise (a table of series,
+// the input of every apiserver, etcd and controller figure. Stored column-wise (a table of series,
 // one row of doubles per scrape) so an hour of 5 s scrapes of a few thousand series
 // costs tens of MB, not a copy of every parsed sample.
 #pragma once
@@ -20,12 +20,13 @@
 
 namespace cpscale::metrics {
 
-enum class TargetRole { kApiserver, kEtcd };
+enum class TargetRole { kApiserver, kEtcd, kControllerManager, kScheduler };
+// "apiserver", "etcd", "kube-controller-manager", "kube-scheduler".
 std::string_view toString(TargetRole r);
 
 // What a target is, independent of how it is reached.
 struct TargetInfo {
-  std::string name;  // kube-apiserver-0, etcd-main, ...
+  std::string name;  // kube-apiserver-0, etcd-main, kube-controller-manager, ...
   TargetRole role = TargetRole::kApiserver;
   // etcd only: the etcd cluster the member belongs to. Members of one cluster report
   // the same committed proposals, so figures take one member per cluster, never a sum.

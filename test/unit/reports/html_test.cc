@@ -157,6 +157,33 @@ TEST(HtmlTest, OnlyTheAxesThatRanHaveSections) {
   EXPECT_LT(other, html.find("id=\"" + std::string(kChartHeap) + "\""));
 }
 
+TEST(HtmlTest, ControllersSectionOnlyWhenMeasured) {
+  EXPECT_EQ(renderHtml(testing::sampleResult()).find("<section id=\"controllers\">"), std::string::npos);
+  std::string html = renderHtml(testing::controllerResult());
+  auto at = html.find("<section id=\"controllers\">");
+  ASSERT_NE(at, std::string::npos);
+  std::string sec = html.substr(at, html.find("</section>", at) - at);
+  EXPECT_LT(html.find("<section id=\"replicas\">"), at);
+  EXPECT_LT(at, html.find("<section id=\"setup\">"));
+  EXPECT_NE(sec.find("<code>node_lifecycle_evictions</code></td><td class=\"num\">12</td>"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("<span class=\"src src-kube-scheduler\">kube-scheduler</span>"), std::string::npos) << sec;
+  EXPECT_EQ(count(sec, "<tr><td><code>"), 6);  // the six deepest workqueues
+  EXPECT_NE(sec.find("<tr><td><code>garbage_collector_attempt_to_delete</code></td><td>kube-controller-manager</td>"
+                     "<td class=\"num\">41</td><td class=\"num\">1,200</td></tr>"),
+            std::string::npos)
+      << sec;
+  EXPECT_NE(sec.find("2 more under All figures"), std::string::npos);
+  EXPECT_EQ(sec.find("ttl_jobs_to_delete"), std::string::npos);
+  // The fleet's transitions are node-bound figures, measured over the whole run.
+  std::string node = html.substr(html.find("<section id=\"axis-node-bound\""));
+  node = node.substr(0, node.find("</section>"));
+  EXPECT_NE(node.find("(steady window; the fleet's own figures over the whole run)</p>"), std::string::npos) << node;
+  EXPECT_NE(node.find("<code>node_not_ready_seconds_max{workload=nodes}</code></td><td class=\"num\">48.10 s</td>"
+                      "<td class=\"window\">run</td>"),
+            std::string::npos)
+      << node;
+}
+
 TEST(SvgTest, NiceTicks) {
   EXPECT_EQ(svg::niceTicks(9.3, 5), (std::vector<double>{0, 2, 4, 6, 8, 10}));
   EXPECT_EQ(svg::niceTicks(100, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));

@@ -52,6 +52,21 @@ TEST_F(ResultFileTest, RoundTripIsExact) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "result.json.tmp"));
 }
 
+TEST_F(ResultFileTest, ControllerSourcesRoundTrip) {
+  RunResult r = testing::controllerResult();
+  writeResult(r, dir_ / "result.json");
+  RunResult back = readResult(dir_ / "result.json");
+  EXPECT_TRUE(back == r);
+  const metrics::Figure* f = metrics::findFigure(back.figures, "scheduler_pending_pods_max");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->source, metrics::Source::kScheduler);
+  nlohmann::json j = toJson(r);
+  EXPECT_EQ(j["figures"].back()["source"], "client");
+  bool cm = false;
+  for (const auto& fig : j["figures"]) cm = cm || fig["source"] == "kube-controller-manager";
+  EXPECT_TRUE(cm);
+}
+
 TEST_F(ResultFileTest, DocumentIdentifiesItselfAndMarksUnavailableFigures) {
   nlohmann::json j = toJson(testing::sampleResult());
   EXPECT_EQ(j["apiVersion"], "cpscale.io/v1alpha1");

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <chrono>
+#include <string>
+#include <tuple>
+#include <utility>
 
 #include "reports/result.h"
 
@@ -122,6 +125,55 @@ inline RunResult sampleResult() {
                  {"dormant", "platform", {{"configmaps", 5000}}},
                  {"cleanup", "cleanup", {{"deleted", 8400}}}};
   r.exitCode = 1;
+  return r;
+}
+
+// The sample with the local plane's controllers scraped: kube-controller-manager's
+// workqueues (more of them than the headline shows), node lifecycle and scheduler
+// figures, and the node fleet's own record of nodes going NotReady and Ready again.
+inline RunResult controllerResult() {
+  using metrics::Figure;
+  using metrics::Source;
+  RunResult r = sampleResult();
+  auto& f = r.figures;
+  const std::string cm = "kube-controller-manager";
+  auto count = [&](std::string name, metrics::Labels labels, double v, Source source) {
+    f.push_back(Figure::measured(std::move(name), std::move(labels), v, "count", source));
+  };
+  count("workqueue_depth_max", {{"component", cm}}, 41, Source::kControllerManager);
+  count("workqueue_adds", {{"component", cm}}, 5230, Source::kControllerManager);
+  const std::tuple<const char*, double, double> queues[] = {
+      {"endpoint_slice", 1, 150}, {"garbage_collector_attempt_to_delete", 41, 1200}, {"namespace", 0, 20},
+      {"node_lifecycle_controller", 12, 3000}, {"replicaset", 3, 180}, {"deployment", 3, 250},
+      {"noexec_taint_pod", 9, 400}, {"ttl_jobs_to_delete", 0, 30}};
+  for (const auto& [q, depth, adds] : queues) {
+    count("workqueue_depth_max", {{"component", cm}, {"queue", q}}, depth, Source::kControllerManager);
+    count("workqueue_adds", {{"component", cm}, {"queue", q}}, adds, Source::kControllerManager);
+  }
+  count("node_lifecycle_evictions", {}, 12, Source::kControllerManager);
+  count("node_lifecycle_evictions", {{"zone", ""}}, 12, Source::kControllerManager);
+  count("node_lifecycle_unhealthy_nodes_max", {}, 50, Source::kControllerManager);
+  count("node_lifecycle_unhealthy_nodes_max", {{"zone", ""}}, 50, Source::kControllerManager);
+  count("taint_eviction_pod_deletions", {}, 0, Source::kControllerManager);
+  f.push_back(Figure::measured("leader_election_master", {{"component", cm}, {"name", cm}}, 1, "",
+                               Source::kControllerManager));
+  count("scheduler_pending_pods_max", {}, 7, Source::kScheduler);
+  count("scheduler_pending_pods_max", {{"queue", "active"}}, 7, Source::kScheduler);
+  count("scheduler_schedule_attempts", {}, 120, Source::kScheduler);
+  for (auto [result, n] : {std::pair{"error", 0.0}, std::pair{"scheduled", 118.0}, std::pair{"unschedulable", 2.0}})
+    count("scheduler_schedule_attempts", {{"result", result}}, n, Source::kScheduler);
+  // The fleet's record, over the whole run: 50 nodes were stopped and brought back.
+  auto fleet = [&](std::string name, double v, std::string unit) {
+    Figure fig = Figure::measured(std::move(name), {{"workload", "nodes"}}, v, std::move(unit), Source::kClient);
+    fig.window = metrics::Window::kRun;
+    f.push_back(std::move(fig));
+  };
+  fleet("node_not_ready_transitions", 50, "count");
+  fleet("node_not_ready_seconds_p50", 42.5, "s");
+  fleet("node_not_ready_seconds_max", 48.1, "s");
+  fleet("node_ready_transitions", 50, "count");
+  fleet("node_ready_again_seconds_p50", 1.2, "s");
+  fleet("node_ready_again_seconds_max", 3.4, "s");
   return r;
 }
 

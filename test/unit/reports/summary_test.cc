@@ -233,6 +233,78 @@ TEST(SummaryTest, NoLineWiderThanATerminal) {
                     "|   resource=alertmanagerconfigurations}                    |                 |        |           |"});
 }
 
+TEST(SummaryTest, ControllersSectionWithTheDeepestWorkqueues) {
+  std::string md = renderSummary(testing::controllerResult());
+  if (const char* dump = std::getenv("CPSCALE_DUMP_CONTROLLERS_SUMMARY")) std::ofstream(dump) << md;
+  std::string controllers = section(md, "### Controllers\n", "### Setup\n");
+  expectLines(controllers, {
+      // clang-format off
+      "| workqueue_depth_max                               | 41    | steady | kube-controller-manager |",
+      "| workqueue_adds                                    | 5,230 | steady | kube-controller-manager |",
+      "| node_lifecycle_evictions                          | 12    | steady | kube-controller-manager |",
+      "| node_lifecycle_unhealthy_nodes_max                | 50    | steady | kube-controller-manager |",
+      "| taint_eviction_pod_deletions                      | 0     | steady | kube-controller-manager |",
+      "| scheduler_pending_pods_max                        | 7     | steady | kube-scheduler          |",
+      "| scheduler_schedule_attempts                       | 120   | steady | kube-scheduler          |",
+      "| scheduler_schedule_attempts{result=scheduled}     | 118   | steady | kube-scheduler          |",
+      "| scheduler_schedule_attempts{result=unschedulable} | 2     | steady | kube-scheduler          |",
+      "Left out of the keys above, the same wherever present: component=kube-controller-manager.",
+      // Deepest first; of two equally deep, the one that took more items.
+      "| workqueue                           | component               | depth max |  adds |",
+      "| garbage_collector_attempt_to_delete | kube-controller-manager |        41 | 1,200 |",
+      "| node_lifecycle_controller           | kube-controller-manager |        12 | 3,000 |",
+      "| noexec_taint_pod                    | kube-controller-manager |         9 |   400 |",
+      "| deployment                          | kube-controller-manager |         3 |   250 |",
+      "| replicaset                          | kube-controller-manager |         3 |   180 |",
+      "| endpoint_slice                      | kube-controller-manager |         1 |   150 |",
+      "| ... 2 more under All figures        |                         |           |       |",
+      // clang-format on
+  });
+  // The idle queues, a result that never happened, per-zone repeats of the totals and
+  // the leader flag are under All figures only.
+  for (const char* absent : {"ttl_jobs_to_delete", "| namespace", "result=error", "zone=", "leader_election"})
+    EXPECT_EQ(controllers.find(absent), std::string::npos) << absent << " in:\n" << controllers;
+  EXPECT_NE(section(md, "## All figures", "\n\n\n").find("queue=ttl_jobs_to_delete}"), std::string::npos);
+  // The whole summary, controllers and all, still fits a terminal.
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(displayWidth(line), kSummaryColumns) << line;
+}
+
+TEST(SummaryTest, NoControllersSectionWithoutAMeasuredControllerFigure) {
+  EXPECT_EQ(renderSummary(testing::sampleResult()).find("### Controllers"), std::string::npos);
+  // A user's cluster: every controller figure unavailable. They are listed under All
+  // figures with the reason, but a section of nothing but "unavailable" is left out.
+  RunResult r = testing::controllerResult();
+  for (auto& f : r.figures)
+    if (f.source == metrics::Source::kControllerManager || f.source == metrics::Source::kScheduler) {
+      f.value.reset();
+      f.unavailableReason = "no kube-controller-manager was scraped";
+    }
+  std::string md = renderSummary(r);
+  EXPECT_EQ(md.find("### Controllers"), std::string::npos);
+  EXPECT_NE(section(md, "## All figures", "\n\n\n").find("| node_lifecycle_evictions "), std::string::npos);
+}
+
+TEST(SummaryTest, NodeBoundShowsTheFleetsNotReadyAndReadyTransitions) {
+  std::string md = renderSummary(testing::controllerResult());
+  std::string node = section(md, "### node-bound\n", "### churn-bound\n");
+  expectLines(node, {
+      // clang-format off
+      "| node_not_ready_transitions                   | 50              | run    | client    |",
+      "| node_not_ready_seconds_p50                   | 42.50 s         | run    | client    |",
+      "| node_not_ready_seconds_max                   | 48.10 s         | run    | client    |",
+      "| node_ready_transitions                       | 50              | run    | client    |",
+      "| node_ready_again_seconds_p50                 | 1.20 s          | run    | client    |",
+      "| node_ready_again_seconds_max                 | 3.40 s          | run    | client    |",
+      "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0, workload=nodes.",
+      // clang-format on
+  });
+  // Not an axis of their own: a churn-only run does not show them.
+  RunResult churn = testing::controllerResult();
+  churn.workloads = {{"churn", "sessions", {}}};
+  EXPECT_EQ(section(renderSummary(churn), "## Headline\n", "## All figures").find("node_not_ready"), std::string::npos);
+}
+
 TEST(SummaryTest, MarkdownTableBreaksLongCellsIntoContinuationRows) {
   std::string t = markdownTable({"figure", "value"},
                                 {{"client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}", "12.3 ms"},
