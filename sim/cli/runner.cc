@@ -376,8 +376,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       w->prepare(*setupClient, wall, opt.runId);
     }
 
-    // 3. Scrape targets: every apiserver with the run's credentials, every etcd of the
-    //    local plane (a user's etcd is not reachable: its figures are unavailable).
+    // 3. Scrape targets: every apiserver with the run's credentials, every etcd and
+    //    controller component of the local plane (a user's are not reachable: their
+    //    figures are unavailable).
     for (const auto& m : result.target.members) {
       metrics::ScrapeTarget t;
       t.info.name = m.name;
@@ -395,6 +396,12 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
         // The local plane's apiservers profile (their default): heap after a forced GC.
         if (!opt.cluster) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
+      } else if (m.role == "kube-controller-manager" || m.role == "kube-scheduler") {
+        // The local plane's controllers: their secure port, the plane's CA and the admin
+        // certificate (their delegated authorization asks the apiserver).
+        t.info.role = m.role == "kube-scheduler" ? metrics::TargetRole::kScheduler
+                                                 : metrics::TargetRole::kControllerManager;
+        t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
       } else {
         continue;  // recorded only
       }

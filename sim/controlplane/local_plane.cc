@@ -397,26 +397,37 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
 
 void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_point deadline) {
   PkiPaths pki{record_.stateDir / "pki"};
-  // Controllers have no /readyz worth waiting for: /healthz answers once they serve,
-  // and their leader election then proceeds on its own.
-  ReadinessProbe probe(c.role == "etcd"         ? c.url + "/health"
-                       : isController(c.role) ? c.url + "/healthz"
-                                              : c.url + "/readyz",
-                       c.role == "etcd" ? std::nullopt : std::optional<PkiPaths>(pki));
-  std::string last;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (interrupted()) throw UnavailableError("interrupted while waiting for " + c.name);
-    if (auto how = reapIfExited(c.process))
-      throw UnavailableError(c.name + " " + *how + " before it became ready; last lines of " + c.log.string() +
-                             ":\n" + tailFile(c.log, 15));
-    auto result = probe.check();
-    if (result.ready) return;
-    last = result.detail;
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  std::vector<std::string> urls;
+  if (c.role == "etcd") {
+    urls.push_back(c.url + "/health");
+  } else if (!isController(c.role)) {
+    urls.push_back(c.url + "/readyz");
+  } else {
+    // A controller component is ready once it serves (/healthz) and has taken its
+    // leader Lease (read through the apiserver it talks to): only then do its
+    // controllers start, and a run's steady window should not see them starting.
+    urls.push_back(c.url + "/healthz");
+    for (const auto& a : record_.components)
+      if (a.name == c.apiserver) urls.push_back(a.url + "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + c.role);
   }
-  throw UnavailableError(c.name + " not ready after " + std::to_string(options_.readyTimeout.count()) +
-                         " s (last probe: " + last + "); last lines of " + c.log.string() + ":\n" +
-                         tailFile(c.log, 15));
+  for (const auto& url : urls) {
+    ReadinessProbe probe(url, c.role == "etcd" ? std::nullopt : std::optional<PkiPaths>(pki));
+    std::string last;
+    for (;;) {
+      if (std::chrono::steady_clock::now() >= deadline)
+        throw UnavailableError(c.name + " not ready after " + std::to_string(options_.readyTimeout.count()) +
+                               " s (last probe of " + url + ": " + last + "); last lines of " + c.log.string() +
+                               ":\n" + tailFile(c.log, 15));
+      if (interrupted()) throw UnavailableError("interrupted while waiting for " + c.name);
+      if (auto how = reapIfExited(c.process))
+        throw UnavailableError(c.name + " " + *how + " before it became ready; last lines of " + c.log.string() +
+                               ":\n" + tailFile(c.log, 15));
+      auto result = probe.check();
+      if (result.ready) break;
+      last = result.detail;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
 }
 
 void LocalPlane::writeKubeconfig() {

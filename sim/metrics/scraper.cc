@@ -10,7 +10,7 @@
 namespace cpscale::metrics {
 
 bool isFigureFamily(std::string_view family) {
-  static constexpr std::array<std::string_view, 25> kExact = {
+  static constexpr std::string_view kExact[] = {
       "apiserver_request_total",
       "apiserver_request_duration_seconds",
       "apiserver_resource_objects",
@@ -37,8 +37,17 @@ bool isFigureFamily(std::string_view family) {
       "etcd_mvcc_put_total",
       // Which etcd member answered, when the scrape goes through a load balancer.
       "etcd_server_id",
+      // kube-controller-manager and kube-scheduler (controller_figures.h).
+      "workqueue_depth",
+      "workqueue_adds_total",
+      "node_collector_evictions_total",
+      "node_collector_unhealthy_nodes_in_zone",
+      "taint_eviction_controller_pod_deletions_total",
+      "scheduler_pending_pods",
+      "scheduler_schedule_attempts_total",
+      "leader_election_master_status",
   };
-  if (std::find(kExact.begin(), kExact.end(), family) != kExact.end()) return true;
+  if (std::find(std::begin(kExact), std::end(kExact), family) != std::end(kExact)) return true;
   // The only kube-apiserver families naming the replica (label apiserver_id_hash),
   // exposed when it runs with an authentication, authorization or encryption config
   // file: a handful of series that tell replicas behind a load balancer apart.

@@ -84,6 +84,11 @@ TEST_F(ScraperTest, ScrapesEveryTargetEachIntervalAndKeepsGoingOnFailure) {
 TEST(Scraper, KeepsWhatTellsProcessesAndReplicasApart) {
   EXPECT_TRUE(isFigureFamily("process_start_time_seconds"));
   EXPECT_TRUE(isFigureFamily("etcd_server_id"));
+  // Every family the controller figures read is kept.
+  for (const char* f : {"workqueue_depth", "workqueue_adds_total", "node_collector_evictions_total",
+                        "node_collector_unhealthy_nodes_in_zone", "taint_eviction_controller_pod_deletions_total",
+                        "scheduler_pending_pods", "scheduler_schedule_attempts_total", "leader_election_master_status"})
+    EXPECT_TRUE(isFigureFamily(f)) << f;
   EXPECT_TRUE(isFigureFamily("apiserver_authentication_config_controller_last_config_info"));
   EXPECT_TRUE(isFigureFamily("apiserver_authorization_config_controller_automatic_reloads_total"));
   EXPECT_TRUE(isFigureFamily("apiserver_encryption_config_controller_automatic_reload_last_timestamp_seconds"));
