@@ -1,10 +1,14 @@
 #include "workloads/kubelet_fleet.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
 
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
+#include "workloads/reflector.h"
 #include "workloads/setup.h"
 
 namespace cpscale::workloads {
@@ -134,6 +138,38 @@ class FleetInstance;
 
 enum class NodeState : std::uint8_t { kNew, kRegistering, kRunning, kFailed, kGone };
 
+// The node's Ready condition as the fleet's node watch last showed it.
+enum class ReadySeen : std::uint8_t { kUnseen, kTrue, kNotTrue };
+
+// The four conditions a kubelet reports, in the order it sets them, with what it
+// writes when each holds (the reasons and messages of pkg/kubelet/nodestatus).
+struct ConditionText {
+  const char* type;
+  const char* status;
+  const char* reason;
+  const char* message;
+};
+constexpr ConditionText kConditions[] = {
+    {"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+    {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+    {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+    {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},
+};
+
+// What the fleet remembers about a node that the scenario fails, to time what the
+// node lifecycle controller does about it. Only those nodes have one.
+struct Lifecycle {
+  enum class Phase : std::uint8_t { kUp, kFailed, kReturned };
+  TimePoint lastRenewal{};  // the last Lease write that was answered (creation included)
+  TimePoint returnedAt{};
+  Phase phase = Phase::kUp;
+  bool renewed = false;         // lastRenewal is set
+  bool notReadySeen = false;    // since it failed
+  bool readyAgainSeen = false;  // since it returned
+};
+
+double roundedSeconds(Duration d) { return std::round(std::chrono::duration<double>(d).count() * 1000) / 1000; }
+
 // One synthetic kubelet. Kept small: an idle one is its two timers, the cached Lease
 // bytes and a few words; its name is rebuilt from the index when needed.
 struct Kubelet {
@@ -157,6 +193,11 @@ struct Kubelet {
   NodeState state = NodeState::kNew;
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
   bool reporting = false;  // a status PATCH is in flight
+  ReadySeen ready = ReadySeen::kUnseen;
+  // The next status PATCH carries every condition in full (status, reason, message,
+  // lastTransitionTime), not only heartbeats: a kubelet that came back.
+  bool fullStatus = false;
+  bool tracked = false;  // one the scenario fails: it has a Lifecycle
   // Setup: the first Lease creation and every pod creation not yet answered (nodes
   // present at start only; a node that joins later is load, not setup).
   bool awaitingLease = false;
@@ -183,6 +224,7 @@ class FleetInstance final : public WorkloadInstance {
         regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))), ctx.sim.now()),
         podBucket_(ctx.share(p.pods.qps), std::max(1.0, std::ceil(ctx.share(p.pods.burst))), ctx.sim.now()),
         rng_(ctx.seed, "kubelets/" + p.name + "/" + std::to_string(ctx.workerIndex())),
+        watchRng_(ctx.seed, "kubelets/" + p.name + "/watch/" + std::to_string(ctx.workerIndex())),
         prefix_("cpscale-" + ctx.runId + "-" + p.name + "-"),
         leases_(kube::ResourceRef(kube::gvr::kLeases).in("kube-node-lease")),
         nodes_(kube::gvr::kNodes),
@@ -193,9 +235,14 @@ class FleetInstance final : public WorkloadInstance {
       kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
       kubelets_.back()->awaitingLease = true;
       kubelets_.back()->podsAwaiting = static_cast<std::uint8_t>(p.podsPerNode);
+      if (p.failures.fraction > 0 && failsAt(i, p.failures.fraction)) {
+        kubelets_.back()->tracked = true;
+        lifecycle_.emplace(static_cast<std::uint32_t>(i), Lifecycle{});
+      }
     }
     setupRemaining_ = kubelets_.size();
-    if (setupRemaining_ == 0) ctx_.setupDone();
+    if (!kubelets_.empty() || p.joinsPerMinute > 0) startNodeWatch();
+    maybeSetupDone();
     scheduleRegistration();
     const TimePoint t0 = ctx.sim.now();
     if (p.failures.fraction > 0) {
@@ -210,6 +257,7 @@ class FleetInstance final : public WorkloadInstance {
 
   void stop() override {
     stopped_ = true;
+    if (nodeWatch_) nodeWatch_->stop();
     events_.cancelAll();
     for (auto& k : kubelets_) {
       k->leaseTimer.stop();
@@ -221,7 +269,7 @@ class FleetInstance final : public WorkloadInstance {
 
   json summary() const override {
     return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
-            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupRemaining_ == 0},
+            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupComplete()},
             {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
             {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
             {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
@@ -229,7 +277,31 @@ class FleetInstance final : public WorkloadInstance {
             {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
             {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
             {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
-            {"podFailures", c_.podFailed},          {"actorBytes", actorBytes()}};
+            {"podFailures", c_.podFailed},          {"actorBytes", actorBytes()},
+            {"nodeLifecycle", lifecycleSummary()}};
+  }
+
+  // What the node watch saw the node lifecycle controller do. Samples are per node, in
+  // seconds (to the ms); arrays concatenate when the workers' summaries merge.
+  json lifecycleSummary() const {
+    std::uint64_t notReadyAtEnd = 0;
+    for (const auto& k : kubelets_) notReadyAtEnd += k->state != NodeState::kGone && k->ready == ReadySeen::kNotTrue;
+    json s = {{"notReadyTransitions", c_.notReadyTransitions},
+              {"readyTransitions", c_.readyTransitions},
+              {"notReadyUnexpected", c_.notReadyUnexpected},
+              {"notReadyAtEnd", notReadyAtEnd},
+              {"notReadySeconds", notReadySeconds_},
+              {"readyAgainSeconds", readyAgainSeconds_}};
+    if (nodeWatch_) {
+      const ReflectorCounts& w = nodeWatch_->counts();
+      s["watchLists"] = w.lists;
+      s["watchRelists"] = w.relists;
+      s["watchStreams"] = w.watches;
+      s["watchEvents"] = w.events;
+      s["watchErrors"] = w.errors;
+      if (!nodeWatch_->lastError().empty()) s["watchLastError"] = nodeWatch_->lastError();
+    }
+    return s;
   }
 
   // What the actors themselves hold (not the engine's timer slots): for the memory
@@ -240,6 +312,9 @@ class FleetInstance final : public WorkloadInstance {
       n += sizeof(Kubelet) + (k->lease.capacity() > 15 ? k->lease.capacity() + 1 : 0);
       if (k->pods) n += sizeof(Kubelet::Pods);
     }
+    // The failing nodes' side records: entry, hash node and bucket, roughly.
+    n += lifecycle_.size() * (sizeof(std::pair<const std::uint32_t, Lifecycle>) + 2 * sizeof(void*)) +
+         lifecycle_.bucket_count() * sizeof(void*);
     return n;
   }
 
@@ -329,6 +404,7 @@ class FleetInstance final : public WorkloadInstance {
       }
       if (r.ok()) {
         ++c_.leasesCreated;
+        renewalAnswered(k);
         cacheLease(k, std::move(r.body));
       } else if (r.alreadyExists()) {
         // Left by an earlier run with this id: adopt it, as a restarted kubelet does.
@@ -393,6 +469,7 @@ class FleetInstance final : public WorkloadInstance {
       k.renewing = false;
       if (r.ok()) {
         ++c_.renewals;
+        renewalAnswered(k);
         if (auto rv = r.body.find("metadata"); rv != r.body.end()) {
           if (auto v = rv->find("resourceVersion"); v != rv->end() && v->is_string()) {
             setResourceVersion(k, v->get_ref<const std::string&>());
@@ -433,8 +510,12 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   void computeStatus(Kubelet& k) {
-    const bool changed = p_.statusChangeProbability > 0 &&
-                         engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability;
+    // What the node watch shows is the kubelet's informer copy: a Ready that is not
+    // True there (the node lifecycle controller marked it Unknown) differs from what the
+    // kubelet computes, so it reports at once.
+    const bool changed = (p_.statusChangeProbability > 0 &&
+                          engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability) ||
+                         k.ready == ReadySeen::kNotTrue || k.fullStatus;
     // The kubelet compares against the last report time with its own tick: a tick that
     // lands on the frequency boundary reports.
     const bool due = ctx_.sim.now() - k.lastReport >= p_.statusReportFrequency;
@@ -443,16 +524,26 @@ class FleetInstance final : public WorkloadInstance {
     patchStatus(k);
   }
 
+  // The kubelet's PATCH is the difference between its informer's copy and the status
+  // it computed: only heartbeats while the copy agrees, every condition in full when it
+  // does not (a Ready the controller set to Unknown) or the kubelet came back.
   void patchStatus(Kubelet& k) {
     const std::string t = rfc3339(unixNow());
+    const bool full = k.fullStatus || k.ready == ReadySeen::kNotTrue;
+    k.fullStatus = false;
     std::string body;
-    body.reserve(520);
+    body.reserve(full ? 1000 : 520);
     body += R"({"status":{"$setElementOrder/conditions":[{"type":"MemoryPressure"},{"type":"DiskPressure"},)"
             R"({"type":"PIDPressure"},{"type":"Ready"}],"conditions":[)";
-    const char* types[] = {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"};
     for (int i = 0; i < 4; ++i) {
+      const ConditionText& c = kConditions[i];
       body += i ? "," : "";
-      body += R"({"lastHeartbeatTime":")" + t + R"(","type":")" + types[i] + "\"}";
+      body += R"({"lastHeartbeatTime":")" + t + "\"";
+      if (full) {
+        body += R"(,"lastTransitionTime":")" + t + R"(","message":")" + c.message + R"(","reason":")" + c.reason +
+                R"(","status":")" + c.status + "\"";
+      }
+      body += R"(,"type":")" + std::string(c.type) + "\"}";
     }
     body += "]}}";
     kube::ApiRequest req;
@@ -491,7 +582,105 @@ class FleetInstance final : public WorkloadInstance {
   // Counts a node as set up once its Lease and pods were all answered.
   void setupStepDone(Kubelet& k) {
     if (k.awaitingLease || k.podsAwaiting > 0 || setupRemaining_ == 0) return;
-    if (--setupRemaining_ == 0) ctx_.setupDone();
+    --setupRemaining_;
+    maybeSetupDone();
+  }
+
+  bool setupComplete() const { return setupRemaining_ == 0 && (!nodeWatch_ || nodeWatch_->synced()); }
+
+  // Once: every node set up and the node watch holds its first LIST.
+  void maybeSetupDone() {
+    if (setupReported_ || !setupComplete()) return;
+    setupReported_ = true;
+    ctx_.setupDone();
+  }
+
+  // ---- the node watch ----
+
+  // Each kubelet keeps an informer on its own Node and computes its status PATCH
+  // against that copy. The fleet stands in for them with one watch per instance on the
+  // fleet's Nodes (label selector), one stream instead of one per node; each event is
+  // handed to the kubelet that owns the node.
+  void startNodeWatch() {
+    ReflectorOptions o;
+    o.collection = kube::ResourceRef(nodes_);
+    o.selector.labelSelector = runSelector(ctx_.runId) + "," + kWorkloadLabel + "=" + p_.name;
+    nodeWatch_ = std::make_unique<Reflector>(calls_, events_, ctx_.sim, watchRng_, std::move(o));
+    nodeWatch_->onItem([this](const json& node) { observeNode(node); });
+    nodeWatch_->onEvent([this](const kube::WatchEvent& ev) {
+      if (ev.type == kube::WatchEventType::kAdded || ev.type == kube::WatchEventType::kModified) observeNode(ev.object);
+    });
+    nodeWatch_->onListed([this](bool first) {
+      if (first) maybeSetupDone();
+    });
+    nodeWatch_->start();
+  }
+
+  // The kubelet of `name` if this instance owns it. kubelets_ is in index order (nodes
+  // at start, then joins with growing indices).
+  Kubelet* kubeletNamed(std::string_view name) {
+    if (!name.starts_with(prefix_)) return nullptr;
+    name.remove_prefix(prefix_.size());
+    std::uint32_t index = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+    if (ec != std::errc() || end != name.data() + name.size()) return nullptr;
+    auto it = std::lower_bound(kubelets_.begin(), kubelets_.end(), index,
+                               [](const std::unique_ptr<Kubelet>& k, std::uint32_t i) { return k->index < i; });
+    return it != kubelets_.end() && (*it)->index == index ? it->get() : nullptr;
+  }
+
+  void observeNode(const json& node) {
+    auto meta = node.find("metadata");
+    if (meta == node.end() || !meta->is_object()) return;
+    auto name = meta->find("name");
+    if (name == meta->end() || !name->is_string()) return;
+    Kubelet* k = kubeletNamed(name->get_ref<const std::string&>());
+    if (k == nullptr) return;
+    // As the kubelet reads it (IsNodeReady): Ready is True, or it is not.
+    bool readyTrue = false;
+    const json* conditions = nullptr;
+    if (auto st = node.find("status"); st != node.end() && st->is_object()) {
+      if (auto c = st->find("conditions"); c != st->end() && c->is_array()) conditions = &*c;
+    }
+    if (conditions) {
+      for (const auto& c : *conditions) {
+        if (c.value("type", std::string()) == "Ready") readyTrue = c.value("status", std::string()) == "True";
+      }
+    }
+    readySeen(*k, readyTrue);
+  }
+
+  void readySeen(Kubelet& k, bool readyTrue) {
+    const ReadySeen was = k.ready;
+    k.ready = readyTrue ? ReadySeen::kTrue : ReadySeen::kNotTrue;
+    if (k.ready == was) return;
+    Lifecycle* rec = k.tracked ? &lifecycle_.at(k.index) : nullptr;
+    const TimePoint now = ctx_.sim.now();
+    if (!readyTrue) {
+      ++c_.notReadyTransitions;
+      if (rec && rec->phase == Lifecycle::Phase::kFailed) {
+        if (!rec->notReadySeen && rec->renewed) notReadySeconds_.push_back(roundedSeconds(now - rec->lastRenewal));
+        rec->notReadySeen = true;
+      } else {
+        ++c_.notReadyUnexpected;  // a node that kept renewing was declared dead
+      }
+      return;
+    }
+    if (was != ReadySeen::kNotTrue) return;  // the first sighting is no transition
+    ++c_.readyTransitions;
+    if (rec && rec->phase == Lifecycle::Phase::kReturned && !rec->readyAgainSeen) {
+      rec->readyAgainSeen = true;
+      readyAgainSeconds_.push_back(roundedSeconds(now - rec->returnedAt));
+    }
+  }
+
+  // A Lease write was answered: the moment the server last heard from the node, which
+  // is what the lifecycle controller's grace period counts from.
+  void renewalAnswered(Kubelet& k) {
+    if (!k.tracked) return;
+    Lifecycle& rec = lifecycle_.at(k.index);
+    rec.lastRenewal = ctx_.sim.now();
+    rec.renewed = true;
   }
 
   // A node that fails or leaves before its setup finished will never finish it.
@@ -561,6 +750,7 @@ class FleetInstance final : public WorkloadInstance {
       if (k->state == NodeState::kGone) continue;
       if (k->state != NodeState::kRunning) abandonSetup(*k);
       k->state = NodeState::kFailed;
+      if (k->tracked) lifecycle_.at(k->index).phase = Lifecycle::Phase::kFailed;
       k->leaseTimer.stop();
       k->statusTimer.stop();
       if (k->pods) k->pods->timer.stop();
@@ -571,8 +761,15 @@ class FleetInstance final : public WorkloadInstance {
   void returnSome() {
     for (auto& k : kubelets_) {
       if (k->state != NodeState::kFailed) continue;
-      // A restarted kubelet renews and reports at once, then settles into its periods.
+      // A restarted kubelet renews and reports at once, every condition in full, then
+      // settles into its periods.
       k->state = NodeState::kRunning;
+      k->fullStatus = true;
+      if (k->tracked) {
+        Lifecycle& rec = lifecycle_.at(k->index);
+        rec.phase = Lifecycle::Phase::kReturned;
+        rec.returnedAt = ctx_.sim.now();
+      }
       k->leaseTimer.start(ctx_.sim.now());
       k->lastReport = TimePoint{} - p_.statusReportFrequency;
       k->statusTimer.start(ctx_.sim.now());
@@ -644,7 +841,8 @@ class FleetInstance final : public WorkloadInstance {
   struct Counts {
     std::uint64_t registered = 0, regFailed = 0, leasesCreated = 0, renewals = 0, renewFailed = 0, conflicts = 0,
                   renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0,
-                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0;
+                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0, notReadyTransitions = 0,
+                  readyTransitions = 0, notReadyUnexpected = 0;
   };
 
   const KubeletFleetParams& p_;
@@ -654,6 +852,7 @@ class FleetInstance final : public WorkloadInstance {
   TokenBucket regBucket_;
   TokenBucket podBucket_;
   engine::RandomStream rng_;
+  engine::RandomStream watchRng_;  // the node watch's timeouts, apart from the churn draws
   std::string prefix_;
   kube::ResourceRef leases_;
   kube::ResourceRef nodes_;
@@ -662,7 +861,12 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t nextToRegister_ = 0;
   std::uint64_t joined_ = 0;
   std::size_t setupRemaining_ = 0;  // nodes present at start whose setup is unanswered
+  bool setupReported_ = false;
   bool stopped_ = false;
+  std::unique_ptr<Reflector> nodeWatch_;
+  std::unordered_map<std::uint32_t, Lifecycle> lifecycle_;  // by node index
+  std::vector<double> notReadySeconds_;
+  std::vector<double> readyAgainSeconds_;
   Counts c_;
 };
 

@@ -4,7 +4,19 @@
 //    by a PUT of the cached Lease with only renewTime changed, no GET first; after a 409
 //    Conflict exactly one GET and a retried PUT (nodelease controller);
 //  - node status computed every nodeStatusUpdateFrequency (10 s) and PATCHed to
-//    nodes/<n>/status only when it changed or nodeStatusReportFrequency (5 m) passed.
+//    nodes/<n>/status only when it changed or nodeStatusReportFrequency (5 m) passed;
+//    the PATCH holds only heartbeats unless the node's Ready, as its informer shows it,
+//    is not True (the node lifecycle controller marked it Unknown): then that is a change,
+//    reported at the next tick with every condition in full (Ready True, KubeletReady,
+//    lastTransitionTime now; the pressure conditions False). A node that returns from a
+//    failure reports in full at once.
+// The per-kubelet node informer is stood in for by one watch per fleet instance on the
+// fleet's Nodes (label selector cpscale.io/run + cpscale.io/workload): one stream
+// instead of N, outside the open-loop request budget, relisted on 410 Gone. Its first
+// LIST is part of the fleet's setup. Through it the fleet also times what the
+// controller wrote (summary `nodeLifecycle`): per failed node, from its last answered
+// Lease write to the first event showing Ready != True; per returned node, from its
+// return to the first event showing Ready True again.
 // Registration is the only throttled path (registrationQps/Burst); heartbeats are not,
 // as a real kubelet's are not throttled by anybody else's traffic.
 //

@@ -2,7 +2,9 @@
 // the 409 path, status report cadence, failures and node churn.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "sim/common/error.h"
 #include "test/unit/workloads/harness.h"
@@ -349,6 +351,200 @@ TEST(KubeletFleet, AnEmptyFleetHasNothingToSetUp) {
   auto w = fleet("", 0);
   auto inst = w->start(h.ctx);
   EXPECT_TRUE(log.setupComplete());
+}
+
+// ---- the node watch and the node lifecycle controller's writes ----
+
+constexpr const char* kNodeWatch = "/api/v1/nodes?";
+
+// A Node as the watch shows it after someone (the node lifecycle controller, or the
+// kubelet) wrote its Ready condition.
+json nodeWithReady(const std::string& name, const std::string& status, int rv) {
+  json ready = {{"type", "Ready"}, {"status", status}};
+  if (status == "Unknown") {
+    ready["reason"] = "NodeStatusUnknown";
+    ready["message"] = "Kubelet stopped posting node status.";
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"resourceVersion", std::to_string(rv)}}},
+          {"status", {{"conditions", json::array({ready})}}}};
+}
+
+// Pushes `node` on the fleet's watch at virtual time `at`.
+void pushAt(Harness& h, engine::TimePoint at, const json& node) {
+  h.sim.scheduleAt(at, [&h, node] { EXPECT_EQ(h.pushEvent(kNodeWatch, "MODIFIED", node), 1u); });
+}
+
+json conditionOf(const json& patch, const std::string& type) {
+  for (const auto& c : patch["status"]["conditions"])
+    if (c["type"] == type) return c;
+  return json();
+}
+
+TEST(KubeletFleetLifecycle, OneNodeWatchStreamWithTheFleetSelectorIsPartOfSetup) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    // The node LIST is refused (403: not retried; the reflector backs off 1 s) until 3 s.
+    if (r.method == "GET" && pathOf(r) == "/api/v1/nodes" && r.path.find("watch=true") == std::string::npos &&
+        h.sim.now() < engine::TimePoint{3s}) {
+      return statusResponse(403, "Forbidden");
+    }
+    return std::nullopt;
+  };
+  auto w = fleet("", 20);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);  // every node and Lease answered
+  EXPECT_FALSE(log.setupComplete());
+  EXPECT_EQ(inst->summary()["setupComplete"], false);
+  h.sim.runUntil(engine::TimePoint{4s});
+  EXPECT_TRUE(log.setupComplete());
+  const auto watches = h.requests("GET", "watch=true");
+  ASSERT_EQ(watches.size(), 1u);  // one stream for twenty nodes
+  EXPECT_TRUE(watches[0].request.stream);
+  EXPECT_EQ(pathOf(watches[0].request), "/api/v1/nodes");
+  EXPECT_NE(watches[0].request.path.find("labelSelector=cpscale.io%2Frun%3Dt1%2Ccpscale.io%2Fworkload%3Dfleet"),
+            std::string::npos)
+      << watches[0].request.path;
+  EXPECT_EQ(h.transport.heldStreams(), 1u);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchLists"], 4);  // at 0, 1, 2 and 3 s
+}
+
+TEST(KubeletFleetLifecycle, AfterTheWatchShowsReadyUnknownTheNextStatusTickSendsTheFullCondition) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 5m\n");
+  auto inst = w->start(h.ctx);
+  const std::string node = "cpscale-t1-fleet-0";
+  pushAt(h, engine::TimePoint{5s}, nodeWithReady(node, "Unknown", 500));
+  h.sim.runUntil(engine::TimePoint{11s});
+  // Status ticks at 10.001 s (10 s after registration): the first one reports.
+  auto patches = h.requests("PATCH", "/nodes/" + node + "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].submittedAt, engine::TimePoint{10001ms});
+  json body = json::parse(patches[0].request.body);
+  json ready = conditionOf(body, "Ready");
+  EXPECT_EQ(ready["status"], "True");
+  EXPECT_EQ(ready["reason"], "KubeletReady");
+  EXPECT_EQ(ready["message"], "kubelet is posting ready status");
+  EXPECT_EQ(ready["lastTransitionTime"], "2023-11-14T22:13:30Z");
+  EXPECT_EQ(ready["lastHeartbeatTime"], ready["lastTransitionTime"]);
+  for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    json c = conditionOf(body, type);
+    EXPECT_EQ(c["status"], "False") << type;
+    EXPECT_TRUE(c.contains("reason") && c.contains("lastTransitionTime")) << type;
+  }
+  EXPECT_EQ(conditionOf(body, "MemoryPressure")["reason"], "KubeletHasSufficientMemory");
+  // The watch shows the kubelet's write: back to heartbeats every 5 minutes.
+  pushAt(h, engine::TimePoint{12s}, nodeWithReady(node, "True", 501));
+  h.sim.runUntil(engine::TimePoint{4min});
+  EXPECT_EQ(h.count("PATCH", "/status"), 1u);
+  // Still Unknown at the next tick: reported again, in full.
+  pushAt(h, engine::TimePoint{4min + 1s}, nodeWithReady(node, "Unknown", 502));
+  h.sim.runUntil(engine::TimePoint{4min + 11s});
+  patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 2u);
+  EXPECT_EQ(conditionOf(json::parse(patches[1].request.body), "Ready")["status"], "True");
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["notReadyUnexpected"], 2);
+}
+
+TEST(KubeletFleetLifecycle, HeartbeatOnlyPatchWhileTheWatchShowsReady) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 10s\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{11s});
+  auto patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  json ready = conditionOf(json::parse(patches[0].request.body), "Ready");
+  EXPECT_TRUE(ready.contains("lastHeartbeatTime"));
+  EXPECT_FALSE(ready.contains("status"));
+  EXPECT_FALSE(ready.contains("lastTransitionTime"));
+}
+
+TEST(KubeletFleetLifecycle, AReturningNodePatchesAtOnceWithTheFullCondition) {
+  Harness h;
+  auto w = fleet("failures: {fraction: 0.3, at: 60s, returnAfter: 60s}\n", 10);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{121s});
+  std::set<std::string> atReturn;
+  for (const auto& r : h.requests("PATCH", "/status")) {
+    if (r.submittedAt != engine::TimePoint{120s}) continue;
+    atReturn.insert(pathOf(r.request));
+    json ready = conditionOf(json::parse(r.request.body), "Ready");
+    EXPECT_EQ(ready["status"], "True");
+    EXPECT_TRUE(ready.contains("lastTransitionTime"));
+  }
+  // Nodes 3, 6 and 9 fail (floor((i+1) 0.3) > floor(i 0.3)); the watch never showed
+  // them NotReady (no controller here), yet they report in full at once.
+  EXPECT_EQ(atReturn, (std::set<std::string>{"/api/v1/nodes/cpscale-t1-fleet-3/status",
+                                             "/api/v1/nodes/cpscale-t1-fleet-6/status",
+                                             "/api/v1/nodes/cpscale-t1-fleet-9/status"}));
+}
+
+TEST(KubeletFleetLifecycle, TransitionTimesComeFromTheWatchEvents) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nfailures: {fraction: 0.5, at: 30s, returnAfter: 60s}\n", 4);
+  auto inst = w->start(h.ctx);
+  // Nodes 1 and 3 fail at 30 s and return at 90 s; node 0 keeps renewing.
+  pushAt(h, engine::TimePoint{50s}, nodeWithReady("cpscale-t1-fleet-0", "Unknown", 600));
+  pushAt(h, engine::TimePoint{55s}, nodeWithReady("cpscale-t1-fleet-0", "True", 601));
+  pushAt(h, engine::TimePoint{75s}, nodeWithReady("cpscale-t1-fleet-1", "Unknown", 602));
+  pushAt(h, engine::TimePoint{76s}, nodeWithReady("cpscale-t1-fleet-3", "Unknown", 603));
+  pushAt(h, engine::TimePoint{80s}, nodeWithReady("cpscale-t1-fleet-3", "Unknown", 604));  // no new transition
+  pushAt(h, engine::TimePoint{95500ms}, nodeWithReady("cpscale-t1-fleet-1", "True", 605));
+  h.sim.runUntil(engine::TimePoint{100s});
+  // The last renewal each failed node had answered (1 ms after it was sent) before 30 s.
+  auto lastAnswered = [&](const std::string& node) {
+    engine::TimePoint last{};
+    for (const auto& r : h.requests("PUT", kLeases))
+      if (pathOf(r.request).ends_with("/" + node) && r.submittedAt < engine::TimePoint{30s}) last = r.submittedAt;
+    return last + 1ms;
+  };
+  auto secondsTo = [](engine::TimePoint a, engine::TimePoint b) {
+    return std::round(std::chrono::duration<double>(b - a).count() * 1000) / 1000;
+  };
+  const json s = inst->summary()["nodeLifecycle"];
+  EXPECT_EQ(s["notReadyTransitions"], 3);
+  EXPECT_EQ(s["notReadyUnexpected"], 1);
+  EXPECT_EQ(s["readyTransitions"], 2);
+  EXPECT_EQ(s["notReadyAtEnd"], 1);
+  ASSERT_EQ(s["notReadySeconds"].size(), 2u);
+  EXPECT_DOUBLE_EQ(s["notReadySeconds"][0].get<double>(),
+                   secondsTo(lastAnswered("cpscale-t1-fleet-1"), engine::TimePoint{75s}));
+  EXPECT_DOUBLE_EQ(s["notReadySeconds"][1].get<double>(),
+                   secondsTo(lastAnswered("cpscale-t1-fleet-3"), engine::TimePoint{76s}));
+  EXPECT_GT(s["notReadySeconds"][0].get<double>(), 45);  // 75 s less the renewal just before 30 s
+  EXPECT_LT(s["notReadySeconds"][0].get<double>(), 56);
+  EXPECT_EQ(s["readyAgainSeconds"], json::array({5.5}));
+}
+
+TEST(KubeletFleetLifecycle, ARelistAfterGoneUpdatesWhatTheKubeletsSaw) {
+  Harness h;
+  int lists = 0;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method != "GET" || pathOf(r) != "/api/v1/nodes" || r.path.find("watch=true") != std::string::npos)
+      return std::nullopt;
+    json items = json::array();
+    if (++lists > 1) items.push_back(nodeWithReady("cpscale-t1-fleet-0", "Unknown", 900));
+    return jsonResponse(200, {{"metadata", {{"resourceVersion", "900"}}}, {"items", items}});
+  };
+  auto w = fleet("renewalPhase: registration\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{5s});
+  kube::HttpResponse gone;
+  gone.status = 200;
+  gone.body = json{{"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}.dump();
+  EXPECT_EQ(h.transport.endStreams(kNodeWatch, gone), 1u);
+  h.sim.runUntil(engine::TimePoint{11s});
+  EXPECT_EQ(lists, 2);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchRelists"], 1);
+  EXPECT_EQ(h.transport.heldStreams(), 1u);  // watching again
+  auto patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(conditionOf(json::parse(patches[0].request.body), "Ready")["status"], "True");
 }
 
 }  // namespace
