@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
@@ -24,6 +25,9 @@ constexpr const char* kRenewMarker = "@@cpscale-renew@@";
 // How long a kubelet waits before registering again after a failure (its own
 // registration backoff caps at 7 s).
 constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
+// Events waiting for a token beyond this many are dropped, as the kubelet's event
+// broadcaster drops when its queue (1000) is full.
+constexpr std::size_t kEventQueue = 1000;
 
 }  // namespace
 
@@ -32,8 +36,8 @@ constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
 KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   e.expectMap({"kind", "name", "count", "registrationQps", "registrationBurst", "leaseDurationSeconds",
                "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "renewalPhase", "nodeImages",
-               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "failures", "churn", "nodeTemplate",
-               "leaseTemplate", "podTemplate"});
+               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "events", "eventQps", "eventBurst",
+               "failures", "churn", "nodeTemplate", "leaseTemplate", "podTemplate"});
   KubeletFleetParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -71,6 +75,9 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
     p.podStatusInterval = readDuration(*f, std::chrono::milliseconds(100), std::chrono::hours(24));
   }
   p.pods = readRateLimit(e, "podQps", "podBurst", 20);
+  if (auto f = e.get("events")) p.events = f->asBool();
+  p.eventRate = readRateLimit(e, "eventQps", "eventBurst", 500);
+  if (!e.get("eventBurst")) p.eventRate.burst = 2 * std::ceil(p.eventRate.qps);  // the kubelet's ratio
   if (auto f = e.get("failures")) {
     f->expectMap({"fraction", "at", "returnAfter"});
     YamlField frac = f->require("fraction");
@@ -80,12 +87,16 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
     if (auto r = f->get("returnAfter")) p.failures.returnAfter = readDuration(*r, std::chrono::milliseconds(1));
   }
   if (auto f = e.get("churn")) {
-    f->expectMap({"joinsPerMinute", "leavesPerMinute"});
-    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute}}) {
+    f->expectMap({"joinsPerMinute", "leavesPerMinute", "podReplacementsPerMinute"});
+    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute},
+                            {"podReplacementsPerMinute", &p.podReplacementsPerMinute}}) {
       if (auto r = f->get(key)) {
         *out = r->asDouble();
         if (!(*out >= 0 && *out <= 1e6)) throw r->error("must be a rate in [0, 1e6]");
       }
+    }
+    if (p.podReplacementsPerMinute > 0 && p.podsPerNode == 0) {
+      throw f->get("podReplacementsPerMinute")->error("replaces pods, but podsPerNode is 0");
     }
     if (p.count == 0 && p.leavesPerMinute > 0 && p.joinsPerMinute == 0) {
       throw f->error("nodes cannot leave a fleet of 0 that nobody joins");
@@ -129,6 +140,7 @@ void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::stri
 std::vector<kube::GroupVersionResource> KubeletFleet::resources() const {
   std::vector<kube::GroupVersionResource> r{kube::gvr::kNodes, kube::gvr::kLeases};
   if (params_.podsPerNode > 0) r.push_back(kube::gvr::kPods);
+  if (params_.events) r.push_back(kube::gvr::kEvents);
   return r;
 }
 
@@ -208,6 +220,9 @@ struct Kubelet {
     engine::PeriodicTimer timer;
     std::uint32_t next = 0;
     std::uint32_t created = 0;
+    // Per pod slot, how often it was replaced: its name's generation suffix. Empty
+    // until the first replacement on this node.
+    std::vector<std::uint16_t> generation;
   };
   std::unique_ptr<Pods> pods;
 
@@ -223,6 +238,7 @@ class FleetInstance final : public WorkloadInstance {
         events_(ctx.sim),
         regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))), ctx.sim.now()),
         podBucket_(ctx.share(p.pods.qps), std::max(1.0, std::ceil(ctx.share(p.pods.burst))), ctx.sim.now()),
+        eventBucket_(ctx.share(p.eventRate.qps), std::max(1.0, std::ceil(ctx.share(p.eventRate.burst))), ctx.sim.now()),
         rng_(ctx.seed, "kubelets/" + p.name + "/" + std::to_string(ctx.workerIndex())),
         watchRng_(ctx.seed, "kubelets/" + p.name + "/watch/" + std::to_string(ctx.workerIndex())),
         prefix_("cpscale-" + ctx.runId + "-" + p.name + "-"),
@@ -251,6 +267,7 @@ class FleetInstance final : public WorkloadInstance {
     }
     if (p.joinsPerMinute > 0) scheduleJoin();
     if (p.leavesPerMinute > 0) scheduleLeave();
+    if (p.podReplacementsPerMinute > 0) scheduleReplacement();
   }
 
   ~FleetInstance() override { stop(); }
@@ -277,7 +294,10 @@ class FleetInstance final : public WorkloadInstance {
             {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
             {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
             {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
-            {"podFailures", c_.podFailed},          {"actorBytes", actorBytes()},
+            {"podFailures", c_.podFailed},          {"podsReplaced", c_.podsReplaced},
+            {"podReplacementFailures", c_.replaceFailed},
+            {"eventsCreated", c_.eventsCreated},    {"eventFailures", c_.eventFailed},
+            {"eventsDropped", c_.eventsDropped},    {"actorBytes", actorBytes()},
             {"nodeLifecycle", lifecycleSummary()}};
   }
 
@@ -310,7 +330,7 @@ class FleetInstance final : public WorkloadInstance {
     std::size_t n = kubelets_.capacity() * sizeof(void*);
     for (const auto& k : kubelets_) {
       n += sizeof(Kubelet) + (k->lease.capacity() > 15 ? k->lease.capacity() + 1 : 0);
-      if (k->pods) n += sizeof(Kubelet::Pods);
+      if (k->pods) n += sizeof(Kubelet::Pods) + k->pods->generation.capacity() * sizeof(std::uint16_t);
     }
     // The failing nodes' side records: entry, hash node and bucket, roughly.
     n += lifecycle_.size() * (sizeof(std::pair<const std::uint32_t, Lifecycle>) + 2 * sizeof(void*)) +
@@ -379,6 +399,7 @@ class FleetInstance final : public WorkloadInstance {
       k.state = NodeState::kRunning;
       k.lastReport = ctx_.sim.now();
       k.statusTimer.start(firstTick(k, p_.statusUpdateFrequency));
+      nodeStartEvents(k);
       if (p_.podsPerNode > 0) createPods(k);
     });
   }
@@ -704,42 +725,150 @@ class FleetInstance final : public WorkloadInstance {
           podAnswered(k);
           return;
         }
-        const std::string node = nodeName(k.index);
-        json pod = p_.podTemplate->fill(
-            {{"name", node + "-p" + std::to_string(i)}, {"namespace", pods_.ns}, {"node", node}});
-        pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
-        auto req = kube::ApiRequest::create(pods_, pod);
-        req.intendedAt = ctx_.sim.now();
-        calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+        createPod(k, static_cast<std::uint32_t>(i), [this, &k](bool created) {
           podAnswered(k);
-          if (!r.ok() && !r.alreadyExists()) {
-            ++c_.podFailed;
-            return;
+          if (!created) return;
+          // The periodic updates start one gap after the node's first pod, whose own
+          // start was just reported.
+          if (++k.pods->created == 1 && k.state == NodeState::kRunning) {
+            k.pods->timer.start(ctx_.sim.now() + k.pods->timer.period());
           }
-          ++c_.podsCreated;
-          if (++k.pods->created == 1 && k.state == NodeState::kRunning) k.pods->timer.start(ctx_.sim.now());
         });
       });
     }
+  }
+
+  std::string podName(const Kubelet& k, std::uint32_t slot) const {
+    std::string name = nodeName(k.index) + "-p" + std::to_string(slot);
+    const auto& gen = k.pods->generation;
+    if (slot < gen.size() && gen[slot] > 0) name += "-g" + std::to_string(gen[slot]);
+    return name;
+  }
+
+  // Creates the pod in `slot` (under its current generation's name) and, once it
+  // exists, runs the kubelet's start sequence: its events and its first status.
+  // `done(created)` runs when the POST is answered.
+  template <class Done>
+  void createPod(Kubelet& k, std::uint32_t slot, Done done) {
+    const std::string node = nodeName(k.index);
+    json pod = p_.podTemplate->fill({{"name", podName(k, slot)}, {"namespace", pods_.ns}, {"node", node}});
+    pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    auto req = kube::ApiRequest::create(pods_, pod);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
+      if (!r.ok() && !r.alreadyExists()) {
+        ++c_.podFailed;
+        done(false);
+        return;
+      }
+      ++c_.podsCreated;
+      if (r.ok()) pod["metadata"]["uid"] = r.body.value("/metadata/uid"_json_pointer, std::string());
+      done(true);
+      if (k.state == NodeState::kRunning) podStarted(k, slot, pod);
+    });
+  }
+
+  // What the kubelet does when it starts a pod bound to it: the image pull and
+  // container events, then the status manager's first PATCH (Running and Ready).
+  void podStarted(Kubelet& k, std::uint32_t slot, const json& pod) {
+    if (p_.events) {
+      const json& container = pod["spec"]["containers"][0];
+      const std::string image = container.value("image", std::string());
+      json ref = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"namespace", pods_.ns},
+                  {"name", pod["metadata"]["name"]},
+                  {"fieldPath", "spec.containers{" + container.value("name", std::string()) + "}"}};
+      if (auto uid = pod["metadata"].value("uid", std::string()); !uid.empty()) ref["uid"] = uid;
+      const std::string node = nodeName(k.index);
+      const auto pullMs = std::to_string(300 + engine::streamSeed(k.index, ref["name"].get<std::string>()) % 600);
+      recordEvent(ref, pods_.ns, node, "Pulling", "Pulling image \"" + image + "\"");
+      recordEvent(ref, pods_.ns, node, "Pulled",
+                  "Successfully pulled image \"" + image + "\" in " + pullMs + "ms (" + pullMs +
+                      "ms including waiting). Image size: 321520 bytes.");
+      recordEvent(ref, pods_.ns, node, "Created", "Container created");
+      recordEvent(ref, pods_.ns, node, "Started", "Container started");
+    }
+    patchPodStatus(k, slot);
   }
 
   void podStatus(Kubelet& k) {
     Kubelet::Pods& pods = *k.pods;
     if (pods.created == 0) return;
     const std::uint32_t i = pods.next++ % pods.created;
+    if (!replacing_.empty() && replacing_.contains(slotKey(k, i))) return;  // between its DELETE and POST
+    patchPodStatus(k, i);
+  }
+
+  void patchPodStatus(Kubelet& k, std::uint32_t slot) {
     const std::string t = rfc3339(unixNow());
     // What the kubelet's status manager sends: a strategic merge of the pod's status.
     std::string body = R"({"status":{"phase":"Running","startTime":")" + t +
                        R"(","conditions":[{"type":"Ready","status":"True","lastProbeTime":")" + t +
                        R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" +
-                       std::to_string(k.index & 0xff) + "." + std::to_string(i) + "\"}}";
+                       std::to_string(k.index & 0xff) + "." + std::to_string(slot) + "\"}}";
     kube::ApiRequest req;
     req.verb = kube::Verb::kPatch;
     req.patchType = kube::PatchType::kStrategicMerge;
-    req.ref = pods_.named(nodeName(k.index) + "-p" + std::to_string(i)).sub("status");
+    req.ref = pods_.named(podName(k, slot)).sub("status");
     req.body = std::move(body);
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.podUpdates : ++c_.podFailed; });
+  }
+
+  // ---- events ----
+
+  // The node's start: what a kubelet records when it starts (or restarts) and
+  // registers, in that order.
+  void nodeStartEvents(Kubelet& k) {
+    if (!p_.events) return;
+    const std::string node = nodeName(k.index);
+    const json ref = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}};
+    const std::string status = "Node " + node + " status is now: ";
+    recordEvent(ref, "default", node, "Starting", "Starting kubelet.");
+    for (const char* reason : {"NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"}) {
+      recordEvent(ref, "default", node, reason, status + reason);
+    }
+    recordEvent(ref, "default", node, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods");
+    recordEvent(ref, "default", node, "NodeReady", status + "NodeReady");
+  }
+
+  // One Event as client-go's recorder makes it (name: object name and the time in hex
+  // nanoseconds), sent when the fleet's event bucket has a token. Fire-and-forget.
+  void recordEvent(const json& involved, const std::string& ns, const std::string& host, const char* reason,
+                   std::string message) {
+    if (eventsQueued_ >= kEventQueue) {
+      ++c_.eventsDropped;
+      return;
+    }
+    // The sequence keeps names of events recorded in the same instant apart.
+    const std::int64_t nanos = unixNow() + static_cast<std::int64_t>(eventSeq_++);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(nanos));
+    const std::string t = rfc3339(unixNow());
+    json ev = {{"apiVersion", "v1"},
+               {"kind", "Event"},
+               {"metadata", {{"name", involved["name"].get<std::string>() + "." + hex},
+                             {"namespace", ns},
+                             {"labels", runLabels(ctx_.runId, p_.name)}}},
+               {"involvedObject", involved},
+               {"reason", reason},
+               {"message", std::move(message)},
+               {"source", {{"component", "kubelet"}, {"host", host}}},
+               {"firstTimestamp", t},
+               {"lastTimestamp", t},
+               {"count", 1},
+               {"type", "Normal"},
+               {"eventTime", nullptr},
+               {"reportingComponent", "kubelet"},
+               {"reportingInstance", host}};
+    ++eventsQueued_;
+    events_.at(eventBucket_.reserve(ctx_.sim.now()), [this, ns, ev = std::move(ev)] {
+      --eventsQueued_;
+      auto req = kube::ApiRequest::create(kube::ResourceRef(kube::gvr::kEvents).in(ns), ev);
+      req.intendedAt = ctx_.sim.now();
+      calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.eventsCreated : ++c_.eventFailed; });
+    });
   }
 
   // ---- failures and churn ----
@@ -771,6 +900,7 @@ class FleetInstance final : public WorkloadInstance {
         rec.returnedAt = ctx_.sim.now();
       }
       k->leaseTimer.start(ctx_.sim.now());
+      nodeStartEvents(*k);
       k->lastReport = TimePoint{} - p_.statusReportFrequency;
       k->statusTimer.start(ctx_.sim.now());
       if (k->pods && k->pods->created > 0) k->pods->timer.start(ctx_.sim.now());
@@ -797,14 +927,59 @@ class FleetInstance final : public WorkloadInstance {
     });
   }
 
-  Kubelet* pickLive() {
+  // Pod replacement: somebody's controller deletes a pod and creates its successor.
+  // The kubelet's part on the wire is the confirming DELETE (grace period 0) once the
+  // containers are gone, then the new pod's start.
+  void scheduleReplacement() {
+    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.podReplacementsPerMinute / 60.0)), [this] {
+      if (Kubelet* k = pickLive(/*withPods=*/true)) replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
+      scheduleReplacement();
+    });
+  }
+
+  static std::uint64_t slotKey(const Kubelet& k, std::uint32_t slot) {
+    return (static_cast<std::uint64_t>(k.index) << 8) | slot;
+  }
+
+  void replacePod(Kubelet& k, std::uint32_t slot) {
+    if (!replacing_.insert(slotKey(k, slot)).second) return;  // this one is being replaced already
+    kube::DeleteOptions confirm;
+    confirm.gracePeriodSeconds = 0;
+    auto req = kube::ApiRequest::remove(pods_.named(podName(k, slot)), confirm);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &k, slot](kube::ApiResult r) {
+      if (!r.ok() && !r.notFound()) {
+        ++c_.replaceFailed;
+        replacing_.erase(slotKey(k, slot));
+        return;
+      }
+      auto& gen = k.pods->generation;
+      if (gen.empty()) gen.resize(static_cast<std::size_t>(p_.podsPerNode));
+      ++gen[slot];
+      events_.at(podBucket_.reserve(ctx_.sim.now()), [this, &k, slot] {
+        if (k.state != NodeState::kRunning) {  // the node failed or left meanwhile: nobody starts it
+          replacing_.erase(slotKey(k, slot));
+          return;
+        }
+        createPod(k, slot, [this, &k, slot](bool created) {
+          replacing_.erase(slotKey(k, slot));
+          created ? ++c_.podsReplaced : ++c_.replaceFailed;
+        });
+      });
+    });
+  }
+
+  Kubelet* pickLive(bool withPods = false) {
     if (kubelets_.empty()) return nullptr;
+    auto fits = [withPods](const Kubelet& k) {
+      return k.state == NodeState::kRunning && (!withPods || (k.pods && k.pods->created > 0));
+    };
     for (int attempt = 0; attempt < 64; ++attempt) {
       Kubelet& k = *kubelets_[rng_.below(kubelets_.size())];
-      if (k.state == NodeState::kRunning) return &k;
+      if (fits(k)) return &k;
     }
     for (auto& k : kubelets_) {
-      if (k->state == NodeState::kRunning) return k.get();
+      if (fits(*k)) return k.get();
     }
     return nullptr;
   }
@@ -827,7 +1002,7 @@ class FleetInstance final : public WorkloadInstance {
       kube::DeleteOptions force;
       force.gracePeriodSeconds = 0;  // no kubelet is left to confirm termination
       for (std::uint32_t i = 0; i < k.pods->created; ++i) {
-        auto req = kube::ApiRequest::remove(pods_.named(name + "-p" + std::to_string(i)), force);
+        auto req = kube::ApiRequest::remove(pods_.named(podName(k, i)), force);
         req.intendedAt = ctx_.sim.now();
         calls_.call(std::move(req), [](kube::ApiResult) {});
       }
@@ -842,7 +1017,8 @@ class FleetInstance final : public WorkloadInstance {
     std::uint64_t registered = 0, regFailed = 0, leasesCreated = 0, renewals = 0, renewFailed = 0, conflicts = 0,
                   renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0,
                   left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0, notReadyTransitions = 0,
-                  readyTransitions = 0, notReadyUnexpected = 0;
+                  readyTransitions = 0, notReadyUnexpected = 0, podsReplaced = 0, replaceFailed = 0,
+                  eventsCreated = 0, eventFailed = 0, eventsDropped = 0;
   };
 
   const KubeletFleetParams& p_;
@@ -851,6 +1027,7 @@ class FleetInstance final : public WorkloadInstance {
   EventTracker events_;
   TokenBucket regBucket_;
   TokenBucket podBucket_;
+  TokenBucket eventBucket_;
   engine::RandomStream rng_;
   engine::RandomStream watchRng_;  // the node watch's timeouts, apart from the churn draws
   std::string prefix_;
@@ -867,6 +1044,9 @@ class FleetInstance final : public WorkloadInstance {
   std::unordered_map<std::uint32_t, Lifecycle> lifecycle_;  // by node index
   std::vector<double> notReadySeconds_;
   std::vector<double> readyAgainSeconds_;
+  std::size_t eventsQueued_ = 0;  // recorded, waiting for a token
+  std::uint64_t eventSeq_ = 0;
+  std::unordered_set<std::uint64_t> replacing_;  // pod slots between DELETE and POST (slotKey)
   Counts c_;
 };
 

@@ -213,14 +213,23 @@ TEST(KubeletFleet, RegistrationRampFollowsQps) {
   EXPECT_NEAR(std::chrono::duration<double>(posts.back().submittedAt.time_since_epoch()).count(), 9.9, 0.01);
 }
 
-TEST(KubeletFleet, PodsPerNodeStreamStatus) {
+TEST(KubeletFleet, PodsPerNodeReportTheirStartThenStreamStatus) {
   Harness h;
   auto w = fleet("podsPerNode: 3\npodStatusInterval: 30s\n", 2);
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{61s});
-  EXPECT_EQ(h.count("POST", "/namespaces/cpscale-t1-fleet-pods/pods"), 6u);
-  // Each pod about every 30 s: ~2 updates per pod per minute.
-  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/pods/")), 12, 3);
+  const auto posts = h.requests("POST", "/namespaces/cpscale-t1-fleet-pods/pods");
+  ASSERT_EQ(posts.size(), 6u);
+  // Each pod's start is reported as soon as its POST is answered (1 ms later)...
+  for (const auto& post : posts) {
+    const std::string name = json::parse(post.request.body)["metadata"]["name"];
+    const auto patches = h.requests("PATCH", "/pods/" + name + "/status");
+    ASSERT_FALSE(patches.empty()) << name;
+    EXPECT_EQ(patches[0].submittedAt, post.submittedAt + 1ms) << name;
+    EXPECT_EQ(json::parse(patches[0].request.body)["status"]["phase"], "Running");
+  }
+  // ...then each pod about every 30 s: ~2 updates per pod per minute.
+  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/pods/")) - 6, 12, 3);
 }
 
 TEST(KubeletFleet, StopCancelsEverything) {
@@ -545,6 +554,146 @@ TEST(KubeletFleetLifecycle, ARelistAfterGoneUpdatesWhatTheKubeletsSaw) {
   auto patches = h.requests("PATCH", "/status");
   ASSERT_EQ(patches.size(), 1u);
   EXPECT_EQ(conditionOf(json::parse(patches[0].request.body), "Ready")["status"], "True");
+}
+
+// ---- what else a kubelet writes: events, pod starts, pod replacements ----
+
+std::vector<json> eventsIn(const Harness& h, const std::string& ns) {
+  std::vector<json> out;
+  for (const auto& r : h.requests("POST", "/namespaces/" + ns + "/events")) out.push_back(json::parse(r.request.body));
+  return out;
+}
+
+std::vector<std::string> reasons(const std::vector<json>& events, const std::string& object) {
+  std::vector<std::string> out;
+  for (const auto& e : events)
+    if (e["involvedObject"]["name"] == object) out.push_back(e["reason"]);
+  return out;
+}
+
+TEST(KubeletFleetEvents, NodeAndPodStartsAreRecordedAsTheKubeletRecordsThem) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;
+  auto w = fleet("events: true\npodsPerNode: 2\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  const std::string node = "cpscale-t1-fleet-0";
+  const auto nodeEvents = eventsIn(h, "default");
+  ASSERT_EQ(nodeEvents.size(), 6u);
+  EXPECT_EQ(reasons(nodeEvents, node),
+            (std::vector<std::string>{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure",
+                                      "NodeHasSufficientPID", "NodeAllocatableEnforced", "NodeReady"}));
+  std::set<std::string> names;
+  for (const auto& e : nodeEvents) {
+    names.insert(e["metadata"]["name"]);
+    EXPECT_TRUE(e["metadata"]["name"].get<std::string>().starts_with(node + ".")) << e;
+    EXPECT_EQ(e["metadata"]["namespace"], "default");
+    EXPECT_EQ(e["metadata"]["labels"][kRunLabel], "t1");
+    EXPECT_EQ(e["metadata"]["labels"][kWorkloadLabel], "fleet");
+    EXPECT_EQ(e["involvedObject"], (json{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}));
+    EXPECT_EQ(e["source"], (json{{"component", "kubelet"}, {"host", node}}));
+    EXPECT_EQ(e["reportingComponent"], "kubelet");
+    EXPECT_EQ(e["reportingInstance"], node);
+    EXPECT_EQ(e["count"], 1);
+    EXPECT_EQ(e["type"], "Normal");
+    EXPECT_EQ(e["firstTimestamp"], "2023-11-14T22:13:20Z");
+    EXPECT_EQ(e["lastTimestamp"], e["firstTimestamp"]);
+  }
+  EXPECT_EQ(names.size(), 6u);  // recorded in the same instant, named apart
+  EXPECT_EQ(nodeEvents[0]["message"], "Starting kubelet.");
+  EXPECT_EQ(nodeEvents[5]["message"], "Node " + node + " status is now: NodeReady");
+  EXPECT_EQ(nodeEvents[4]["message"], "Updated Node Allocatable limit across pods");
+
+  const auto podEvents = eventsIn(h, "cpscale-t1-fleet-pods");
+  ASSERT_EQ(podEvents.size(), 8u);
+  const std::string pod = node + "-p1";
+  EXPECT_EQ(reasons(podEvents, pod), (std::vector<std::string>{"Pulling", "Pulled", "Created", "Started"}));
+  for (const auto& e : podEvents) {
+    if (e["involvedObject"]["name"] != pod) continue;
+    // The uid the server gave the pod (the harness answers uid-<resourceVersion>).
+    EXPECT_TRUE(e["involvedObject"]["uid"].get<std::string>().starts_with("uid-")) << e;
+    EXPECT_EQ(e["involvedObject"]["kind"], "Pod");
+    EXPECT_EQ(e["involvedObject"]["namespace"], "cpscale-t1-fleet-pods");
+    EXPECT_EQ(e["involvedObject"]["fieldPath"], "spec.containers{app}");
+    EXPECT_EQ(e["metadata"]["namespace"], "cpscale-t1-fleet-pods");
+    EXPECT_EQ(e["source"]["host"], node);
+    EXPECT_EQ(e["metadata"]["labels"][kRunLabel], "t1");
+  }
+  for (const auto& e : podEvents) {
+    if (e["reason"] == "Pulling") EXPECT_EQ(e["message"], "Pulling image \"registry.k8s.io/pause:3.10\"");
+  }
+  EXPECT_EQ(inst->summary()["eventsCreated"], 14);
+  EXPECT_EQ(inst->summary()["eventsDropped"], 0);
+}
+
+TEST(KubeletFleetEvents, NoEventsUnlessAskedFor) {
+  Harness h;
+  auto w = fleet("podsPerNode: 2\nfailures: {fraction: 1, at: 10s, returnAfter: 10s}\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+  EXPECT_EQ(h.count("POST", "/events"), 0u);
+}
+
+TEST(KubeletFleetEvents, AReturningNodeRecordsItsStartAgain) {
+  Harness h;
+  auto w = fleet("events: true\nfailures: {fraction: 1, at: 10s, returnAfter: 10s}\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+  const auto starts = h.requests("POST", "/namespaces/default/events");
+  ASSERT_EQ(starts.size(), 12u);
+  EXPECT_EQ(starts[6].submittedAt, engine::TimePoint{20s});
+  EXPECT_EQ(json::parse(starts[6].request.body)["reason"], "Starting");
+}
+
+TEST(KubeletFleetEvents, TheFleetsEventBucketSpacesThemAndAFullQueueDrops) {
+  Harness h;
+  // 300 nodes x 6 events recorded within 0.3 s; 10 go at once, then 10/s; 1000 wait.
+  auto w = fleet("events: true\neventQps: 10\neventBurst: 10\n", 300);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  const auto sent = static_cast<double>(h.count("POST", "/events"));
+  EXPECT_NEAR(sent, 110, 3);
+  const json s = inst->summary();
+  EXPECT_NEAR(s["eventsDropped"].get<double>(), 1800 - 1000 - 10, 10);
+  h.sim.runUntil(engine::TimePoint{200s});
+  EXPECT_EQ(s["eventsDropped"].get<double>() + inst->summary()["eventsCreated"].get<double>(), 1800);
+}
+
+TEST(KubeletFleetPods, AReplacedPodIsDeletedWithGraceZeroAndItsSuccessorStarted) {
+  Harness h;
+  auto w = fleet("events: true\npodsPerNode: 2\nchurn: {podReplacementsPerMinute: 6}\n", 5);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10min});
+  const auto deletes = h.requests("DELETE", "/namespaces/cpscale-t1-fleet-pods/pods/");
+  EXPECT_NEAR(static_cast<double>(deletes.size()), 60, 25);  // Poisson, 6 a minute
+  EXPECT_EQ(inst->summary()["podsReplaced"], deletes.size());
+  EXPECT_EQ(inst->summary()["podReplacementFailures"], 0);
+  const auto posts = h.requests("POST", "/namespaces/cpscale-t1-fleet-pods/pods");
+  EXPECT_EQ(posts.size(), 10 + deletes.size());
+  std::map<std::string, engine::TimePoint> createdAt;
+  for (const auto& p : posts) {
+    std::string name = json::parse(p.request.body)["metadata"]["name"];
+    EXPECT_TRUE(createdAt.emplace(name, p.submittedAt).second) << "name reused: " << name;
+  }
+  for (const auto& d : deletes) {
+    EXPECT_EQ(json::parse(d.request.body)["gracePeriodSeconds"], 0);
+    // Its successor: the slot's next generation, created after the DELETE was answered.
+    std::string old = pathOf(d.request).substr(pathOf(d.request).rfind('/') + 1);
+    const auto g = old.find("-g");
+    const int gen = g == std::string::npos ? 0 : std::stoi(old.substr(g + 2));
+    const std::string next = old.substr(0, g) + "-g" + std::to_string(gen + 1);
+    ASSERT_TRUE(createdAt.contains(next)) << next;
+    EXPECT_EQ(createdAt[next], d.submittedAt + 1ms);
+    ASSERT_TRUE(createdAt.contains(old)) << old;
+    // Started: its status reported once it exists, and its events.
+    const auto patches = h.requests("PATCH", "/pods/" + next + "/status");
+    ASSERT_FALSE(patches.empty()) << next;
+    EXPECT_EQ(patches[0].submittedAt, createdAt[next] + 1ms);
+    EXPECT_EQ(reasons(eventsIn(h, "cpscale-t1-fleet-pods"), next),
+              (std::vector<std::string>{"Pulling", "Pulled", "Created", "Started"}));
+    // Nobody reports the deleted pod's status any more.
+    for (const auto& p : h.requests("PATCH", "/pods/" + old + "/status")) EXPECT_LT(p.submittedAt, d.submittedAt);
+  }
 }
 
 }  // namespace
