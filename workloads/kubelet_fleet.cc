@@ -755,7 +755,7 @@ class FleetInstance final : public WorkloadInstance {
     pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
     auto req = kube::ApiRequest::create(pods_, pod);
     req.intendedAt = ctx_.sim.now();
-    calls_.call(std::move(req), [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
+    auto answered = [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
       if (!r.ok() && !r.alreadyExists()) {
         ++c_.podFailed;
         done(false);
@@ -765,7 +765,8 @@ class FleetInstance final : public WorkloadInstance {
       if (r.ok()) pod["metadata"]["uid"] = r.body.value("/metadata/uid"_json_pointer, std::string());
       done(true);
       if (k.state == NodeState::kRunning) podStarted(k, slot, pod);
-    });
+    };
+    calls_.call(std::move(req), std::move(answered));
   }
 
   // What the kubelet does when it starts a pod bound to it: the image pull and
@@ -932,7 +933,9 @@ class FleetInstance final : public WorkloadInstance {
   // containers are gone, then the new pod's start.
   void scheduleReplacement() {
     events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.podReplacementsPerMinute / 60.0)), [this] {
-      if (Kubelet* k = pickLive(/*withPods=*/true)) replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
+      if (Kubelet* k = pickLive(/*withPods=*/true)) {
+        replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
+      }
       scheduleReplacement();
     });
   }
