@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "workloads/call_tracker.h"
+#include "workloads/reflector.h"
 #include "workloads/setup.h"
 
 namespace cpscale::workloads {
@@ -16,10 +17,6 @@ namespace {
 
 using engine::Duration;
 using nlohmann::json;
-
-// After a failed LIST or an unexpected watch end: client-go's reflector backs off
-// before trying again instead of hammering the server.
-constexpr Duration kWatchBackoff = std::chrono::seconds(1);
 
 }  // namespace
 
@@ -143,17 +140,6 @@ struct Segment {
 
 class DormantInstance;
 
-struct Watcher {
-  std::int64_t kind;
-  std::int64_t index;
-  std::string rv;
-  std::string continueToken;
-  kube::CallId watch = 0;
-  bool gone = false;  // the stream said 410: relist when it closes
-  bool synced = false;  // its first full LIST is in
-  std::string lastError;
-  std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0, listed = 0;
-};
 
 class DormantInstance final : public WorkloadInstance {
  public:
@@ -200,10 +186,8 @@ class DormantInstance final : public WorkloadInstance {
     for (std::int64_t k = 0; k < p.crdKinds; ++k) {
       for (std::int64_t w = 0; w < p.watchers.perKind; ++w) {
         if (!ctx_.owns("watcher/" + p.name + "/" + std::to_string(k) + "/" + std::to_string(w))) continue;
-        watchers_.push_back(std::make_unique<Watcher>());
-        watchers_.back()->kind = k;
-        watchers_.back()->index = w;
-        list(*watchers_.back());
+        watchers_.push_back(makeWatcher(k, w));
+        watchers_.back()->start();
       }
     }
     maybeSetupDone();
@@ -214,9 +198,7 @@ class DormantInstance final : public WorkloadInstance {
     stopped_ = true;
     events_.cancelAll();
     calls_.cancelAll();
-    for (auto& w : watchers_) {
-      if (w->watch != 0) ctx_.api.cancel(std::exchange(w->watch, 0));
-    }
+    for (auto& w : watchers_) w->stop();
   }
 
   json summary() const override {
@@ -232,8 +214,9 @@ class DormantInstance final : public WorkloadInstance {
               {"watchersSynced", synced_}};
     std::uint64_t lists = 0, relists = 0, watches = 0, events = 0, bookmarks = 0, expired = 0, errors = 0;
     for (const auto& w : watchers_) {
-      lists += w->lists, relists += w->relists, watches += w->watches, events += w->events;
-      bookmarks += w->bookmarks, expired += w->expired, errors += w->errors;
+      const ReflectorCounts& c = w->counts();
+      lists += c.lists, relists += c.relists, watches += c.watches, events += c.events;
+      bookmarks += c.bookmarks, expired += c.expired, errors += c.errors;
     }
     s["watchLists"] = lists;
     s["watchRelists"] = relists;
@@ -243,7 +226,7 @@ class DormantInstance final : public WorkloadInstance {
     s["watchExpired"] = expired;
     s["watchErrors"] = errors;
     for (const auto& w : watchers_) {
-      if (!w->lastError.empty()) s["watchLastError"] = w->lastError;
+      if (!w->lastError().empty()) s["watchLastError"] = w->lastError();
     }
     return s;
   }
@@ -415,95 +398,22 @@ class DormantInstance final : public WorkloadInstance {
 
   // ---- watchers ----
 
-  void addShard(const Watcher& w, kube::ListOptions& o) const {
-    if (p_.watchers.shards > 0) o.extra.emplace_back("shardSelector", shardSelector(w.index % p_.watchers.shards, p_.watchers.shards));
-  }
-
-  void list(Watcher& w) {
-    if (stopped_) return;
-    kube::ListOptions o;
-    o.limit = p_.watchers.pageSize;
-    o.continueToken = w.continueToken;
-    addShard(w, o);
-    if (w.continueToken.empty()) {
-      ++w.lists;
-      w.listed = 0;
+  // Watcher `index` of CRD kind `kind`: an operator's informer on that kind.
+  std::unique_ptr<Reflector> makeWatcher(std::int64_t kind, std::int64_t index) {
+    ReflectorOptions o;
+    o.collection = kube::ResourceRef(DormantWorkload::crdResource(kind));
+    o.pageSize = p_.watchers.pageSize;
+    o.timeout = p_.watchers.timeout;
+    if (p_.watchers.shards > 0) {
+      o.selector.extra.emplace_back("shardSelector", shardSelector(index % p_.watchers.shards, p_.watchers.shards));
     }
-    auto req = kube::ApiRequest::list(kube::ResourceRef(DormantWorkload::crdResource(w.kind)), o);
-    req.intendedAt = ctx_.sim.now();
-    calls_.call(std::move(req), [this, &w](kube::ApiResult r) {
-      if (!r.ok()) {
-        ++w.errors;
-        w.lastError = r.describe();
-        // An expired continue token means the snapshot is gone: start over.
-        w.continueToken.clear();
-        backoff(w, [this, &w] { list(w); });
-        return;
-      }
-      if (auto items = r.body.find("items"); items != r.body.end()) w.listed += items->size();
-      std::string cont = r.body.value("/metadata/continue"_json_pointer, std::string());
-      if (!cont.empty()) {
-        w.continueToken = std::move(cont);
-        list(w);
-        return;
-      }
-      w.continueToken.clear();
-      w.rv = r.body.value("/metadata/resourceVersion"_json_pointer, std::string());
-      if (!w.synced) {
-        w.synced = true;
-        ++synced_;
-        maybeSetupDone();
-      }
-      watch(w);
+    auto r = std::make_unique<Reflector>(calls_, events_, ctx_.sim, rng_, std::move(o));
+    r->onListed([this](bool first) {
+      if (!first) return;
+      ++synced_;
+      maybeSetupDone();
     });
-  }
-
-  template <class Fn>
-  void backoff(Watcher&, Fn fn) {
-    events_.at(ctx_.sim.now() + kWatchBackoff, std::move(fn));
-  }
-
-  void watch(Watcher& w) {
-    if (stopped_) return;
-    kube::ListOptions o;
-    o.resourceVersion = w.rv;
-    o.allowWatchBookmarks = true;
-    // Reflectors spread their watch timeouts over [min, 2 min) so streams do not all
-    // end together.
-    const double base = std::chrono::duration<double>(p_.watchers.timeout).count();
-    o.timeoutSeconds = static_cast<std::int64_t>(base * (1 + rng_.uniform()));
-    addShard(w, o);
-    ++w.watches;
-    w.gone = false;
-    w.watch = ctx_.api.watch(
-        kube::ResourceRef(DormantWorkload::crdResource(w.kind)), o,
-        [&w](kube::WatchEvent&& ev) {
-          if (ev.type == kube::WatchEventType::kError) {
-            if (ev.object.value("code", 0) == 410) w.gone = true;
-            return;
-          }
-          std::string rv = ev.object.value("/metadata/resourceVersion"_json_pointer, std::string());
-          if (!rv.empty()) w.rv = std::move(rv);
-          ev.type == kube::WatchEventType::kBookmark ? ++w.bookmarks : ++w.events;
-        },
-        [this, &w](const kube::ApiResult& r) {
-          w.watch = 0;
-          if (stopped_ || r.outcome == kube::TransportOutcome::kAborted) return;
-          if (w.gone || r.gone()) {
-            // The resourceVersion fell out of the watch cache's window: relist.
-            ++w.expired;
-            ++w.relists;
-            list(w);
-            return;
-          }
-          if (r.outcome == kube::TransportOutcome::kOk && r.status == 200) {
-            watch(w);  // the server's timeout: resume from the last event or bookmark
-            return;
-          }
-          ++w.errors;
-          w.lastError = r.describe();
-          backoff(w, [this, &w] { watch(w); });
-        });
+    return r;
   }
 
  private:
@@ -530,7 +440,7 @@ class DormantInstance final : public WorkloadInstance {
   std::vector<std::uint32_t> created_;
   bool updating_ = false;
   bool stopped_ = false;
-  std::vector<std::unique_ptr<Watcher>> watchers_;
+  std::vector<std::unique_ptr<Reflector>> watchers_;
   Counts c_;
 };
 

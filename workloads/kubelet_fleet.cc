@@ -1,10 +1,15 @@
 #include "workloads/kubelet_fleet.h"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
+#include "workloads/reflector.h"
 #include "workloads/setup.h"
 
 namespace cpscale::workloads {
@@ -20,6 +25,9 @@ constexpr const char* kRenewMarker = "@@cpscale-renew@@";
 // How long a kubelet waits before registering again after a failure (its own
 // registration backoff caps at 7 s).
 constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
+// Events waiting for a token beyond this many are dropped, as the kubelet's event
+// broadcaster drops when its queue (1000) is full.
+constexpr std::size_t kEventQueue = 1000;
 
 }  // namespace
 
@@ -28,8 +36,8 @@ constexpr Duration kRegistrationRetry = std::chrono::seconds(7);
 KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   e.expectMap({"kind", "name", "count", "registrationQps", "registrationBurst", "leaseDurationSeconds",
                "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "renewalPhase", "nodeImages",
-               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "failures", "churn", "nodeTemplate",
-               "leaseTemplate", "podTemplate"});
+               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "events", "eventQps", "eventBurst",
+               "failures", "churn", "nodeTemplate", "leaseTemplate", "podTemplate"});
   KubeletFleetParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -67,6 +75,9 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
     p.podStatusInterval = readDuration(*f, std::chrono::milliseconds(100), std::chrono::hours(24));
   }
   p.pods = readRateLimit(e, "podQps", "podBurst", 20);
+  if (auto f = e.get("events")) p.events = f->asBool();
+  p.eventRate = readRateLimit(e, "eventQps", "eventBurst", 500);
+  if (!e.get("eventBurst")) p.eventRate.burst = 2 * std::ceil(p.eventRate.qps);  // the kubelet's ratio
   if (auto f = e.get("failures")) {
     f->expectMap({"fraction", "at", "returnAfter"});
     YamlField frac = f->require("fraction");
@@ -76,12 +87,16 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
     if (auto r = f->get("returnAfter")) p.failures.returnAfter = readDuration(*r, std::chrono::milliseconds(1));
   }
   if (auto f = e.get("churn")) {
-    f->expectMap({"joinsPerMinute", "leavesPerMinute"});
-    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute}}) {
+    f->expectMap({"joinsPerMinute", "leavesPerMinute", "podReplacementsPerMinute"});
+    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute},
+                            {"podReplacementsPerMinute", &p.podReplacementsPerMinute}}) {
       if (auto r = f->get(key)) {
         *out = r->asDouble();
         if (!(*out >= 0 && *out <= 1e6)) throw r->error("must be a rate in [0, 1e6]");
       }
+    }
+    if (p.podReplacementsPerMinute > 0 && p.podsPerNode == 0) {
+      throw f->get("podReplacementsPerMinute")->error("replaces pods, but podsPerNode is 0");
     }
     if (p.count == 0 && p.leavesPerMinute > 0 && p.joinsPerMinute == 0) {
       throw f->error("nodes cannot leave a fleet of 0 that nobody joins");
@@ -125,6 +140,7 @@ void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::stri
 std::vector<kube::GroupVersionResource> KubeletFleet::resources() const {
   std::vector<kube::GroupVersionResource> r{kube::gvr::kNodes, kube::gvr::kLeases};
   if (params_.podsPerNode > 0) r.push_back(kube::gvr::kPods);
+  if (params_.events) r.push_back(kube::gvr::kEvents);
   return r;
 }
 
@@ -133,6 +149,38 @@ namespace {
 class FleetInstance;
 
 enum class NodeState : std::uint8_t { kNew, kRegistering, kRunning, kFailed, kGone };
+
+// The node's Ready condition as the fleet's node watch last showed it.
+enum class ReadySeen : std::uint8_t { kUnseen, kTrue, kNotTrue };
+
+// The four conditions a kubelet reports, in the order it sets them, with what it
+// writes when each holds (the reasons and messages of pkg/kubelet/nodestatus).
+struct ConditionText {
+  const char* type;
+  const char* status;
+  const char* reason;
+  const char* message;
+};
+constexpr ConditionText kConditions[] = {
+    {"MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"},
+    {"DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"},
+    {"PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"},
+    {"Ready", "True", "KubeletReady", "kubelet is posting ready status"},
+};
+
+// What the fleet remembers about a node that the scenario fails, to time what the
+// node lifecycle controller does about it. Only those nodes have one.
+struct Lifecycle {
+  enum class Phase : std::uint8_t { kUp, kFailed, kReturned };
+  TimePoint lastRenewal{};  // the last Lease write that was answered (creation included)
+  TimePoint returnedAt{};
+  Phase phase = Phase::kUp;
+  bool renewed = false;         // lastRenewal is set
+  bool notReadySeen = false;    // since it failed
+  bool readyAgainSeen = false;  // since it returned
+};
+
+double roundedSeconds(Duration d) { return std::round(std::chrono::duration<double>(d).count() * 1000) / 1000; }
 
 // One synthetic kubelet. Kept small: an idle one is its two timers, the cached Lease
 // bytes and a few words; its name is rebuilt from the index when needed.
@@ -157,6 +205,11 @@ struct Kubelet {
   NodeState state = NodeState::kNew;
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
   bool reporting = false;  // a status PATCH is in flight
+  ReadySeen ready = ReadySeen::kUnseen;
+  // The next status PATCH carries every condition in full (status, reason, message,
+  // lastTransitionTime), not only heartbeats: a kubelet that came back.
+  bool fullStatus = false;
+  bool tracked = false;  // one the scenario fails: it has a Lifecycle
   // Setup: the first Lease creation and every pod creation not yet answered (nodes
   // present at start only; a node that joins later is load, not setup).
   bool awaitingLease = false;
@@ -167,6 +220,9 @@ struct Kubelet {
     engine::PeriodicTimer timer;
     std::uint32_t next = 0;
     std::uint32_t created = 0;
+    // Per pod slot, how often it was replaced: its name's generation suffix. Empty
+    // until the first replacement on this node.
+    std::vector<std::uint16_t> generation;
   };
   std::unique_ptr<Pods> pods;
 
@@ -182,7 +238,9 @@ class FleetInstance final : public WorkloadInstance {
         events_(ctx.sim),
         regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))), ctx.sim.now()),
         podBucket_(ctx.share(p.pods.qps), std::max(1.0, std::ceil(ctx.share(p.pods.burst))), ctx.sim.now()),
+        eventBucket_(ctx.share(p.eventRate.qps), std::max(1.0, std::ceil(ctx.share(p.eventRate.burst))), ctx.sim.now()),
         rng_(ctx.seed, "kubelets/" + p.name + "/" + std::to_string(ctx.workerIndex())),
+        watchRng_(ctx.seed, "kubelets/" + p.name + "/watch/" + std::to_string(ctx.workerIndex())),
         prefix_("cpscale-" + ctx.runId + "-" + p.name + "-"),
         leases_(kube::ResourceRef(kube::gvr::kLeases).in("kube-node-lease")),
         nodes_(kube::gvr::kNodes),
@@ -193,9 +251,14 @@ class FleetInstance final : public WorkloadInstance {
       kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
       kubelets_.back()->awaitingLease = true;
       kubelets_.back()->podsAwaiting = static_cast<std::uint8_t>(p.podsPerNode);
+      if (p.failures.fraction > 0 && failsAt(i, p.failures.fraction)) {
+        kubelets_.back()->tracked = true;
+        lifecycle_.emplace(static_cast<std::uint32_t>(i), Lifecycle{});
+      }
     }
     setupRemaining_ = kubelets_.size();
-    if (setupRemaining_ == 0) ctx_.setupDone();
+    if (!kubelets_.empty() || p.joinsPerMinute > 0) startNodeWatch();
+    maybeSetupDone();
     scheduleRegistration();
     const TimePoint t0 = ctx.sim.now();
     if (p.failures.fraction > 0) {
@@ -204,12 +267,14 @@ class FleetInstance final : public WorkloadInstance {
     }
     if (p.joinsPerMinute > 0) scheduleJoin();
     if (p.leavesPerMinute > 0) scheduleLeave();
+    if (p.podReplacementsPerMinute > 0) scheduleReplacement();
   }
 
   ~FleetInstance() override { stop(); }
 
   void stop() override {
     stopped_ = true;
+    if (nodeWatch_) nodeWatch_->stop();
     events_.cancelAll();
     for (auto& k : kubelets_) {
       k->leaseTimer.stop();
@@ -221,7 +286,7 @@ class FleetInstance final : public WorkloadInstance {
 
   json summary() const override {
     return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
-            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupRemaining_ == 0},
+            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupComplete()},
             {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
             {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
             {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
@@ -229,7 +294,34 @@ class FleetInstance final : public WorkloadInstance {
             {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
             {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
             {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
-            {"podFailures", c_.podFailed},          {"actorBytes", actorBytes()}};
+            {"podFailures", c_.podFailed},          {"podsReplaced", c_.podsReplaced},
+            {"podReplacementFailures", c_.replaceFailed},
+            {"eventsCreated", c_.eventsCreated},    {"eventFailures", c_.eventFailed},
+            {"eventsDropped", c_.eventsDropped},    {"actorBytes", actorBytes()},
+            {"nodeLifecycle", lifecycleSummary()}};
+  }
+
+  // What the node watch saw the node lifecycle controller do. Samples are per node, in
+  // seconds (to the ms); arrays concatenate when the workers' summaries merge.
+  json lifecycleSummary() const {
+    std::uint64_t notReadyAtEnd = 0;
+    for (const auto& k : kubelets_) notReadyAtEnd += k->state != NodeState::kGone && k->ready == ReadySeen::kNotTrue;
+    json s = {{"notReadyTransitions", c_.notReadyTransitions},
+              {"readyTransitions", c_.readyTransitions},
+              {"notReadyUnexpected", c_.notReadyUnexpected},
+              {"notReadyAtEnd", notReadyAtEnd},
+              {"notReadySeconds", notReadySeconds_},
+              {"readyAgainSeconds", readyAgainSeconds_}};
+    if (nodeWatch_) {
+      const ReflectorCounts& w = nodeWatch_->counts();
+      s["watchLists"] = w.lists;
+      s["watchRelists"] = w.relists;
+      s["watchStreams"] = w.watches;
+      s["watchEvents"] = w.events;
+      s["watchErrors"] = w.errors;
+      if (!nodeWatch_->lastError().empty()) s["watchLastError"] = nodeWatch_->lastError();
+    }
+    return s;
   }
 
   // What the actors themselves hold (not the engine's timer slots): for the memory
@@ -238,8 +330,11 @@ class FleetInstance final : public WorkloadInstance {
     std::size_t n = kubelets_.capacity() * sizeof(void*);
     for (const auto& k : kubelets_) {
       n += sizeof(Kubelet) + (k->lease.capacity() > 15 ? k->lease.capacity() + 1 : 0);
-      if (k->pods) n += sizeof(Kubelet::Pods);
+      if (k->pods) n += sizeof(Kubelet::Pods) + k->pods->generation.capacity() * sizeof(std::uint16_t);
     }
+    // The failing nodes' side records: entry, hash node and bucket, roughly.
+    n += lifecycle_.size() * (sizeof(std::pair<const std::uint32_t, Lifecycle>) + 2 * sizeof(void*)) +
+         lifecycle_.bucket_count() * sizeof(void*);
     return n;
   }
 
@@ -304,6 +399,7 @@ class FleetInstance final : public WorkloadInstance {
       k.state = NodeState::kRunning;
       k.lastReport = ctx_.sim.now();
       k.statusTimer.start(firstTick(k, p_.statusUpdateFrequency));
+      nodeStartEvents(k);
       if (p_.podsPerNode > 0) createPods(k);
     });
   }
@@ -329,6 +425,7 @@ class FleetInstance final : public WorkloadInstance {
       }
       if (r.ok()) {
         ++c_.leasesCreated;
+        renewalAnswered(k);
         cacheLease(k, std::move(r.body));
       } else if (r.alreadyExists()) {
         // Left by an earlier run with this id: adopt it, as a restarted kubelet does.
@@ -393,6 +490,7 @@ class FleetInstance final : public WorkloadInstance {
       k.renewing = false;
       if (r.ok()) {
         ++c_.renewals;
+        renewalAnswered(k);
         if (auto rv = r.body.find("metadata"); rv != r.body.end()) {
           if (auto v = rv->find("resourceVersion"); v != rv->end() && v->is_string()) {
             setResourceVersion(k, v->get_ref<const std::string&>());
@@ -433,8 +531,12 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   void computeStatus(Kubelet& k) {
-    const bool changed = p_.statusChangeProbability > 0 &&
-                         engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability;
+    // What the node watch shows is the kubelet's informer copy: a Ready that is not
+    // True there (the node lifecycle controller marked it Unknown) differs from what the
+    // kubelet computes, so it reports at once.
+    const bool changed = (p_.statusChangeProbability > 0 &&
+                          engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability) ||
+                         k.ready == ReadySeen::kNotTrue || k.fullStatus;
     // The kubelet compares against the last report time with its own tick: a tick that
     // lands on the frequency boundary reports.
     const bool due = ctx_.sim.now() - k.lastReport >= p_.statusReportFrequency;
@@ -443,16 +545,26 @@ class FleetInstance final : public WorkloadInstance {
     patchStatus(k);
   }
 
+  // The kubelet's PATCH is the difference between its informer's copy and the status
+  // it computed: only heartbeats while the copy agrees, every condition in full when it
+  // does not (a Ready the controller set to Unknown) or the kubelet came back.
   void patchStatus(Kubelet& k) {
     const std::string t = rfc3339(unixNow());
+    const bool full = k.fullStatus || k.ready == ReadySeen::kNotTrue;
+    k.fullStatus = false;
     std::string body;
-    body.reserve(520);
+    body.reserve(full ? 1000 : 520);
     body += R"({"status":{"$setElementOrder/conditions":[{"type":"MemoryPressure"},{"type":"DiskPressure"},)"
             R"({"type":"PIDPressure"},{"type":"Ready"}],"conditions":[)";
-    const char* types[] = {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"};
     for (int i = 0; i < 4; ++i) {
+      const ConditionText& c = kConditions[i];
       body += i ? "," : "";
-      body += R"({"lastHeartbeatTime":")" + t + R"(","type":")" + types[i] + "\"}";
+      body += R"({"lastHeartbeatTime":")" + t + "\"";
+      if (full) {
+        body += R"(,"lastTransitionTime":")" + t + R"(","message":")" + c.message + R"(","reason":")" + c.reason +
+                R"(","status":")" + c.status + "\"";
+      }
+      body += R"(,"type":")" + std::string(c.type) + "\"}";
     }
     body += "]}}";
     kube::ApiRequest req;
@@ -491,7 +603,105 @@ class FleetInstance final : public WorkloadInstance {
   // Counts a node as set up once its Lease and pods were all answered.
   void setupStepDone(Kubelet& k) {
     if (k.awaitingLease || k.podsAwaiting > 0 || setupRemaining_ == 0) return;
-    if (--setupRemaining_ == 0) ctx_.setupDone();
+    --setupRemaining_;
+    maybeSetupDone();
+  }
+
+  bool setupComplete() const { return setupRemaining_ == 0 && (!nodeWatch_ || nodeWatch_->synced()); }
+
+  // Once: every node set up and the node watch holds its first LIST.
+  void maybeSetupDone() {
+    if (setupReported_ || !setupComplete()) return;
+    setupReported_ = true;
+    ctx_.setupDone();
+  }
+
+  // ---- the node watch ----
+
+  // Each kubelet keeps an informer on its own Node and computes its status PATCH
+  // against that copy. The fleet stands in for them with one watch per instance on the
+  // fleet's Nodes (label selector), one stream instead of one per node; each event is
+  // handed to the kubelet that owns the node.
+  void startNodeWatch() {
+    ReflectorOptions o;
+    o.collection = kube::ResourceRef(nodes_);
+    o.selector.labelSelector = runSelector(ctx_.runId) + "," + kWorkloadLabel + "=" + p_.name;
+    nodeWatch_ = std::make_unique<Reflector>(calls_, events_, ctx_.sim, watchRng_, std::move(o));
+    nodeWatch_->onItem([this](const json& node) { observeNode(node); });
+    nodeWatch_->onEvent([this](const kube::WatchEvent& ev) {
+      if (ev.type == kube::WatchEventType::kAdded || ev.type == kube::WatchEventType::kModified) observeNode(ev.object);
+    });
+    nodeWatch_->onListed([this](bool first) {
+      if (first) maybeSetupDone();
+    });
+    nodeWatch_->start();
+  }
+
+  // The kubelet of `name` if this instance owns it. kubelets_ is in index order (nodes
+  // at start, then joins with growing indices).
+  Kubelet* kubeletNamed(std::string_view name) {
+    if (!name.starts_with(prefix_)) return nullptr;
+    name.remove_prefix(prefix_.size());
+    std::uint32_t index = 0;
+    auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
+    if (ec != std::errc() || end != name.data() + name.size()) return nullptr;
+    auto it = std::lower_bound(kubelets_.begin(), kubelets_.end(), index,
+                               [](const std::unique_ptr<Kubelet>& k, std::uint32_t i) { return k->index < i; });
+    return it != kubelets_.end() && (*it)->index == index ? it->get() : nullptr;
+  }
+
+  void observeNode(const json& node) {
+    auto meta = node.find("metadata");
+    if (meta == node.end() || !meta->is_object()) return;
+    auto name = meta->find("name");
+    if (name == meta->end() || !name->is_string()) return;
+    Kubelet* k = kubeletNamed(name->get_ref<const std::string&>());
+    if (k == nullptr) return;
+    // As the kubelet reads it (IsNodeReady): Ready is True, or it is not.
+    bool readyTrue = false;
+    const json* conditions = nullptr;
+    if (auto st = node.find("status"); st != node.end() && st->is_object()) {
+      if (auto c = st->find("conditions"); c != st->end() && c->is_array()) conditions = &*c;
+    }
+    if (conditions) {
+      for (const auto& c : *conditions) {
+        if (c.value("type", std::string()) == "Ready") readyTrue = c.value("status", std::string()) == "True";
+      }
+    }
+    readySeen(*k, readyTrue);
+  }
+
+  void readySeen(Kubelet& k, bool readyTrue) {
+    const ReadySeen was = k.ready;
+    k.ready = readyTrue ? ReadySeen::kTrue : ReadySeen::kNotTrue;
+    if (k.ready == was) return;
+    Lifecycle* rec = k.tracked ? &lifecycle_.at(k.index) : nullptr;
+    const TimePoint now = ctx_.sim.now();
+    if (!readyTrue) {
+      ++c_.notReadyTransitions;
+      if (rec && rec->phase == Lifecycle::Phase::kFailed) {
+        if (!rec->notReadySeen && rec->renewed) notReadySeconds_.push_back(roundedSeconds(now - rec->lastRenewal));
+        rec->notReadySeen = true;
+      } else {
+        ++c_.notReadyUnexpected;  // a node that kept renewing was declared dead
+      }
+      return;
+    }
+    if (was != ReadySeen::kNotTrue) return;  // the first sighting is no transition
+    ++c_.readyTransitions;
+    if (rec && rec->phase == Lifecycle::Phase::kReturned && !rec->readyAgainSeen) {
+      rec->readyAgainSeen = true;
+      readyAgainSeconds_.push_back(roundedSeconds(now - rec->returnedAt));
+    }
+  }
+
+  // A Lease write was answered: the moment the server last heard from the node, which
+  // is what the lifecycle controller's grace period counts from.
+  void renewalAnswered(Kubelet& k) {
+    if (!k.tracked) return;
+    Lifecycle& rec = lifecycle_.at(k.index);
+    rec.lastRenewal = ctx_.sim.now();
+    rec.renewed = true;
   }
 
   // A node that fails or leaves before its setup finished will never finish it.
@@ -515,42 +725,151 @@ class FleetInstance final : public WorkloadInstance {
           podAnswered(k);
           return;
         }
-        const std::string node = nodeName(k.index);
-        json pod = p_.podTemplate->fill(
-            {{"name", node + "-p" + std::to_string(i)}, {"namespace", pods_.ns}, {"node", node}});
-        pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
-        auto req = kube::ApiRequest::create(pods_, pod);
-        req.intendedAt = ctx_.sim.now();
-        calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
+        createPod(k, static_cast<std::uint32_t>(i), [this, &k](bool created) {
           podAnswered(k);
-          if (!r.ok() && !r.alreadyExists()) {
-            ++c_.podFailed;
-            return;
+          if (!created) return;
+          // The periodic updates start one gap after the node's first pod, whose own
+          // start was just reported.
+          if (++k.pods->created == 1 && k.state == NodeState::kRunning) {
+            k.pods->timer.start(ctx_.sim.now() + k.pods->timer.period());
           }
-          ++c_.podsCreated;
-          if (++k.pods->created == 1 && k.state == NodeState::kRunning) k.pods->timer.start(ctx_.sim.now());
         });
       });
     }
+  }
+
+  std::string podName(const Kubelet& k, std::uint32_t slot) const {
+    std::string name = nodeName(k.index) + "-p" + std::to_string(slot);
+    const auto& gen = k.pods->generation;
+    if (slot < gen.size() && gen[slot] > 0) name += "-g" + std::to_string(gen[slot]);
+    return name;
+  }
+
+  // Creates the pod in `slot` (under its current generation's name) and, once it
+  // exists, runs the kubelet's start sequence: its events and its first status.
+  // `done(created)` runs when the POST is answered.
+  template <class Done>
+  void createPod(Kubelet& k, std::uint32_t slot, Done done) {
+    const std::string node = nodeName(k.index);
+    json pod = p_.podTemplate->fill({{"name", podName(k, slot)}, {"namespace", pods_.ns}, {"node", node}});
+    pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    auto req = kube::ApiRequest::create(pods_, pod);
+    req.intendedAt = ctx_.sim.now();
+    auto answered = [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
+      if (!r.ok() && !r.alreadyExists()) {
+        ++c_.podFailed;
+        done(false);
+        return;
+      }
+      ++c_.podsCreated;
+      if (r.ok()) pod["metadata"]["uid"] = r.body.value("/metadata/uid"_json_pointer, std::string());
+      done(true);
+      if (k.state == NodeState::kRunning) podStarted(k, slot, pod);
+    };
+    calls_.call(std::move(req), std::move(answered));
+  }
+
+  // What the kubelet does when it starts a pod bound to it: the image pull and
+  // container events, then the status manager's first PATCH (Running and Ready).
+  void podStarted(Kubelet& k, std::uint32_t slot, const json& pod) {
+    if (p_.events) {
+      const json& container = pod["spec"]["containers"][0];
+      const std::string image = container.value("image", std::string());
+      json ref = {{"apiVersion", "v1"},
+                  {"kind", "Pod"},
+                  {"namespace", pods_.ns},
+                  {"name", pod["metadata"]["name"]},
+                  {"fieldPath", "spec.containers{" + container.value("name", std::string()) + "}"}};
+      if (auto uid = pod["metadata"].value("uid", std::string()); !uid.empty()) ref["uid"] = uid;
+      const std::string node = nodeName(k.index);
+      const auto pullMs = std::to_string(300 + engine::streamSeed(k.index, ref["name"].get<std::string>()) % 600);
+      recordEvent(ref, pods_.ns, node, "Pulling", "Pulling image \"" + image + "\"");
+      recordEvent(ref, pods_.ns, node, "Pulled",
+                  "Successfully pulled image \"" + image + "\" in " + pullMs + "ms (" + pullMs +
+                      "ms including waiting). Image size: 321520 bytes.");
+      recordEvent(ref, pods_.ns, node, "Created", "Container created");
+      recordEvent(ref, pods_.ns, node, "Started", "Container started");
+    }
+    patchPodStatus(k, slot);
   }
 
   void podStatus(Kubelet& k) {
     Kubelet::Pods& pods = *k.pods;
     if (pods.created == 0) return;
     const std::uint32_t i = pods.next++ % pods.created;
+    if (!replacing_.empty() && replacing_.contains(slotKey(k, i))) return;  // between its DELETE and POST
+    patchPodStatus(k, i);
+  }
+
+  void patchPodStatus(Kubelet& k, std::uint32_t slot) {
     const std::string t = rfc3339(unixNow());
     // What the kubelet's status manager sends: a strategic merge of the pod's status.
     std::string body = R"({"status":{"phase":"Running","startTime":")" + t +
                        R"(","conditions":[{"type":"Ready","status":"True","lastProbeTime":")" + t +
                        R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" +
-                       std::to_string(k.index & 0xff) + "." + std::to_string(i) + "\"}}";
+                       std::to_string(k.index & 0xff) + "." + std::to_string(slot) + "\"}}";
     kube::ApiRequest req;
     req.verb = kube::Verb::kPatch;
     req.patchType = kube::PatchType::kStrategicMerge;
-    req.ref = pods_.named(nodeName(k.index) + "-p" + std::to_string(i)).sub("status");
+    req.ref = pods_.named(podName(k, slot)).sub("status");
     req.body = std::move(body);
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.podUpdates : ++c_.podFailed; });
+  }
+
+  // ---- events ----
+
+  // The node's start: what a kubelet records when it starts (or restarts) and
+  // registers, in that order.
+  void nodeStartEvents(Kubelet& k) {
+    if (!p_.events) return;
+    const std::string node = nodeName(k.index);
+    const json ref = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}};
+    const std::string status = "Node " + node + " status is now: ";
+    recordEvent(ref, "default", node, "Starting", "Starting kubelet.");
+    for (const char* reason : {"NodeHasSufficientMemory", "NodeHasNoDiskPressure", "NodeHasSufficientPID"}) {
+      recordEvent(ref, "default", node, reason, status + reason);
+    }
+    recordEvent(ref, "default", node, "NodeAllocatableEnforced", "Updated Node Allocatable limit across pods");
+    recordEvent(ref, "default", node, "NodeReady", status + "NodeReady");
+  }
+
+  // One Event as client-go's recorder makes it (name: object name and the time in hex
+  // nanoseconds), sent when the fleet's event bucket has a token. Fire-and-forget.
+  void recordEvent(const json& involved, const std::string& ns, const std::string& host, const char* reason,
+                   std::string message) {
+    if (eventsQueued_ >= kEventQueue) {
+      ++c_.eventsDropped;
+      return;
+    }
+    // The sequence keeps names of events recorded in the same instant apart.
+    const std::int64_t nanos = unixNow() + static_cast<std::int64_t>(eventSeq_++);
+    char hex[24];
+    std::snprintf(hex, sizeof hex, "%llx", static_cast<unsigned long long>(nanos));
+    const std::string t = rfc3339(unixNow());
+    json ev = {{"apiVersion", "v1"},
+               {"kind", "Event"},
+               {"metadata", {{"name", involved["name"].get<std::string>() + "." + hex},
+                             {"namespace", ns},
+                             {"labels", runLabels(ctx_.runId, p_.name)}}},
+               {"involvedObject", involved},
+               {"reason", reason},
+               {"message", std::move(message)},
+               {"source", {{"component", "kubelet"}, {"host", host}}},
+               {"firstTimestamp", t},
+               {"lastTimestamp", t},
+               {"count", 1},
+               {"type", "Normal"},
+               {"eventTime", nullptr},
+               {"reportingComponent", "kubelet"},
+               {"reportingInstance", host}};
+    ++eventsQueued_;
+    events_.at(eventBucket_.reserve(ctx_.sim.now()), [this, ns, ev = std::move(ev)] {
+      --eventsQueued_;
+      auto req = kube::ApiRequest::create(kube::ResourceRef(kube::gvr::kEvents).in(ns), ev);
+      req.intendedAt = ctx_.sim.now();
+      calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.eventsCreated : ++c_.eventFailed; });
+    });
   }
 
   // ---- failures and churn ----
@@ -561,6 +880,7 @@ class FleetInstance final : public WorkloadInstance {
       if (k->state == NodeState::kGone) continue;
       if (k->state != NodeState::kRunning) abandonSetup(*k);
       k->state = NodeState::kFailed;
+      if (k->tracked) lifecycle_.at(k->index).phase = Lifecycle::Phase::kFailed;
       k->leaseTimer.stop();
       k->statusTimer.stop();
       if (k->pods) k->pods->timer.stop();
@@ -571,9 +891,17 @@ class FleetInstance final : public WorkloadInstance {
   void returnSome() {
     for (auto& k : kubelets_) {
       if (k->state != NodeState::kFailed) continue;
-      // A restarted kubelet renews and reports at once, then settles into its periods.
+      // A restarted kubelet renews and reports at once, every condition in full, then
+      // settles into its periods.
       k->state = NodeState::kRunning;
+      k->fullStatus = true;
+      if (k->tracked) {
+        Lifecycle& rec = lifecycle_.at(k->index);
+        rec.phase = Lifecycle::Phase::kReturned;
+        rec.returnedAt = ctx_.sim.now();
+      }
       k->leaseTimer.start(ctx_.sim.now());
+      nodeStartEvents(*k);
       k->lastReport = TimePoint{} - p_.statusReportFrequency;
       k->statusTimer.start(ctx_.sim.now());
       if (k->pods && k->pods->created > 0) k->pods->timer.start(ctx_.sim.now());
@@ -600,14 +928,61 @@ class FleetInstance final : public WorkloadInstance {
     });
   }
 
-  Kubelet* pickLive() {
+  // Pod replacement: somebody's controller deletes a pod and creates its successor.
+  // The kubelet's part on the wire is the confirming DELETE (grace period 0) once the
+  // containers are gone, then the new pod's start.
+  void scheduleReplacement() {
+    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.podReplacementsPerMinute / 60.0)), [this] {
+      if (Kubelet* k = pickLive(/*withPods=*/true)) {
+        replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
+      }
+      scheduleReplacement();
+    });
+  }
+
+  static std::uint64_t slotKey(const Kubelet& k, std::uint32_t slot) {
+    return (static_cast<std::uint64_t>(k.index) << 8) | slot;
+  }
+
+  void replacePod(Kubelet& k, std::uint32_t slot) {
+    if (!replacing_.insert(slotKey(k, slot)).second) return;  // this one is being replaced already
+    kube::DeleteOptions confirm;
+    confirm.gracePeriodSeconds = 0;
+    auto req = kube::ApiRequest::remove(pods_.named(podName(k, slot)), confirm);
+    req.intendedAt = ctx_.sim.now();
+    calls_.call(std::move(req), [this, &k, slot](kube::ApiResult r) {
+      if (!r.ok() && !r.notFound()) {
+        ++c_.replaceFailed;
+        replacing_.erase(slotKey(k, slot));
+        return;
+      }
+      auto& gen = k.pods->generation;
+      if (gen.empty()) gen.resize(static_cast<std::size_t>(p_.podsPerNode));
+      ++gen[slot];
+      events_.at(podBucket_.reserve(ctx_.sim.now()), [this, &k, slot] {
+        if (k.state != NodeState::kRunning) {  // the node failed or left meanwhile: nobody starts it
+          replacing_.erase(slotKey(k, slot));
+          return;
+        }
+        createPod(k, slot, [this, &k, slot](bool created) {
+          replacing_.erase(slotKey(k, slot));
+          created ? ++c_.podsReplaced : ++c_.replaceFailed;
+        });
+      });
+    });
+  }
+
+  Kubelet* pickLive(bool withPods = false) {
     if (kubelets_.empty()) return nullptr;
+    auto fits = [withPods](const Kubelet& k) {
+      return k.state == NodeState::kRunning && (!withPods || (k.pods && k.pods->created > 0));
+    };
     for (int attempt = 0; attempt < 64; ++attempt) {
       Kubelet& k = *kubelets_[rng_.below(kubelets_.size())];
-      if (k.state == NodeState::kRunning) return &k;
+      if (fits(k)) return &k;
     }
     for (auto& k : kubelets_) {
-      if (k->state == NodeState::kRunning) return k.get();
+      if (fits(*k)) return k.get();
     }
     return nullptr;
   }
@@ -630,7 +1005,7 @@ class FleetInstance final : public WorkloadInstance {
       kube::DeleteOptions force;
       force.gracePeriodSeconds = 0;  // no kubelet is left to confirm termination
       for (std::uint32_t i = 0; i < k.pods->created; ++i) {
-        auto req = kube::ApiRequest::remove(pods_.named(name + "-p" + std::to_string(i)), force);
+        auto req = kube::ApiRequest::remove(pods_.named(podName(k, i)), force);
         req.intendedAt = ctx_.sim.now();
         calls_.call(std::move(req), [](kube::ApiResult) {});
       }
@@ -644,7 +1019,9 @@ class FleetInstance final : public WorkloadInstance {
   struct Counts {
     std::uint64_t registered = 0, regFailed = 0, leasesCreated = 0, renewals = 0, renewFailed = 0, conflicts = 0,
                   renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0,
-                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0;
+                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0, notReadyTransitions = 0,
+                  readyTransitions = 0, notReadyUnexpected = 0, podsReplaced = 0, replaceFailed = 0,
+                  eventsCreated = 0, eventFailed = 0, eventsDropped = 0;
   };
 
   const KubeletFleetParams& p_;
@@ -653,7 +1030,9 @@ class FleetInstance final : public WorkloadInstance {
   EventTracker events_;
   TokenBucket regBucket_;
   TokenBucket podBucket_;
+  TokenBucket eventBucket_;
   engine::RandomStream rng_;
+  engine::RandomStream watchRng_;  // the node watch's timeouts, apart from the churn draws
   std::string prefix_;
   kube::ResourceRef leases_;
   kube::ResourceRef nodes_;
@@ -662,7 +1041,15 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t nextToRegister_ = 0;
   std::uint64_t joined_ = 0;
   std::size_t setupRemaining_ = 0;  // nodes present at start whose setup is unanswered
+  bool setupReported_ = false;
   bool stopped_ = false;
+  std::unique_ptr<Reflector> nodeWatch_;
+  std::unordered_map<std::uint32_t, Lifecycle> lifecycle_;  // by node index
+  std::vector<double> notReadySeconds_;
+  std::vector<double> readyAgainSeconds_;
+  std::size_t eventsQueued_ = 0;  // recorded, waiting for a token
+  std::uint64_t eventSeq_ = 0;
+  std::unordered_set<std::uint64_t> replacing_;  // pod slots between DELETE and POST (slotKey)
   Counts c_;
 };
 

@@ -4,9 +4,33 @@
 //    by a PUT of the cached Lease with only renewTime changed, no GET first; after a 409
 //    Conflict exactly one GET and a retried PUT (nodelease controller);
 //  - node status computed every nodeStatusUpdateFrequency (10 s) and PATCHed to
-//    nodes/<n>/status only when it changed or nodeStatusReportFrequency (5 m) passed.
-// Registration is the only throttled path (registrationQps/Burst); heartbeats are not,
-// as a real kubelet's are not throttled by anybody else's traffic.
+//    nodes/<n>/status only when it changed or nodeStatusReportFrequency (5 m) passed;
+//    the PATCH holds only heartbeats unless the node's Ready, as its informer shows it,
+//    is not True (the node lifecycle controller marked it Unknown): then that is a change,
+//    reported at the next tick with every condition in full (Ready True, KubeletReady,
+//    lastTransitionTime now; the pressure conditions False). A node that returns from a
+//    failure reports in full at once.
+// The per-kubelet node informer is stood in for by one watch per fleet instance on the
+// fleet's Nodes (label selector cpscale.io/run + cpscale.io/workload): one stream
+// instead of N, outside the open-loop request budget, relisted on 410 Gone. Its first
+// LIST is part of the fleet's setup. Through it the fleet also times what the
+// controller wrote (summary `nodeLifecycle`): per failed node, from its last answered
+// Lease write to the first event showing Ready != True; per returned node, from its
+// return to the first event showing Ready True again.
+//  - pods bound to the node (podsPerNode): each created pod's status is PATCHed at once
+//    (Running, Ready) and then in turn every podStatusInterval; with churn a pod is
+//    replaced now and then: the kubelet's confirming DELETE (grace period 0), then the
+//    replacement (the next generation's name) with the same start sequence;
+//  - Events, with `events: true`, as the kubelet's recorder writes them (core v1, source
+//    kubelet/<node>): Starting, NodeHasSufficientMemory, NodeHasNoDiskPressure,
+//    NodeHasSufficientPID, NodeAllocatableEnforced, NodeReady in "default" when a node
+//    registers or returns; Pulling, Pulled, Created, Started in the pod's namespace when a
+//    pod starts. Fire-and-forget behind a fleet-wide token bucket (eventQps/eventBurst,
+//    the kubelet's own is 50/100 per node); an event that finds 1000 waiting is dropped,
+//    as the kubelet's broadcaster drops when its queue is full.
+// Registration is the only throttled path (registrationQps/Burst) besides pods and
+// events; heartbeats are not, as a real kubelet's are not throttled by anybody else's
+// traffic.
 //
 // Scenario entry (every field but `kind` and `count` is optional):
 //   - kind: kubelets
@@ -27,8 +51,11 @@
 //     podsPerNode: 0                  # pods bound to each node, with a status stream
 //     podStatusInterval: 60s          # per pod, between status updates
 //     podQps: 20                      # pod creations per second (with podBurst)
+//     events: false                   # the kubelet's Events (node start, pod start)
+//     eventQps: 500                   # fleet-wide event rate limit; eventBurst default 2x
 //     failures: {fraction: 0.1, at: 2m, returnAfter: 1m}   # stop renewing, then return
-//     churn: {joinsPerMinute: 6, leavesPerMinute: 6}       # Poisson node joins/leaves
+//     churn: {joinsPerMinute: 6, leavesPerMinute: 6,       # Poisson node joins/leaves
+//             podReplacementsPerMinute: 30}                # and pod replacements
 //     nodeTemplate: node.json         # templates, relative to workloads/templates
 //     leaseTemplate: lease.json
 //     podTemplate: pod.json
@@ -60,6 +87,8 @@ struct KubeletFleetParams {
   std::int64_t podsPerNode = 0;
   engine::Duration podStatusInterval = std::chrono::seconds(60);
   RateLimit pods{20, 20};
+  bool events = false;
+  RateLimit eventRate{500, 1000};
   struct Failures {
     double fraction = 0;
     engine::Duration at{0};
@@ -67,6 +96,7 @@ struct KubeletFleetParams {
   } failures;
   double joinsPerMinute = 0;
   double leavesPerMinute = 0;
+  double podReplacementsPerMinute = 0;
   std::optional<ObjectTemplate> nodeTemplate;
   std::optional<ObjectTemplate> leaseTemplate;
   std::optional<ObjectTemplate> podTemplate;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "sim/cli/run_progress.h"
+#include "sim/cli/workload_figures.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
@@ -221,20 +222,6 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
     // one polling pass of the deadline.
     bool full = *tl.end - *tl.steadyStart >= duration - std::chrono::milliseconds(100) && tl.cut.empty();
     r.phases.push_back({"steady", secondsAt(*tl.steadyStart), end, full, full ? "" : tl.cut});
-  }
-}
-
-// Sums numeric counts across workers; a flag holds only if it holds on every worker;
-// anything else is taken from the first worker that has it.
-void mergeSummary(nlohmann::json& merged, const nlohmann::json& part) {
-  for (auto& [k, v] : part.items()) {
-    if (!merged.contains(k)) {
-      merged[k] = v;
-    } else if (v.is_boolean() && merged[k].is_boolean()) {
-      merged[k] = merged[k].get<bool>() && v.get<bool>();
-    } else if (v.is_number() && merged[k].is_number()) {
-      merged[k] = merged[k].get<double>() + v.get<double>();
-    }
   }
 }
 
@@ -531,6 +518,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       }
       result.workloads.push_back({sc.workloads[i]->kind(), sc.workloads[i]->name(), merged});
     }
+    std::vector<metrics::Figure> figures = workloadFigures(result.workloads);
     const auto& all = scrapes.targets();
     // Each phase's scrapes run from the round taken at its start boundary to the one
     // taken at its end boundary (a boundary round is recorded within microseconds of
@@ -542,7 +530,6 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     };
     const engine::TimePoint setupEnd = tl.steadyStart ? *tl.steadyStart : *tl.end;
     auto setupSlice = metrics::sliceTargets(all, engine::TimePoint{}, boundary(0, setupEnd));
-    std::vector<metrics::Figure> figures;
     auto add = [&](std::vector<metrics::Figure> fs, metrics::Window w) {
       for (auto& f : fs) {
         f.window = w;

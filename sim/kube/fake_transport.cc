@@ -43,13 +43,19 @@ RequestId FakeTransport::submit(HttpRequest req, ResponseHandler done) {
   RequestId id = ++nextId_;
   recorded_.push_back({req, now()});
   Pending p;
-  p.response = respond(req);
+  if (req.stream && streamHandler_) {
+    std::optional<HttpResponse> r = streamHandler_(req);
+    p.held = !r.has_value();
+    if (r) p.response = std::move(*r);
+  } else {
+    p.response = respond(req);
+  }
   if (p.response.httpVersion.empty() && p.response.ok()) p.response.httpVersion = "2";
   p.request = std::move(req);
   p.done = std::move(done);
   p.due = now() + latency_;
   auto [it, _] = pending_.emplace(id, std::move(p));
-  if (scheduler_ && latency_ > engine::Duration::zero()) {
+  if (scheduler_ && latency_ > engine::Duration::zero() && !it->second.held) {
     it->second.event = scheduler_->scheduleAt(it->second.due, [this, id] { deliver(id); });
   }
   return id;
@@ -89,10 +95,60 @@ void FakeTransport::cancel(RequestId id) {
   p.done(std::move(r));
 }
 
+std::vector<RequestId> FakeTransport::heldMatching(std::string_view pathFragment) const {
+  std::vector<RequestId> ids;
+  for (const auto& [id, p] : pending_) {
+    if (p.held && p.request.path.find(pathFragment) != std::string::npos) ids.push_back(id);
+  }
+  return ids;
+}
+
+std::size_t FakeTransport::pushToStreams(std::string_view pathFragment, std::string_view chunk) {
+  std::size_t n = 0;
+  for (RequestId id : heldMatching(pathFragment)) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;  // ended by an earlier consumer
+    // A copy: the consumer may cancel its own stream, which erases the entry.
+    auto consume = it->second.request.onBodyChunk;
+    const bool took = !consume || consume(chunk);
+    it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    if (!took) {
+      it->second.held = false;
+      it->second.response = HttpResponse{};
+      it->second.response.outcome = TransportOutcome::kAborted;
+      it->second.response.detail = "aborted by the body consumer";
+      deliver(id);
+      continue;
+    }
+    ++n;
+  }
+  return n;
+}
+
+std::size_t FakeTransport::endStreams(std::string_view pathFragment, const HttpResponse& response) {
+  std::size_t n = 0;
+  for (RequestId id : heldMatching(pathFragment)) {
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    it->second.held = false;
+    it->second.response = response;
+    deliver(id);
+    ++n;
+  }
+  return n;
+}
+
+std::size_t FakeTransport::heldStreams() const {
+  std::size_t n = 0;
+  for (const auto& [id, p] : pending_) n += p.held;
+  return n;
+}
+
 std::optional<engine::TimePoint> FakeTransport::nextDue() const {
   std::optional<engine::TimePoint> best;
   for (const auto& [id, p] : pending_) {
-    if (p.event != 0) continue;
+    if (p.event != 0 || p.held) continue;
     if (!best || p.due < *best) best = p.due;
   }
   return best;
@@ -103,7 +159,7 @@ std::size_t FakeTransport::poll(engine::Duration maxWait) {
     std::vector<RequestId> ids;
     engine::TimePoint t = now();
     for (const auto& [id, p] : pending_) {
-      if (p.event == 0 && p.due <= t) ids.push_back(id);
+      if (p.event == 0 && !p.held && p.due <= t) ids.push_back(id);
     }
     return ids;
   };

@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/engine/clock.h"
@@ -33,6 +34,10 @@ class FakeTransport final : public Transport {
   using FaultInjector = std::function<std::optional<TransportOutcome>(const HttpRequest&)>;
   // For streaming requests (onBodyChunk set): the body is fed in these pieces.
   using Chunker = std::function<std::vector<std::string>(const HttpRequest&, const HttpResponse&)>;
+  // For stream requests (HttpRequest::stream), asked instead of the queue and the
+  // handler: a response is delivered as usual; nullopt holds the stream open, as a
+  // watch the server has nothing to say on, until pushToStreams/endStreams.
+  using StreamHandler = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
 
   FakeTransport() = default;
   explicit FakeTransport(engine::VirtualClock& clock) : clock_(&clock) {}
@@ -46,6 +51,15 @@ class FakeTransport final : public Transport {
   void setLatency(engine::Duration d) { latency_ = d; }
   void setFault(FaultInjector f) { fault_ = std::move(f); }
   void setChunker(Chunker c) { chunker_ = std::move(c); }
+  void setStreamHandler(StreamHandler h) { streamHandler_ = std::move(h); }
+
+  // Feeds `chunk` to every held stream whose path contains `pathFragment` (a consumer
+  // that refuses it ends its stream as aborted); returns how many streams took it.
+  std::size_t pushToStreams(std::string_view pathFragment, std::string_view chunk);
+  // Ends every held stream whose path contains `pathFragment` with `response` (its body
+  // fed as the last chunk), as the server's timeout or a refusal; returns how many.
+  std::size_t endStreams(std::string_view pathFragment, const HttpResponse& response);
+  std::size_t heldStreams() const;
 
   struct Recorded {
     HttpRequest request;
@@ -71,7 +85,9 @@ class FakeTransport final : public Transport {
     HttpResponse response;
     engine::TimePoint due{};
     engine::EventId event = 0;
+    bool held = false;  // an open stream: delivered only by endStreams or cancel
   };
+  std::vector<RequestId> heldMatching(std::string_view pathFragment) const;
   engine::TimePoint now() const;
   HttpResponse respond(const HttpRequest& req);
   void deliver(RequestId id);
@@ -82,6 +98,7 @@ class FakeTransport final : public Transport {
   std::deque<HttpResponse> queue_;
   FaultInjector fault_;
   Chunker chunker_;
+  StreamHandler streamHandler_;
   engine::Duration latency_{0};
   std::vector<Recorded> recorded_;
   std::map<RequestId, Pending> pending_;  // ordered by id: FIFO among equal due times

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <chrono>
+#include <ctime>
 #include <functional>
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,5 +57,15 @@ class LiveRun {
   engine::PacedSimulator sim_;
   kube::ApiClient api_;
 };
+
+// Unix seconds of a MicroTime ("2024-05-01T12:00:00.123456Z") or metav1.Time
+// ("2024-05-01T12:00:00Z"), as the server writes them.
+inline double unixSeconds(const std::string& rfc3339) {
+  std::tm tm{};
+  std::istringstream in(rfc3339.substr(0, 19));
+  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
+  const std::string fraction = rfc3339.size() > 20 && rfc3339[19] == '.' ? rfc3339.substr(19, rfc3339.size() - 20) : "";
+  return static_cast<double>(timegm(&tm)) + (fraction.empty() ? 0 : std::stod("0" + fraction));
+}
 
 }  // namespace cpscale::testing

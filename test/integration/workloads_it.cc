@@ -35,13 +35,6 @@ const std::string& runId() {
   return id;
 }
 
-double seconds(const std::string& rfc3339micro) {
-  std::tm tm{};
-  std::istringstream in(rfc3339micro.substr(0, 19));
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  return static_cast<double>(timegm(&tm)) + std::stod("0" + rfc3339micro.substr(19, 7));
-}
-
 // Sum of apiserver_request_total samples whose labels contain every fragment.
 double requestTotal(Transport& t, const std::vector<std::string>& fragments) {
   HttpRequest req;
@@ -106,7 +99,7 @@ TEST_F(WorkloadsIT, FleetRegistersAndRenewsLeasesEveryTenSeconds) {
   ApiResult second = api->get(ResourceRef(gvr::kLeases).in("kube-node-lease").named(lease0));
   ASSERT_TRUE(second.ok());
   // One renewal in between, 10 s + U[0, 4%) after the previous one.
-  const double step = seconds(second.body["spec"]["renewTime"]) - seconds(first.body["spec"]["renewTime"]);
+  const double step = unixSeconds(second.body["spec"]["renewTime"]) - unixSeconds(first.body["spec"]["renewTime"]);
   EXPECT_GE(step, 9.99);
   EXPECT_LE(step, 10.41);
   inst->stop();

@@ -495,6 +495,38 @@ TEST(FakeTransport, PollWaitsAtMostMaxWaitInVirtualTime) {
   EXPECT_TRUE(ran);
 }
 
+TEST(FakeTransport, HeldStreamTakesPushedEventsUntilEnded) {
+  engine::VirtualClock clock;
+  ManualScheduler sched(clock);
+  FakeTransport t(sched);
+  t.setLatency(1ms);
+  t.setStreamHandler([](const HttpRequest& r) -> std::optional<HttpResponse> {
+    if (r.path.find("/pods") != std::string::npos) return std::nullopt;  // hold it open
+    return status(403);
+  });
+  ApiClient c(t, clock, sched);
+  std::vector<std::string> seen;
+  std::optional<ApiResult> podsClosed, nodesClosed;
+  c.watch(ResourceRef(gvr::kPods), {}, [&](WatchEvent&& e) { seen.push_back(std::string(toString(e.type))); },
+          [&](const ApiResult& r) { podsClosed = r; });
+  c.watch(ResourceRef(gvr::kNodes), {}, [](WatchEvent&&) {}, [&](const ApiResult& r) { nodesClosed = r; });
+  sched.runAll();
+  ASSERT_TRUE(nodesClosed);  // not held: answered after its latency
+  EXPECT_EQ(nodesClosed->status, 403);
+  EXPECT_FALSE(podsClosed);
+  EXPECT_EQ(t.heldStreams(), 1u);
+  EXPECT_EQ(t.pushToStreams("/pods", event("ADDED", 1)), 1u);
+  EXPECT_EQ(t.pushToStreams("/nodes", event("ADDED", 2)), 0u);
+  EXPECT_EQ(t.pushToStreams("/pods", event("MODIFIED", 3)), 1u);
+  EXPECT_EQ(seen, (std::vector<std::string>{"ADDED", "MODIFIED"}));
+  EXPECT_FALSE(podsClosed);
+  EXPECT_EQ(t.endStreams("/pods", status(200, event("DELETED", 4))), 1u);
+  ASSERT_TRUE(podsClosed);
+  EXPECT_EQ(podsClosed->status, 200);
+  EXPECT_EQ(seen.back(), "DELETED");
+  EXPECT_EQ(t.heldStreams(), 0u);
+}
+
 TEST(TransportHelpers, HeaderLookupIsCaseInsensitiveAndRoundTripWorks) {
   HttpResponse r = status(200, "", {{"retry-after", "3"}});
   EXPECT_EQ(r.header("Retry-After"), "3");

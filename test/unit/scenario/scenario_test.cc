@@ -53,7 +53,7 @@ TEST_F(ScenarioTest, ShippedScenariosLoad) {
     EXPECT_GT(s.duration.count(), 0);
     ++n;
   }
-  EXPECT_GE(n, 4) << "smoke, node-bound, churn-bound and state-bound must ship";
+  EXPECT_GE(n, 6) << "smoke, node-bound, node-bound-realistic, churn-bound, state-bound and state-per-kind must ship";
 }
 
 TEST_F(ScenarioTest, ReadsFieldsAndGates) {

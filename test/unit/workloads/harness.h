@@ -1,12 +1,15 @@
 // A workload on a virtual-time engine with a scripted API server: the fake answers
 // like kube-apiserver would for the verbs the workloads use (echoing created objects
-// with a resourceVersion), and tests override single answers to inject faults.
+// with a resourceVersion), and tests override single answers to inject faults. A watch
+// the override does not answer stays open, as a quiet server's would; tests send events
+// on it with pushEvent.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,6 +58,16 @@ struct Harness {
       }
       return answer(r);
     });
+    transport.setStreamHandler([this](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+      if (override) return override(r);
+      return std::nullopt;
+    });
+  }
+
+  // Sends one watch event on every open watch whose path contains `fragment`; returns
+  // how many streams took it.
+  std::size_t pushEvent(const std::string& fragment, const std::string& type, const json& object) {
+    return transport.pushToStreams(fragment, json{{"type", type}, {"object", object}}.dump() + "\n");
   }
 
   kube::HttpResponse answer(const kube::HttpRequest& r) {

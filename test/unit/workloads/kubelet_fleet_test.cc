@@ -2,7 +2,9 @@
 // the 409 path, status report cadence, failures and node churn.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "sim/common/error.h"
 #include "test/unit/workloads/harness.h"
@@ -211,14 +213,23 @@ TEST(KubeletFleet, RegistrationRampFollowsQps) {
   EXPECT_NEAR(std::chrono::duration<double>(posts.back().submittedAt.time_since_epoch()).count(), 9.9, 0.01);
 }
 
-TEST(KubeletFleet, PodsPerNodeStreamStatus) {
+TEST(KubeletFleet, PodsPerNodeReportTheirStartThenStreamStatus) {
   Harness h;
   auto w = fleet("podsPerNode: 3\npodStatusInterval: 30s\n", 2);
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{61s});
-  EXPECT_EQ(h.count("POST", "/namespaces/cpscale-t1-fleet-pods/pods"), 6u);
-  // Each pod about every 30 s: ~2 updates per pod per minute.
-  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/pods/")), 12, 3);
+  const auto posts = h.requests("POST", "/namespaces/cpscale-t1-fleet-pods/pods");
+  ASSERT_EQ(posts.size(), 6u);
+  // Each pod's start is reported as soon as its POST is answered (1 ms later)...
+  for (const auto& post : posts) {
+    const std::string name = json::parse(post.request.body)["metadata"]["name"];
+    const auto patches = h.requests("PATCH", "/pods/" + name + "/status");
+    ASSERT_FALSE(patches.empty()) << name;
+    EXPECT_EQ(patches[0].submittedAt, post.submittedAt + 1ms) << name;
+    EXPECT_EQ(json::parse(patches[0].request.body)["status"]["phase"], "Running");
+  }
+  // ...then each pod about every 30 s: ~2 updates per pod per minute.
+  EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/pods/")) - 6, 12, 3);
 }
 
 TEST(KubeletFleet, StopCancelsEverything) {
@@ -349,6 +360,340 @@ TEST(KubeletFleet, AnEmptyFleetHasNothingToSetUp) {
   auto w = fleet("", 0);
   auto inst = w->start(h.ctx);
   EXPECT_TRUE(log.setupComplete());
+}
+
+// ---- the node watch and the node lifecycle controller's writes ----
+
+constexpr const char* kNodeWatch = "/api/v1/nodes?";
+
+// A Node as the watch shows it after someone (the node lifecycle controller, or the
+// kubelet) wrote its Ready condition.
+json nodeWithReady(const std::string& name, const std::string& status, int rv) {
+  json ready = {{"type", "Ready"}, {"status", status}};
+  if (status == "Unknown") {
+    ready["reason"] = "NodeStatusUnknown";
+    ready["message"] = "Kubelet stopped posting node status.";
+  }
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"resourceVersion", std::to_string(rv)}}},
+          {"status", {{"conditions", json::array({ready})}}}};
+}
+
+// Pushes `node` on the fleet's watch at virtual time `at`.
+void pushAt(Harness& h, engine::TimePoint at, const json& node) {
+  h.sim.scheduleAt(at, [&h, node] { EXPECT_EQ(h.pushEvent(kNodeWatch, "MODIFIED", node), 1u); });
+}
+
+json conditionOf(const json& patch, const std::string& type) {
+  for (const auto& c : patch["status"]["conditions"])
+    if (c["type"] == type) return c;
+  return json();
+}
+
+TEST(KubeletFleetLifecycle, OneNodeWatchStreamWithTheFleetSelectorIsPartOfSetup) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    // The node LIST is refused (403: not retried; the reflector backs off 1 s) until 3 s.
+    if (r.method == "GET" && pathOf(r) == "/api/v1/nodes" && r.path.find("watch=true") == std::string::npos &&
+        h.sim.now() < engine::TimePoint{3s}) {
+      return statusResponse(403, "Forbidden");
+    }
+    return std::nullopt;
+  };
+  auto w = fleet("", 20);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);  // every node and Lease answered
+  EXPECT_FALSE(log.setupComplete());
+  EXPECT_EQ(inst->summary()["setupComplete"], false);
+  h.sim.runUntil(engine::TimePoint{4s});
+  EXPECT_TRUE(log.setupComplete());
+  const auto watches = h.requests("GET", "watch=true");
+  ASSERT_EQ(watches.size(), 1u);  // one stream for twenty nodes
+  EXPECT_TRUE(watches[0].request.stream);
+  EXPECT_EQ(pathOf(watches[0].request), "/api/v1/nodes");
+  EXPECT_NE(watches[0].request.path.find("labelSelector=cpscale.io%2Frun%3Dt1%2Ccpscale.io%2Fworkload%3Dfleet"),
+            std::string::npos)
+      << watches[0].request.path;
+  EXPECT_EQ(h.transport.heldStreams(), 1u);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchLists"], 4);  // at 0, 1, 2 and 3 s
+}
+
+TEST(KubeletFleetLifecycle, AfterTheWatchShowsReadyUnknownTheNextStatusTickSendsTheFullCondition) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 5m\n");
+  auto inst = w->start(h.ctx);
+  const std::string node = "cpscale-t1-fleet-0";
+  pushAt(h, engine::TimePoint{5s}, nodeWithReady(node, "Unknown", 500));
+  h.sim.runUntil(engine::TimePoint{11s});
+  // Status ticks at 10.001 s (10 s after registration): the first one reports.
+  auto patches = h.requests("PATCH", "/nodes/" + node + "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(patches[0].submittedAt, engine::TimePoint{10001ms});
+  json body = json::parse(patches[0].request.body);
+  json ready = conditionOf(body, "Ready");
+  EXPECT_EQ(ready["status"], "True");
+  EXPECT_EQ(ready["reason"], "KubeletReady");
+  EXPECT_EQ(ready["message"], "kubelet is posting ready status");
+  EXPECT_EQ(ready["lastTransitionTime"], "2023-11-14T22:13:30Z");
+  EXPECT_EQ(ready["lastHeartbeatTime"], ready["lastTransitionTime"]);
+  for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    json c = conditionOf(body, type);
+    EXPECT_EQ(c["status"], "False") << type;
+    EXPECT_TRUE(c.contains("reason") && c.contains("lastTransitionTime")) << type;
+  }
+  EXPECT_EQ(conditionOf(body, "MemoryPressure")["reason"], "KubeletHasSufficientMemory");
+  // The watch shows the kubelet's write: back to heartbeats every 5 minutes.
+  pushAt(h, engine::TimePoint{12s}, nodeWithReady(node, "True", 501));
+  h.sim.runUntil(engine::TimePoint{4min});
+  EXPECT_EQ(h.count("PATCH", "/status"), 1u);
+  // Still Unknown at the next tick: reported again, in full.
+  pushAt(h, engine::TimePoint{4min + 1s}, nodeWithReady(node, "Unknown", 502));
+  h.sim.runUntil(engine::TimePoint{4min + 11s});
+  patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 2u);
+  EXPECT_EQ(conditionOf(json::parse(patches[1].request.body), "Ready")["status"], "True");
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["notReadyUnexpected"], 2);
+}
+
+TEST(KubeletFleetLifecycle, HeartbeatOnlyPatchWhileTheWatchShowsReady) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 10s\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{11s});
+  auto patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  json ready = conditionOf(json::parse(patches[0].request.body), "Ready");
+  EXPECT_TRUE(ready.contains("lastHeartbeatTime"));
+  EXPECT_FALSE(ready.contains("status"));
+  EXPECT_FALSE(ready.contains("lastTransitionTime"));
+}
+
+TEST(KubeletFleetLifecycle, AReturningNodePatchesAtOnceWithTheFullCondition) {
+  Harness h;
+  auto w = fleet("failures: {fraction: 0.3, at: 60s, returnAfter: 60s}\n", 10);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{121s});
+  std::set<std::string> atReturn;
+  for (const auto& r : h.requests("PATCH", "/status")) {
+    if (r.submittedAt != engine::TimePoint{120s}) continue;
+    atReturn.insert(pathOf(r.request));
+    json ready = conditionOf(json::parse(r.request.body), "Ready");
+    EXPECT_EQ(ready["status"], "True");
+    EXPECT_TRUE(ready.contains("lastTransitionTime"));
+  }
+  // Nodes 3, 6 and 9 fail (floor((i+1) 0.3) > floor(i 0.3)); the watch never showed
+  // them NotReady (no controller here), yet they report in full at once.
+  EXPECT_EQ(atReturn, (std::set<std::string>{"/api/v1/nodes/cpscale-t1-fleet-3/status",
+                                             "/api/v1/nodes/cpscale-t1-fleet-6/status",
+                                             "/api/v1/nodes/cpscale-t1-fleet-9/status"}));
+}
+
+TEST(KubeletFleetLifecycle, TransitionTimesComeFromTheWatchEvents) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nfailures: {fraction: 0.5, at: 30s, returnAfter: 60s}\n", 4);
+  auto inst = w->start(h.ctx);
+  // Nodes 1 and 3 fail at 30 s and return at 90 s; node 0 keeps renewing.
+  pushAt(h, engine::TimePoint{50s}, nodeWithReady("cpscale-t1-fleet-0", "Unknown", 600));
+  pushAt(h, engine::TimePoint{55s}, nodeWithReady("cpscale-t1-fleet-0", "True", 601));
+  pushAt(h, engine::TimePoint{75s}, nodeWithReady("cpscale-t1-fleet-1", "Unknown", 602));
+  pushAt(h, engine::TimePoint{76s}, nodeWithReady("cpscale-t1-fleet-3", "Unknown", 603));
+  pushAt(h, engine::TimePoint{80s}, nodeWithReady("cpscale-t1-fleet-3", "Unknown", 604));  // no new transition
+  pushAt(h, engine::TimePoint{95500ms}, nodeWithReady("cpscale-t1-fleet-1", "True", 605));
+  h.sim.runUntil(engine::TimePoint{100s});
+  // The last renewal each failed node had answered (1 ms after it was sent) before 30 s.
+  auto lastAnswered = [&](const std::string& node) {
+    engine::TimePoint last{};
+    for (const auto& r : h.requests("PUT", kLeases))
+      if (pathOf(r.request).ends_with("/" + node) && r.submittedAt < engine::TimePoint{30s}) last = r.submittedAt;
+    return last + 1ms;
+  };
+  auto secondsTo = [](engine::TimePoint a, engine::TimePoint b) {
+    return std::round(std::chrono::duration<double>(b - a).count() * 1000) / 1000;
+  };
+  const json s = inst->summary()["nodeLifecycle"];
+  EXPECT_EQ(s["notReadyTransitions"], 3);
+  EXPECT_EQ(s["notReadyUnexpected"], 1);
+  EXPECT_EQ(s["readyTransitions"], 2);
+  EXPECT_EQ(s["notReadyAtEnd"], 1);
+  ASSERT_EQ(s["notReadySeconds"].size(), 2u);
+  EXPECT_DOUBLE_EQ(s["notReadySeconds"][0].get<double>(),
+                   secondsTo(lastAnswered("cpscale-t1-fleet-1"), engine::TimePoint{75s}));
+  EXPECT_DOUBLE_EQ(s["notReadySeconds"][1].get<double>(),
+                   secondsTo(lastAnswered("cpscale-t1-fleet-3"), engine::TimePoint{76s}));
+  EXPECT_GT(s["notReadySeconds"][0].get<double>(), 45);  // 75 s less the renewal just before 30 s
+  EXPECT_LT(s["notReadySeconds"][0].get<double>(), 56);
+  EXPECT_EQ(s["readyAgainSeconds"], json::array({5.5}));
+}
+
+TEST(KubeletFleetLifecycle, ARelistAfterGoneUpdatesWhatTheKubeletsSaw) {
+  Harness h;
+  int lists = 0;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method != "GET" || pathOf(r) != "/api/v1/nodes" || r.path.find("watch=true") != std::string::npos)
+      return std::nullopt;
+    json items = json::array();
+    if (++lists > 1) items.push_back(nodeWithReady("cpscale-t1-fleet-0", "Unknown", 900));
+    return jsonResponse(200, {{"metadata", {{"resourceVersion", "900"}}}, {"items", items}});
+  };
+  auto w = fleet("renewalPhase: registration\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{5s});
+  kube::HttpResponse gone;
+  gone.status = 200;
+  gone.body = json{{"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}.dump();
+  EXPECT_EQ(h.transport.endStreams(kNodeWatch, gone), 1u);
+  h.sim.runUntil(engine::TimePoint{11s});
+  EXPECT_EQ(lists, 2);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchRelists"], 1);
+  EXPECT_EQ(h.transport.heldStreams(), 1u);  // watching again
+  auto patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_EQ(conditionOf(json::parse(patches[0].request.body), "Ready")["status"], "True");
+}
+
+// ---- what else a kubelet writes: events, pod starts, pod replacements ----
+
+std::vector<json> eventsIn(const Harness& h, const std::string& ns) {
+  std::vector<json> out;
+  for (const auto& r : h.requests("POST", "/namespaces/" + ns + "/events")) out.push_back(json::parse(r.request.body));
+  return out;
+}
+
+std::vector<std::string> reasons(const std::vector<json>& events, const std::string& object) {
+  std::vector<std::string> out;
+  for (const auto& e : events)
+    if (e["involvedObject"]["name"] == object) out.push_back(e["reason"]);
+  return out;
+}
+
+TEST(KubeletFleetEvents, NodeAndPodStartsAreRecordedAsTheKubeletRecordsThem) {
+  Harness h;
+  h.ctx.epochUnixNanos = 1'700'000'000'000'000'000;
+  auto w = fleet("events: true\npodsPerNode: 2\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  const std::string node = "cpscale-t1-fleet-0";
+  const auto nodeEvents = eventsIn(h, "default");
+  ASSERT_EQ(nodeEvents.size(), 6u);
+  EXPECT_EQ(reasons(nodeEvents, node),
+            (std::vector<std::string>{"Starting", "NodeHasSufficientMemory", "NodeHasNoDiskPressure",
+                                      "NodeHasSufficientPID", "NodeAllocatableEnforced", "NodeReady"}));
+  std::set<std::string> names;
+  for (const auto& e : nodeEvents) {
+    names.insert(e["metadata"]["name"]);
+    EXPECT_TRUE(e["metadata"]["name"].get<std::string>().starts_with(node + ".")) << e;
+    EXPECT_EQ(e["metadata"]["namespace"], "default");
+    EXPECT_EQ(e["metadata"]["labels"][kRunLabel], "t1");
+    EXPECT_EQ(e["metadata"]["labels"][kWorkloadLabel], "fleet");
+    EXPECT_EQ(e["involvedObject"], (json{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node}}));
+    EXPECT_EQ(e["source"], (json{{"component", "kubelet"}, {"host", node}}));
+    EXPECT_EQ(e["reportingComponent"], "kubelet");
+    EXPECT_EQ(e["reportingInstance"], node);
+    EXPECT_EQ(e["count"], 1);
+    EXPECT_EQ(e["type"], "Normal");
+    EXPECT_EQ(e["firstTimestamp"], "2023-11-14T22:13:20Z");
+    EXPECT_EQ(e["lastTimestamp"], e["firstTimestamp"]);
+  }
+  EXPECT_EQ(names.size(), 6u);  // recorded in the same instant, named apart
+  EXPECT_EQ(nodeEvents[0]["message"], "Starting kubelet.");
+  EXPECT_EQ(nodeEvents[5]["message"], "Node " + node + " status is now: NodeReady");
+  EXPECT_EQ(nodeEvents[4]["message"], "Updated Node Allocatable limit across pods");
+
+  const auto podEvents = eventsIn(h, "cpscale-t1-fleet-pods");
+  ASSERT_EQ(podEvents.size(), 8u);
+  const std::string pod = node + "-p1";
+  EXPECT_EQ(reasons(podEvents, pod), (std::vector<std::string>{"Pulling", "Pulled", "Created", "Started"}));
+  for (const auto& e : podEvents) {
+    if (e["involvedObject"]["name"] != pod) continue;
+    // The uid the server gave the pod (the harness answers uid-<resourceVersion>).
+    EXPECT_TRUE(e["involvedObject"]["uid"].get<std::string>().starts_with("uid-")) << e;
+    EXPECT_EQ(e["involvedObject"]["kind"], "Pod");
+    EXPECT_EQ(e["involvedObject"]["namespace"], "cpscale-t1-fleet-pods");
+    EXPECT_EQ(e["involvedObject"]["fieldPath"], "spec.containers{app}");
+    EXPECT_EQ(e["metadata"]["namespace"], "cpscale-t1-fleet-pods");
+    EXPECT_EQ(e["source"]["host"], node);
+    EXPECT_EQ(e["metadata"]["labels"][kRunLabel], "t1");
+  }
+  for (const auto& e : podEvents) {
+    if (e["reason"] == "Pulling") EXPECT_EQ(e["message"], "Pulling image \"registry.k8s.io/pause:3.10\"");
+  }
+  EXPECT_EQ(inst->summary()["eventsCreated"], 14);
+  EXPECT_EQ(inst->summary()["eventsDropped"], 0);
+}
+
+TEST(KubeletFleetEvents, NoEventsUnlessAskedFor) {
+  Harness h;
+  auto w = fleet("podsPerNode: 2\nfailures: {fraction: 1, at: 10s, returnAfter: 10s}\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+  EXPECT_EQ(h.count("POST", "/events"), 0u);
+}
+
+TEST(KubeletFleetEvents, AReturningNodeRecordsItsStartAgain) {
+  Harness h;
+  auto w = fleet("events: true\nfailures: {fraction: 1, at: 10s, returnAfter: 10s}\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+  const auto starts = h.requests("POST", "/namespaces/default/events");
+  ASSERT_EQ(starts.size(), 12u);
+  EXPECT_EQ(starts[6].submittedAt, engine::TimePoint{20s});
+  EXPECT_EQ(json::parse(starts[6].request.body)["reason"], "Starting");
+}
+
+TEST(KubeletFleetEvents, TheFleetsEventBucketSpacesThemAndAFullQueueDrops) {
+  Harness h;
+  // 300 nodes x 6 events recorded within 0.3 s; 10 go at once, then 10/s; 1000 wait.
+  auto w = fleet("events: true\neventQps: 10\neventBurst: 10\n", 300);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  const auto sent = static_cast<double>(h.count("POST", "/events"));
+  EXPECT_NEAR(sent, 110, 3);
+  const json s = inst->summary();
+  EXPECT_NEAR(s["eventsDropped"].get<double>(), 1800 - 1000 - 10, 10);
+  h.sim.runUntil(engine::TimePoint{200s});
+  EXPECT_EQ(s["eventsDropped"].get<double>() + inst->summary()["eventsCreated"].get<double>(), 1800);
+}
+
+TEST(KubeletFleetPods, AReplacedPodIsDeletedWithGraceZeroAndItsSuccessorStarted) {
+  Harness h;
+  auto w = fleet("events: true\npodsPerNode: 2\nchurn: {podReplacementsPerMinute: 6}\n", 5);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10min});
+  const auto deletes = h.requests("DELETE", "/namespaces/cpscale-t1-fleet-pods/pods/");
+  EXPECT_NEAR(static_cast<double>(deletes.size()), 60, 25);  // Poisson, 6 a minute
+  EXPECT_EQ(inst->summary()["podsReplaced"], deletes.size());
+  EXPECT_EQ(inst->summary()["podReplacementFailures"], 0);
+  const auto posts = h.requests("POST", "/namespaces/cpscale-t1-fleet-pods/pods");
+  EXPECT_EQ(posts.size(), 10 + deletes.size());
+  std::map<std::string, engine::TimePoint> createdAt;
+  for (const auto& p : posts) {
+    std::string name = json::parse(p.request.body)["metadata"]["name"];
+    EXPECT_TRUE(createdAt.emplace(name, p.submittedAt).second) << "name reused: " << name;
+  }
+  for (const auto& d : deletes) {
+    EXPECT_EQ(json::parse(d.request.body)["gracePeriodSeconds"], 0);
+    // Its successor: the slot's next generation, created after the DELETE was answered.
+    std::string old = pathOf(d.request).substr(pathOf(d.request).rfind('/') + 1);
+    const auto g = old.find("-g");
+    const int gen = g == std::string::npos ? 0 : std::stoi(old.substr(g + 2));
+    const std::string next = old.substr(0, g) + "-g" + std::to_string(gen + 1);
+    ASSERT_TRUE(createdAt.contains(next)) << next;
+    EXPECT_EQ(createdAt[next], d.submittedAt + 1ms);
+    ASSERT_TRUE(createdAt.contains(old)) << old;
+    // Started: its status reported once it exists, and its events.
+    const auto patches = h.requests("PATCH", "/pods/" + next + "/status");
+    ASSERT_FALSE(patches.empty()) << next;
+    EXPECT_EQ(patches[0].submittedAt, createdAt[next] + 1ms);
+    EXPECT_EQ(reasons(eventsIn(h, "cpscale-t1-fleet-pods"), next),
+              (std::vector<std::string>{"Pulling", "Pulled", "Created", "Started"}));
+    // Nobody reports the deleted pod's status any more.
+    for (const auto& p : h.requests("PATCH", "/pods/" + old + "/status")) EXPECT_LT(p.submittedAt, d.submittedAt);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "test/unit/workloads/harness.h"
+#include "workloads/kubelet_fleet.h"
 #include "workloads/params.h"
 #include "workloads/templates.h"
 
@@ -101,6 +102,26 @@ TEST(Validation, UnknownFieldsKindsAndBadDurations) {
   EXPECT_NE(e.find("expected a duration"), std::string::npos) << e;
   e = errorOf("kind: churn\nsessionsPerMinute: 5\ndwell: {running: {weibull: 3s}}\n");
   EXPECT_NE(e.find("dwell.running.weibull"), std::string::npos) << e;
+}
+
+TEST(Validation, KubeletEventsAndPodReplacementFields) {
+  std::string e = errorOf("kind: kubelets\ncount: 1\nchurn: {podReplacementsPerMinute: 5}\n");
+  EXPECT_NE(e.find("scenario.yaml:3"), std::string::npos) << e;
+  EXPECT_NE(e.find("churn.podReplacementsPerMinute"), std::string::npos) << e;
+  EXPECT_NE(e.find("podsPerNode is 0"), std::string::npos) << e;
+  e = errorOf("kind: kubelets\ncount: 1\npodsPerNode: 1\nchurn: {podReplacementsPerMinute: -1}\n");
+  EXPECT_NE(e.find("churn.podReplacementsPerMinute"), std::string::npos) << e;
+  e = errorOf("kind: kubelets\ncount: 1\nevents: sometimes\n");
+  EXPECT_NE(e.find("'events'"), std::string::npos) << e;
+  e = errorOf("kind: kubelets\ncount: 1\nevents: true\neventQps: 0\n");
+  EXPECT_NE(e.find("'eventQps'"), std::string::npos) << e;
+  auto w = makeWorkload(entry("kind: kubelets\ncount: 1\nevents: true\neventQps: 40\n"));
+  const auto& p = dynamic_cast<const KubeletFleet&>(*w).params();
+  EXPECT_TRUE(p.events);
+  EXPECT_EQ(p.eventRate.qps, 40);
+  EXPECT_EQ(p.eventRate.burst, 80);  // twice the rate, as the kubelet's 50/100
+  EXPECT_EQ(w->resources().back(), kube::gvr::kEvents);  // so cleanup looks for them
+  EXPECT_FALSE(dynamic_cast<const KubeletFleet&>(*makeWorkload(entry("kind: kubelets\ncount: 1\n"))).params().events);
 }
 
 TEST(Validation, InvalidTemplateNamesTheTemplateFileAndLine) {

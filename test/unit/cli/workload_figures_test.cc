@@ -1,0 +1,116 @@
+// Workload summaries merged across workers, and the node lifecycle figures drawn from
+// the kubelet fleet's: measured, or unavailable with the reason.
+#include "sim/cli/workload_figures.h"
+
+#include <gtest/gtest.h>
+
+namespace cpscale::cli {
+namespace {
+
+using nlohmann::json;
+
+TEST(MergeSummary, NumbersAddFlagsAndArraysConcatenateObjectsMergeByTheSameRules) {
+  json merged = json::object();
+  mergeSummary(merged, {{"nodes", 3}, {"setupComplete", true}, {"lastError", "first"},
+                        {"nodeLifecycle", {{"notReadyTransitions", 1}, {"notReadySeconds", {41.5}},
+                                           {"watch", {{"synced", true}, {"lists", 1}}}}}});
+  mergeSummary(merged, {{"nodes", 4}, {"setupComplete", false}, {"lastError", "second"}, {"extra", {1, 2}},
+                        {"nodeLifecycle", {{"notReadyTransitions", 2}, {"notReadySeconds", {44.0, 40.25}},
+                                           {"readyAgainSeconds", {3.0}},
+                                           {"watch", {{"synced", true}, {"lists", 2}}}}}});
+  EXPECT_EQ(merged["nodes"], 7);
+  EXPECT_EQ(merged["setupComplete"], false);
+  EXPECT_EQ(merged["lastError"], "first");
+  EXPECT_EQ(merged["extra"], json::array({1, 2}));
+  const json& lc = merged["nodeLifecycle"];
+  EXPECT_EQ(lc["notReadyTransitions"], 3);
+  EXPECT_EQ(lc["notReadySeconds"], json::array({41.5, 44.0, 40.25}));
+  EXPECT_EQ(lc["readyAgainSeconds"], json::array({3.0}));
+  EXPECT_EQ(lc["watch"]["synced"], true);
+  EXPECT_EQ(lc["watch"]["lists"], 3);
+}
+
+reports::WorkloadSummary fleet(double failed, double returned, json lifecycle) {
+  if (!lifecycle.contains("watchStreams")) lifecycle["watchStreams"] = 2;
+  return {"kubelets", "fleet", {{"nodesFailed", failed}, {"nodesReturned", returned}, {"nodeLifecycle", lifecycle}}};
+}
+
+const metrics::Figure& figure(const std::vector<metrics::Figure>& fs, const char* name) {
+  const metrics::Figure* f = metrics::findFigure(fs, name, metrics::sortedLabels({{"workload", "fleet"}}));
+  if (f == nullptr) throw std::runtime_error(std::string("no figure ") + name);
+  return *f;
+}
+
+TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
+  std::vector<reports::WorkloadSummary> ws{
+      {"churn", "sessions", {{"sessionsCreated", 10}}},
+      fleet(5, 5, {{"notReadyTransitions", 5}, {"readyTransitions", 4}, {"notReadyAtEnd", 1},
+                   {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}}, {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
+  auto fs = workloadFigures(ws);
+  ASSERT_EQ(fs.size(), 7u);  // the churn workload has none
+  for (const auto& f : fs) {
+    EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
+    EXPECT_EQ(f.source, metrics::Source::kClient) << f.name;
+  }
+  EXPECT_EQ(figure(fs, "node_not_ready_transitions").value, 5);
+  EXPECT_EQ(figure(fs, "node_not_ready_seconds_p50").value, 50.5);
+  EXPECT_EQ(figure(fs, "node_not_ready_seconds_max").value, 55.3);
+  EXPECT_EQ(figure(fs, "node_not_ready_seconds_max").unit, "s");
+  EXPECT_EQ(figure(fs, "node_ready_transitions").value, 4);
+  EXPECT_EQ(figure(fs, "node_ready_again_seconds_p50").value, 3.0);  // nearest rank of four: the second
+  EXPECT_EQ(figure(fs, "node_ready_again_seconds_max").value, 9.5);
+  EXPECT_EQ(figure(fs, "nodes_not_ready_at_end").value, 1);
+  EXPECT_EQ(figure(fs, "nodes_not_ready_at_end").unit, "count");
+  const json& lc = ws[1].summary["nodeLifecycle"];
+  EXPECT_FALSE(lc.contains("notReadySeconds"));
+  EXPECT_FALSE(lc.contains("readyAgainSeconds"));
+  EXPECT_EQ(lc["notReadyTransitions"], 5);
+}
+
+TEST(WorkloadFigures, WithoutFailuresTheSecondsAreUnavailable) {
+  std::vector<reports::WorkloadSummary> ws{fleet(0, 0, {{"notReadyTransitions", 0}, {"readyTransitions", 0},
+                                                       {"notReadyAtEnd", 0}, {"notReadySeconds", json::array()},
+                                                       {"readyAgainSeconds", json::array()}})};
+  auto fs = workloadFigures(ws);
+  for (const char* n : {"node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_again_seconds_p50",
+                        "node_ready_again_seconds_max"}) {
+    EXPECT_FALSE(figure(fs, n).available()) << n;
+    EXPECT_EQ(figure(fs, n).unavailableReason, "no node failed in this run") << n;
+  }
+  EXPECT_EQ(figure(fs, "node_not_ready_transitions").value, 0);
+  EXPECT_EQ(figure(fs, "nodes_not_ready_at_end").value, 0);
+}
+
+TEST(WorkloadFigures, FailuresWithoutAnyNotReadySeenPointAtTheMissingController) {
+  std::vector<reports::WorkloadSummary> ws{fleet(3, 3, {{"notReadyTransitions", 0}, {"readyTransitions", 0},
+                                                       {"notReadyAtEnd", 0}, {"notReadySeconds", json::array()},
+                                                       {"readyAgainSeconds", json::array()}})};
+  auto fs = workloadFigures(ws);
+  EXPECT_EQ(figure(fs, "node_not_ready_transitions").value, 0);
+  for (const char* n : {"node_not_ready_seconds_p50", "node_ready_again_seconds_max"}) {
+    EXPECT_EQ(figure(fs, n).unavailableReason, "no NotReady was seen: no node lifecycle controller ran?") << n;
+  }
+}
+
+TEST(WorkloadFigures, NotReadySeenButNoReturnLeavesOnlyTheReadyAgainUnavailable) {
+  std::vector<reports::WorkloadSummary> ws{fleet(2, 0, {{"notReadyTransitions", 2}, {"readyTransitions", 0},
+                                                       {"notReadyAtEnd", 2}, {"notReadySeconds", {50.0, 51.0}}})};
+  auto fs = workloadFigures(ws);
+  EXPECT_EQ(figure(fs, "node_not_ready_seconds_p50").value, 50.0);
+  EXPECT_EQ(figure(fs, "node_ready_again_seconds_p50").unavailableReason, "no failed node returned in this run");
+  EXPECT_EQ(figure(fs, "nodes_not_ready_at_end").value, 2);
+}
+
+TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
+  std::vector<reports::WorkloadSummary> ws{
+      fleet(2, 0, {{"watchStreams", 0}, {"notReadyTransitions", 0}, {"watchLastError", "GET nodes: 403 Forbidden"}})};
+  auto fs = workloadFigures(ws);
+  ASSERT_EQ(fs.size(), 7u);
+  for (const auto& f : fs) {
+    EXPECT_FALSE(f.available()) << f.name;
+    EXPECT_EQ(f.unavailableReason, "the fleet's node watch never opened: GET nodes: 403 Forbidden") << f.name;
+  }
+}
+
+}  // namespace
+}  // namespace cpscale::cli
