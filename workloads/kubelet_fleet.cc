@@ -607,9 +607,16 @@ class FleetInstance final : public WorkloadInstance {
     maybeSetupDone();
   }
 
-  bool setupComplete() const { return setupRemaining_ == 0 && (!nodeWatch_ || nodeWatch_->synced()); }
+  // The start Events of the initial nodes and pods are part of the ramp too: a fleet
+  // that registered in a burst still has thousands queued behind its event bucket, and
+  // they would otherwise spill into the measured window.
+  bool setupComplete() const {
+    return setupRemaining_ == 0 && (!nodeWatch_ || nodeWatch_->synced()) && eventsQueued_ == 0 &&
+           eventsInFlight_ == 0;
+  }
 
-  // Once: every node set up and the node watch holds its first LIST.
+  // Once: every node set up, its start Events answered, and the node watch holds its
+  // first LIST.
   void maybeSetupDone() {
     if (setupReported_ || !setupComplete()) return;
     setupReported_ = true;
@@ -868,7 +875,12 @@ class FleetInstance final : public WorkloadInstance {
       --eventsQueued_;
       auto req = kube::ApiRequest::create(kube::ResourceRef(kube::gvr::kEvents).in(ns), ev);
       req.intendedAt = ctx_.sim.now();
-      calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.eventsCreated : ++c_.eventFailed; });
+      ++eventsInFlight_;
+      calls_.call(std::move(req), [this](kube::ApiResult r) {
+        --eventsInFlight_;
+        r.ok() ? ++c_.eventsCreated : ++c_.eventFailed;
+        maybeSetupDone();
+      });
     });
   }
 
@@ -1048,6 +1060,7 @@ class FleetInstance final : public WorkloadInstance {
   std::vector<double> notReadySeconds_;
   std::vector<double> readyAgainSeconds_;
   std::size_t eventsQueued_ = 0;  // recorded, waiting for a token
+  std::size_t eventsInFlight_ = 0;
   std::uint64_t eventSeq_ = 0;
   std::unordered_set<std::uint64_t> replacing_;  // pod slots between DELETE and POST (slotKey)
   Counts c_;

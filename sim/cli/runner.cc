@@ -45,6 +45,8 @@ class ScrapeLoop {
   ScrapeLoop(std::vector<metrics::ScrapeTarget> targets, engine::Duration interval,
              std::chrono::steady_clock::time_point origin)
       : clock_(origin), sim_(clock_), scraper_(sim_, std::move(targets), metrics::ScraperOptions{interval, {}, {}}) {
+    for (const auto& t : scraper_.targets())
+      if (t.info.role == metrics::TargetRole::kControllerManager) hasControllerManager_ = true;
     sim_.setIdleHook([this](engine::TimePoint deadline) {
       scraper_.pollTransports();
       auto wait = std::min<engine::Duration>(deadline - clock_.now(), 20ms);
@@ -78,8 +80,36 @@ class ScrapeLoop {
           scraper_.start();
         }
         sim_.runUntil(clock_.now() + 50ms);
+        watchControllerQueues();
       }
     });
+  }
+  // Settling (any thread): from now on, counts the controller-manager's scrapes in a
+  // row whose workqueues were all empty; true once two were (five seconds or more of
+  // an idle controller at the default interval), or at once when no controller-manager
+  // is scraped.
+  void startSettling() {
+    idleScrapes_ = 0;
+    settling_ = true;
+  }
+  bool controllersSettled() const { return !hasControllerManager_ || idleScrapes_.load() >= 2; }
+  // On the scrape thread: after each new scrape of a controller-manager, whether its
+  // workqueues (sum of workqueue_depth) were empty.
+  void watchControllerQueues() {
+    for (std::size_t i = 0; i < scraper_.targets().size(); ++i) {
+      const auto& t = scraper_.targets()[i];
+      if (t.info.role != metrics::TargetRole::kControllerManager) continue;
+      const std::size_t n = t.history.scrapes();
+      if (n == seenControllerScrapes_) continue;
+      seenControllerScrapes_ = n;
+      double depth = 0;
+      for (auto id : t.history.seriesNamed("workqueue_depth")) depth += t.history.value(n - 1, id).value_or(0);
+      if (!settling_.load()) continue;
+      if (depth == 0)
+        ++idleScrapes_;
+      else
+        idleScrapes_ = 0;
+    }
   }
   // Runs the scrape engine while `busy` holds, for at most `limit` or until stopped.
   template <class Pred>
@@ -124,6 +154,10 @@ class ScrapeLoop {
   std::condition_variable cv_;
   bool firstRound_ = false;
   std::vector<engine::TimePoint> boundaries_;
+  std::atomic<bool> settling_{false};
+  std::atomic<int> idleScrapes_{0};
+  std::atomic<bool> hasControllerManager_{false};
+  std::size_t seenControllerScrapes_ = 0;
 };
 
 // Periodic progress: one rewritten line on a terminal, plain log lines otherwise.
@@ -193,8 +227,15 @@ class ProgressReporter {
 
 // What the run's supervisor saw: when setup was over, when the steady window started
 // and when the load stopped, and why it stopped early if it did.
+// How long the steady window waits for the controller-manager to catch up with what
+// setup created (its queues still hold the registrations' node updates, the
+// namespaces' service accounts, ...) before it starts anyway, saying so.
+constexpr engine::Duration kSettleLimit = std::chrono::minutes(2);
+
 struct RunTimeline {
-  std::optional<engine::TimePoint> ready;        // every workload's setup was over
+  std::optional<engine::TimePoint> workloadsReady;  // every workload's setup was over
+  std::optional<engine::TimePoint> ready;        // ... and the controllers had settled (or kSettleLimit passed)
+  bool settledInTime = true;
   std::optional<engine::TimePoint> steadyStart;  // ready + warmup
   std::optional<engine::TimePoint> end;          // the load stopped
   std::string cut;                               // set when the run was cut short
@@ -212,6 +253,15 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
     setup.detail = "includes " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.steadyStart - *tl.ready)) +
                    " of warmup";
   r.phases.push_back(setup);
+  if (tl.workloadsReady && tl.ready && *tl.ready > *tl.workloadsReady) {
+    // Setup's tail: the controllers working off what setup created.
+    reports::Phase settle{"settle/controllers", secondsAt(*tl.workloadsReady), secondsAt(*tl.ready),
+                          tl.settledInTime, ""};
+    if (!tl.settledInTime)
+      settle.detail = "the controller-manager's workqueues were still not empty after " +
+                      formatDuration(kSettleLimit) + "; the steady window started anyway";
+    r.phases.push_back(std::move(settle));
+  }
   for (const auto& sp : spans) {
     reports::Phase p{sp.name, secondsAt(sp.start), sp.ended() ? secondsAt(sp.end) : end, sp.ended(), ""};
     if (!sp.ended()) p.detail = "still open when the load stopped";
@@ -454,14 +504,25 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             return cut(now, member + " exited during the run");
           }
         }
-        if (!tl.ready && phaseLog.setupComplete()) tl.ready = now;
+        if (!tl.workloadsReady && phaseLog.setupComplete()) {
+          tl.workloadsReady = now;
+          scrapes.startSettling();
+        }
+        if (tl.workloadsReady && !tl.ready) {
+          if (scrapes.controllersSettled()) {
+            tl.ready = now;
+          } else if (now >= *tl.workloadsReady + kSettleLimit) {
+            tl.ready = now;
+            tl.settledInTime = false;
+          }
+        }
         if (tl.ready && !tl.steadyStart && now >= *tl.ready + sc.warmup) {
           tl.steadyStart = now;
           pool.setSteadyStart(now);
           counters.phase = 1;
           scrapes.scrapeAtBoundary();
         }
-        if (!tl.ready && now >= engine::TimePoint{sc.setupTimeout})
+        if (!tl.workloadsReady && now >= engine::TimePoint{sc.setupTimeout})
           return cut(now, "setup did not finish within " + formatDuration(sc.setupTimeout) + " (" +
                               std::to_string(phaseLog.setupPending()) + " of " +
                               std::to_string(sc.workers * sc.workloads.size()) +

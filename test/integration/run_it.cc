@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -148,6 +149,52 @@ TEST(RunTest, TwoProfilesRunBothAndCompareThem) {
   EXPECT_TRUE(share(a)["value"].is_null()) << share(a).dump();
   ASSERT_FALSE(share(b).is_null());
   EXPECT_TRUE(share(b)["value"].is_number()) << share(b).dump();
+}
+
+// The figure's value for the given label value, or -1 when absent or unavailable.
+double figureValue(const json& result, const std::string& name, const std::string& label, const std::string& value) {
+  for (const auto& f : result["figures"])
+    if (f["name"] == name && f["window"] == "steady" && f["labels"].value(label, "") == value && f["value"].is_number())
+      return f["value"].get<double>();
+  return -1;
+}
+
+TEST(RunTest, RoleSplitShowsWhichReplicaEachLoadLandsOn) {
+  fs::path out = makeTempDir("run-rolesplit");
+  auto r = runCommand(cpscale("run " + kSmoke + " --out " + out.string() + " --run-id itsplit --quiet" +
+                              " --set duration=15s --profile " CPSCALE_SOURCE_DIR "/profiles/role-split.yaml"));
+  EXPECT_LE(r.exitCode, 1) << r.output;  // gates may fail on a busy machine; the run must complete
+  json result = readJson(out / "result.json");
+  ASSERT_EQ(result["status"], "completed") << result["statusDetail"];
+  std::map<std::string, std::string> serves;
+  for (const auto& m : result["target"]["members"]) serves[m["name"]] = m.value("serves", "");
+  EXPECT_EQ(serves["kube-apiserver-0"], "workloads");
+  EXPECT_EQ(serves["kube-apiserver-1"], "workloads");
+  EXPECT_EQ(serves["kube-apiserver-2"], "kube-scheduler");
+  EXPECT_EQ(serves["kube-apiserver-3"], "kube-controller-manager");
+  EXPECT_EQ(serves["kube-scheduler"], "kube-apiserver-2");
+  EXPECT_EQ(serves["kube-controller-manager"], "kube-apiserver-3");
+  EXPECT_TRUE(serves.contains("etcd-events"));
+
+  // The workloads' writes land on the two serving replicas, evenly (round-robin); the
+  // dedicated replicas see only their component's (leader Lease renewals, controller
+  // writes), never the fleet's heartbeats.
+  const double w0 = figureValue(result, "apiserver_write_qps", "apiserver", "kube-apiserver-0");
+  const double w1 = figureValue(result, "apiserver_write_qps", "apiserver", "kube-apiserver-1");
+  const double wSched = figureValue(result, "apiserver_write_qps", "apiserver", "kube-apiserver-2");
+  const double wCm = figureValue(result, "apiserver_write_qps", "apiserver", "kube-apiserver-3");
+  ASSERT_GT(w0, 0);
+  ASSERT_GT(w1, 0);
+  EXPECT_NEAR(w0 / (w0 + w1), 0.5, 0.15) << w0 << " vs " << w1;
+  EXPECT_GE(wSched, 0);
+  EXPECT_GE(wCm, 0);
+  EXPECT_LT(wSched, w0 / 3) << "the scheduler's replica took workload writes?";
+  EXPECT_LT(wCm, w0 / 3) << "the controller-manager's replica took workload writes?";
+  // Their informers' reads do land there.
+  EXPECT_GT(figureValue(result, "apiserver_requests", "apiserver", "kube-apiserver-2"), 0);
+  EXPECT_GT(figureValue(result, "apiserver_requests", "apiserver", "kube-apiserver-3"), 0);
+  // And the controllers themselves were scraped.
+  EXPECT_GT(figureValue(result, "workqueue_adds", "component", "kube-controller-manager"), 0);
 }
 
 TEST(RunTest, AKilledRunLeavesNoPlaneRunning) {

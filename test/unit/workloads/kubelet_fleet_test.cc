@@ -336,6 +336,25 @@ TEST(KubeletFleet, SetupIsDoneOnceEveryNodesLeaseAndPodsWereAnswered) {
   EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);
 }
 
+TEST(KubeletFleet, SetupWaitsForTheStartEventsQueuedBehindTheEventBucket) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  // 10 nodes x (6 node + 2 x 4 pod) start Events = 140, at 20/s after a burst of 20:
+  // the last goes at 6 s, long after the nodes and pods were answered (~0.2 s).
+  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 100\n"
+                              "podsPerNode: 2\npodQps: 100\nevents: true\neventQps: 20\neventBurst: 20\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{1s});
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);
+  EXPECT_FALSE(log.setupComplete()) << "start Events still queued would spill into the measured window";
+  h.sim.runUntil(engine::TimePoint{5900ms});
+  EXPECT_FALSE(log.setupComplete());
+  h.sim.runUntil(engine::TimePoint{6100ms});
+  EXPECT_TRUE(log.setupComplete());
+  EXPECT_EQ(inst->summary()["eventsCreated"], 140);
+}
+
 TEST(KubeletFleet, ANodeThatNeverRegistersKeepsSetupOpen) {
   Harness h;
   PhaseLog log(1);
