@@ -7,9 +7,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <filesystem>
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "sim/controlplane/local_plane.h"
@@ -49,7 +50,12 @@ TEST_F(CliTest, UpStatusDownLifecycle) {
 
   auto record = controlplane::readRecord(dir);
   ASSERT_TRUE(record);
-  ASSERT_EQ(record->components.size(), 2u);
+  // etcd, kube-apiserver, and the controllers beside them.
+  ASSERT_EQ(record->components.size(), 4u);
+  std::set<std::string> roles;
+  for (const auto& c : record->components) roles.insert(c.role);
+  EXPECT_EQ(roles, (std::set<std::string>{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}));
+  EXPECT_NE(up.output.find("kube-controller-manager"), std::string::npos) << up.output;
   for (const auto& c : record->components) EXPECT_TRUE(controlplane::isRunning(c.process)) << c.name;
 
   // The plane outlives `up`, and stock kubectl can use it.
@@ -70,13 +76,13 @@ TEST_F(CliTest, UpStatusDownLifecycle) {
   EXPECT_NE(again.output.find("already running"), std::string::npos) << again.output;
   auto still = controlplane::readRecord(dir);
   ASSERT_TRUE(still);
-  EXPECT_EQ(still->components.size(), 2u) << "the refused up must not have started anything";
+  EXPECT_EQ(still->components.size(), 4u) << "the refused up must not have started anything";
 
   EXPECT_EQ(runCommand(cpscale("status --state-dir " + dir.string())).exitCode, 0);
 
   auto down = runCommand(cpscale("down --state-dir " + dir.string()));
   EXPECT_EQ(down.exitCode, 0) << down.output;
-  EXPECT_NE(down.output.find("Stopped 2 processes"), std::string::npos) << down.output;
+  EXPECT_NE(down.output.find("Stopped 4 processes"), std::string::npos) << down.output;
   for (const auto& c : record->components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
   EXPECT_FALSE(fs::exists(dir / "plane.json"));
   EXPECT_EQ(runCommand(cpscale("status --state-dir " + dir.string())).exitCode, 3);

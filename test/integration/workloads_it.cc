@@ -83,6 +83,7 @@ TEST_F(WorkloadsIT, FleetRegistersAndRenewsLeasesEveryTenSeconds) {
   LiveRun run(config);
   auto ctx = run.context(runId());
   const double putsBefore = requestTotal(*transport, {"resource=\"leases\"", "verb=\"PUT\"", "code=\"200\""});
+  const auto countedFrom = std::chrono::steady_clock::now();
   auto inst = fleet->start(ctx);
 
   run.sim().runUntil(engine::TimePoint{13s});
@@ -112,10 +113,12 @@ TEST_F(WorkloadsIT, FleetRegistersAndRenewsLeasesEveryTenSeconds) {
   // From the server: each node renewed about twice (at ~10 s and ~20 s after its lease:
   // renewalPhase registration keeps the count exact for this check).
   const double puts = requestTotal(*transport, {"resource=\"leases\"", "verb=\"PUT\"", "code=\"200\""}) - putsBefore;
-  // (kube-apiserver renews its own identity Lease every 10 s as well.)
+  const double counted = std::chrono::duration<double>(std::chrono::steady_clock::now() - countedFrom).count();
+  // Others renew Leases too: kube-apiserver its identity Lease every 10 s, the
+  // controller-manager and the scheduler their leader Leases every 2 s (retry period).
   const double ours = s["leaseRenewals"].get<double>();
   EXPECT_GE(puts, ours);
-  EXPECT_LE(puts, ours + 3);
+  EXPECT_LE(puts, ours + counted * (1.0 / 10 + 2.0 / 2) + 3);
   EXPECT_GE(ours, 90);
   EXPECT_LE(ours, 100);
 }

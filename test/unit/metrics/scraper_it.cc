@@ -33,7 +33,10 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
       cfg.server = c.url;
       info = TargetInfo{c.name, TargetRole::kEtcd, c.name, {}};
     } else {
+      // The controllers' secure ports take the same CA and admin certificate.
       cfg.server = c.url;
+      if (c.role == "kube-controller-manager") info.role = TargetRole::kControllerManager;
+      if (c.role == "kube-scheduler") info.role = TargetRole::kScheduler;
     }
     auto t = std::make_shared<kube::CurlTransport>(cfg);
     transports.push_back(t);
@@ -63,6 +66,9 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     for (std::size_t r = 0; r < t.history.scrapes(); ++r) EXPECT_TRUE(t.history.identity(r).startTime);
     EXPECT_EQ(t.history.processes().count(), 1u);
     if (t.info.role == TargetRole::kEtcd) EXPECT_FALSE(t.history.identity(0).replica.empty());
+    // What the controller figures read is kept from the real controllers' expositions.
+    if (t.info.role == TargetRole::kControllerManager) EXPECT_FALSE(t.history.seriesNamed("workqueue_depth").empty());
+    if (t.info.role == TargetRole::kScheduler) EXPECT_FALSE(t.history.seriesNamed("scheduler_pending_pods").empty());
     if (t.info.role != TargetRole::kApiserver) continue;
     const auto& ids = t.history.seriesNamed("apiserver_request_total");
     ASSERT_FALSE(ids.empty());
@@ -85,6 +91,11 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     if (f->value) {
       EXPECT_GE(*f->value, 0) << name;
     }
+  }
+  for (const char* name : {"workqueue_depth_max", "scheduler_pending_pods_max"}) {
+    const Figure* f = findFigure(figs, name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_TRUE(f->value) << name << ": " << f->unavailableReason;
   }
   for (const char* name : {"etcd_proposals_committed_per_second", "etcd_db_total_size_bytes", "etcd_keys",
                            "etcd_has_leader"}) {
