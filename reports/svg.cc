@@ -228,9 +228,13 @@ std::string timeChart(const TimeChart& c) {
     if (p.start > 0)
       out << "<line class=\"phase-boundary\" x1=\"" << num(x0) << "\" x2=\"" << num(x0) << "\" y1=\"" << num(f.top - 6)
           << "\" y2=\"" << num(f.bottom) << "\" stroke=\"#4b5563\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n";
+    // A phase too narrow for even a few characters (a short settle before steady) keeps
+    // its boundary line but no label, which would run into the next one; the phase
+    // table names it.
+    if (x1 - x0 < 4 * 6.5) continue;
     std::string label = p.name + (p.complete ? "" : " (cut short)");
     out << "<text class=\"phase-label\" x=\"" << num(std::min(x0 + 4, x1)) << "\" y=\"" << num(f.top - 8) << "\">"
-        << escape(truncate(label, static_cast<std::size_t>(std::max(4.0, (x1 - x0) / 6.5)))) << "</text>\n";
+        << escape(truncate(label, static_cast<std::size_t>((x1 - x0) / 6.5))) << "</text>\n";
   }
   // Where the last phase ended, when the data runs on (a drain, an interrupted run).
   double lastEnd = 0;

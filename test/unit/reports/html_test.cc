@@ -120,6 +120,20 @@ TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
   EXPECT_NE(heap.find("<line class=\"phase-boundary phase-end\" x1=\"490.7\""), std::string::npos) << heap;
 }
 
+TEST(HtmlTest, APhaseTooNarrowForALabelKeepsItsLineButNoLabel) {
+  // A 1 s settle right before steady (x 274.4..281.3 of 72..700 for 90 s): its label
+  // would run into steady's.
+  RunResult r = testing::sampleResult();
+  r.phases.insert(r.phases.begin() + 1, {"settle/controllers", 29, 30, true, ""});
+  std::string svg = chart(renderHtml(r), kChartHeap);
+  EXPECT_NE(svg.find("<line class=\"phase-boundary\" x1=\"274.4\""), std::string::npos) << svg;
+  std::size_t labels = 0;
+  const std::string label = "class=\"phase-label\"";
+  for (auto at = svg.find(label); at != std::string::npos; at = svg.find(label, at + 1)) ++labels;
+  EXPECT_EQ(labels, 2u) << "setup and steady only: " << svg;
+  EXPECT_NE(svg.find(">steady</text>"), std::string::npos) << svg;
+}
+
 TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
   std::string html = renderHtml(testing::sampleResult());
   EXPECT_LT(html.find("<section id=\"timeline\">"), html.find("<section id=\"axis-node-bound\""));
