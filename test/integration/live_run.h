@@ -3,18 +3,21 @@
 // driver, and an ApiClient on the driver.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <chrono>
-#include <ctime>
+#include <cmath>
 #include <functional>
-#include <iomanip>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "sim/common/duration.h"
 #include "sim/engine/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "workloads/params.h"
 #include "workloads/workload.h"
 
 namespace cpscale::testing {
@@ -59,13 +62,38 @@ class LiveRun {
 };
 
 // Unix seconds of a MicroTime ("2024-05-01T12:00:00.123456Z") or metav1.Time
-// ("2024-05-01T12:00:00Z"), as the server writes them.
+// ("2024-05-01T12:00:00Z"), as the server writes them; NaN for anything else.
 inline double unixSeconds(const std::string& rfc3339) {
-  std::tm tm{};
-  std::istringstream in(rfc3339.substr(0, 19));
-  in >> std::get_time(&tm, "%Y-%m-%dT%H:%M:%S");
-  const std::string fraction = rfc3339.size() > 20 && rfc3339[19] == '.' ? rfc3339.substr(19, rfc3339.size() - 20) : "";
-  return static_cast<double>(timegm(&tm)) + (fraction.empty() ? 0 : std::stod("0" + fraction));
+  auto t = parseRfc3339(rfc3339);
+  return t ? std::chrono::duration<double>(t->time_since_epoch()).count() : std::nan("");
+}
+
+// Sum of the samples of `metric` in the /metrics that `t` reaches whose labels contain
+// every fragment ("verb=\"PUT\"").
+inline double metricSum(kube::Transport& t, const std::string& metric, const std::vector<std::string>& fragments) {
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = "/metrics";
+  kube::HttpResponse resp = kube::roundTrip(t, req);
+  EXPECT_EQ(resp.status, 200) << resp.detail;
+  double sum = 0;
+  std::istringstream lines(resp.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(metric + "{", 0) != 0) continue;
+    bool all = true;
+    for (const auto& f : fragments) all = all && line.find(f) != std::string::npos;
+    if (all) sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+// How many objects of `coll` carry the run's label.
+inline std::size_t countLabelled(kube::ApiClient& api, const kube::ResourceRef& coll, const std::string& runId) {
+  kube::ListOptions o;
+  o.labelSelector = workloads::runSelector(runId);
+  kube::ApiResult r = api.list(coll, o);
+  EXPECT_TRUE(r.ok()) << r.describe();
+  return r.ok() ? r.body["items"].size() : 0;
 }
 
 }  // namespace cpscale::testing

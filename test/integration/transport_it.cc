@@ -45,20 +45,7 @@ RestConfig replica(const RestConfig& base, const std::string& server) {
 // Sum of the samples of `metric` on one replica whose labels contain every fragment.
 double metricSum(const RestConfig& config, const std::string& metric, const std::vector<std::string>& fragments) {
   CurlTransport t(config);
-  HttpRequest req;
-  req.method = "GET";
-  req.path = "/metrics";
-  HttpResponse resp = roundTrip(t, req);
-  EXPECT_EQ(resp.status, 200) << config.server << ": " << resp.detail;
-  double sum = 0;
-  std::istringstream lines(resp.body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(metric + "{", 0) != 0) continue;
-    bool all = true;
-    for (const auto& f : fragments) all = all && line.find(f) != std::string::npos;
-    if (all) sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
+  return testing::metricSum(t, metric, fragments);
 }
 
 // Writes (POST, PUT, PATCH, DELETE) to the dormant workload's CRD groups on one replica.
@@ -80,13 +67,7 @@ class TransportIT : public ::testing::Test {
     setupTransport = std::make_unique<CurlTransport>(config);
     api = std::make_unique<ApiClient>(*setupTransport, clock);
   }
-  std::size_t countLabelled(const ResourceRef& coll) {
-    ListOptions o;
-    o.labelSelector = workloads::runSelector(runId());
-    ApiResult r = api->list(coll, o);
-    EXPECT_TRUE(r.ok()) << r.describe();
-    return r.ok() ? r.body["items"].size() : 0;
-  }
+  std::size_t countLabelled(const ResourceRef& coll) { return testing::countLabelled(*api, coll, runId()); }
   // Waits until every replica serves the CRDs that prepare() installed through replica
   // 0: a replica learns of a new CRD from its own informer, a moment later.
   void waitServedEverywhere(std::int64_t kinds) {

@@ -37,19 +37,7 @@ const std::string& runId() {
 
 // Sum of apiserver_request_total samples whose labels contain every fragment.
 double requestTotal(Transport& t, const std::vector<std::string>& fragments) {
-  HttpRequest req;
-  req.method = "GET";
-  req.path = "/metrics";
-  HttpResponse resp = roundTrip(t, req);
-  double sum = 0;
-  std::istringstream lines(resp.body);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("apiserver_request_total{", 0) != 0) continue;
-    bool all = true;
-    for (const auto& f : fragments) all = all && line.find(f) != std::string::npos;
-    if (all) sum += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
+  return metricSum(t, "apiserver_request_total", fragments);
 }
 
 YamlField entry(const std::string& yaml) { return loadYamlString(yaml, "workloads_it.yaml"); }
@@ -62,13 +50,7 @@ class WorkloadsIT : public ::testing::Test {
     transport = std::make_unique<CurlTransport>(config);
     api = std::make_unique<ApiClient>(*transport, clock);
   }
-  std::size_t countLabelled(const ResourceRef& coll) {
-    ListOptions o;
-    o.labelSelector = workloads::runSelector(runId());
-    ApiResult r = api->list(coll, o);
-    EXPECT_TRUE(r.ok()) << r.describe();
-    return r.ok() ? r.body["items"].size() : 0;
-  }
+  std::size_t countLabelled(const ResourceRef& coll) { return testing::countLabelled(*api, coll, runId()); }
 
   RestConfig config;
   engine::WallClock clock;

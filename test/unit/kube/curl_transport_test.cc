@@ -36,16 +36,26 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
 
-int freePort() {
+// A socket bound to a free port on 127.0.0.1 (listening when backlog > 0); its port.
+int bindLoopback(int backlog, int& port) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   socklen_t len = sizeof a;
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
+  port = ntohs(a.sin_port);
+  if (backlog > 0) ::listen(fd, backlog);
+  return fd;
+}
+
+int freePort() {
+  int port = 0;
+  ::close(bindLoopback(0, port));
+  return port;
 }
 
 bool canConnect(int port) {
@@ -298,17 +308,7 @@ TEST(CurlTransport, RefusedConnectionIsConnectFailed) {
 class RecordingServer {
  public:
   RecordingServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 16);
+    fd_ = bindLoopback(16, port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~RecordingServer() {
@@ -405,17 +405,7 @@ TEST(CurlTransportWire, MethodsBodiesAndBearerTokenOverOneKeptAliveConnection) {
 class WatchServer {
  public:
   WatchServer() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    ::listen(fd_, 64);
+    fd_ = bindLoopback(64, port_);
     acceptor_ = std::thread([this] { acceptLoop(); });
   }
   ~WatchServer() {

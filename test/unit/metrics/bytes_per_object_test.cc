@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include <cmath>
 
 #include "sim/engine/simulator_impl.h"
@@ -15,20 +17,10 @@ namespace cpscale::metrics {
 namespace {
 
 using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
+using testing::at;
 
 TargetScrapes apiserver(std::string name, const std::vector<std::pair<int, std::string>>& scrapes) {
-  TargetScrapes t;
-  t.info.name = std::move(name);
-  t.info.role = TargetRole::kApiserver;
-  for (const auto& [s, body] : scrapes) {
-    ParseResult r = parsePrometheusText(body);
-    EXPECT_TRUE(r.ok()) << r.error->describe();
-    t.history.record(at(s), r.families);
-    ++t.status.attempts;
-    ++t.status.successes;
-  }
-  return t;
+  return testing::target(std::move(name), TargetRole::kApiserver, scrapes);
 }
 
 std::string num(double v) {

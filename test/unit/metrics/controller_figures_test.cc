@@ -5,29 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include <stdexcept>
 #include <tuple>
 
 namespace cpscale::metrics {
 namespace {
 
-using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
-
-// A target whose scrapes are the given exposition bodies at the given seconds.
-TargetScrapes target(std::string name, TargetRole role, std::vector<std::pair<int, std::string>> scrapes) {
-  TargetScrapes t;
-  t.info.name = std::move(name);
-  t.info.role = role;
-  for (auto& [s, body] : scrapes) {
-    ParseResult r = parsePrometheusText(body);
-    EXPECT_TRUE(r.ok()) << r.error->describe();
-    t.history.record(at(s), r.families);
-    ++t.status.attempts;
-    ++t.status.successes;
-  }
-  return t;
-}
+using testing::at;
+using testing::target;
 
 const Figure& figure(const std::vector<Figure>& figs, std::string_view name, const Labels& labels = {}) {
   for (const Figure& f : figs)

@@ -3,14 +3,15 @@
 // the next phase's increases.
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include "sim/metrics/figures.h"
 #include "sim/metrics/scrape_history.h"
 
 namespace cpscale::metrics {
 namespace {
 
-using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
+using testing::at;
 
 std::string body(double posts, double puts) {
   return "# TYPE apiserver_request_total counter\n"

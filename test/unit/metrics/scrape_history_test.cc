@@ -2,19 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include <string>
 
 namespace cpscale::metrics {
 namespace {
 
-using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
-
-TimeSeries series(std::initializer_list<std::pair<int, double>> points) {
-  TimeSeries t;
-  for (auto [s, v] : points) t.push(at(s), v);
-  return t;
-}
+using testing::at;
+using testing::series;
 
 // One scrape of a server process: its start time, optionally its replica identity
 // (apiserver_id_hash), and a PUT counter.

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/fake_transport.h"
@@ -11,7 +13,7 @@ namespace cpscale::metrics {
 namespace {
 
 using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
+using testing::at;
 ScraperOptions options(engine::Duration interval) {
   ScraperOptions o;
   o.interval = interval;

@@ -2,19 +2,15 @@
 
 #include <gtest/gtest.h>
 
+#include "test/unit/metrics/scrapes.h"
+
 #include <cmath>
 
 namespace cpscale::metrics {
 namespace {
 
-using std::chrono::seconds;
-engine::TimePoint at(int s) { return engine::TimePoint{seconds(s)}; }
-
-TimeSeries series(std::initializer_list<std::pair<int, double>> points) {
-  TimeSeries t;
-  for (auto [s, v] : points) t.push(at(s), v);
-  return t;
-}
+using testing::at;
+using testing::series;
 
 TEST(TimeSeries, CounterIncreasesHandleReset) {
   // 100 -> 130 (+30), restart: 20 (+20), 50 (+30)
