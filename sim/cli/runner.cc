@@ -369,10 +369,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         result.target.members.push_back(
             {c.name, c.role, c.url, c.role == "etcd" ? rec.etcdVersion : rec.kubernetesVersion, serves});
       }
-      // Setup and cleanup go to a replica the workloads reach too, never to one
-      // dedicated to a controller component.
-      config.server = clientUrls.front();
-      result.target.server = config.server;
+      // The kubeconfig's current context (config.server, where setup and cleanup go) is
+      // a replica the workloads reach too, never one dedicated to a controller component.
     }
 
     // 2. Preflight and preparation, synchronously, on a transport of their own.

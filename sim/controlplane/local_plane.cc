@@ -49,16 +49,22 @@ json toJson(const Component& c) {
 
 bool isController(const std::string& role) { return role == "kube-controller-manager" || role == "kube-scheduler"; }
 
-// A kubeconfig with one cluster, one user and one context, credentials embedded:
-// owner-only, like the key it carries.
-void writeSingleKubeconfig(const fs::path& path, const std::string& server, const std::string& user,
-                           const fs::path& caCert, const fs::path& cert, const fs::path& key) {
-  std::string text = "apiVersion: v1\nkind: Config\nclusters:\n- name: cpscale\n  cluster:\n    server: " + server +
-                     "\n    certificate-authority-data: " + kube::base64Encode(readFile(caCert)) +
-                     "\ncontexts:\n- name: cpscale\n  context:\n    cluster: cpscale\n    user: " + user +
-                     "\ncurrent-context: cpscale\nusers:\n- name: " + user +
+// A kubeconfig with one context per (name, server), all for one user whose
+// credentials are embedded, and `current` as the current context. Owner-only, like the
+// key it carries.
+void writeKubeconfigFile(const fs::path& path, const std::vector<std::pair<std::string, std::string>>& servers,
+                         const std::string& current, const std::string& user, const fs::path& caCert,
+                         const fs::path& cert, const fs::path& key) {
+  const std::string ca = kube::base64Encode(readFile(caCert));
+  std::string clusters, contexts;
+  for (const auto& [name, server] : servers) {
+    clusters += "- name: " + name + "\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + ca + "\n";
+    contexts += "- name: " + name + "\n  context:\n    cluster: " + name + "\n    user: " + user + "\n";
+  }
+  std::string text = "apiVersion: v1\nkind: Config\nclusters:\n" + clusters + "contexts:\n" + contexts +
+                     "current-context: " + current + "\nusers:\n- name: " + user +
                      "\n  user:\n    client-certificate-data: " + kube::base64Encode(readFile(cert)) +
-                     "\n    client-key-data: " + kube::base64Encode(readFile(key)) + "\n";
+                     "\n    client-key-data: " + kube::base64Encode(readFile(key)) + "\npreferences: {}\n";
   writeFile(path, text, fs::perms::owner_read | fs::perms::owner_write);
 }
 
@@ -362,8 +368,8 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
   for (const auto& c : record_.components)
     if (c.role == "kube-apiserver" && c.name == "kube-apiserver-" + std::to_string(replica)) apiserver = c;
   fs::path kubeconfig = dir / (role + ".kubeconfig");
-  writeSingleKubeconfig(kubeconfig, apiserver.url, "system:" + role, pki.caCert(), pki.componentCert(role),
-                        pki.componentKey(role));
+  writeKubeconfigFile(kubeconfig, {{"cpscale", apiserver.url}}, "cpscale", "system:" + role, pki.caCert(),
+                     pki.componentCert(role), pki.componentKey(role));
   const int port = freeLoopbackPort();
   // Its own identity (system:<component>, which upstream's default RBAC grants what it
   // needs), on loopback, with leader election as every real deployment runs it. The
@@ -432,27 +438,17 @@ void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_p
 
 void LocalPlane::writeKubeconfig() {
   PkiPaths pki{record_.stateDir / "pki"};
-  std::string ca = kube::base64Encode(readFile(pki.caCert()));
-  std::string cert = kube::base64Encode(readFile(pki.adminCert()));
-  std::string key = kube::base64Encode(readFile(pki.adminKey()));
-  std::string cluster = "cpscale-" + options_.name;
-  std::string user = cluster + "-admin";
+  const std::string cluster = "cpscale-" + options_.name;
   // One cluster and context per apiserver replica, so each can be addressed with
-  // kubectl --context; the first is current.
-  std::string clusters, contexts;
+  // kubectl --context; current is the first that serves clients (never one dedicated
+  // to a controller component).
+  std::vector<std::pair<std::string, std::string>> servers;
   auto apiservers = record_.urls("kube-apiserver");
-  for (std::size_t i = 0; i < apiservers.size(); ++i) {
-    std::string n = i == 0 ? cluster : cluster + "-apiserver-" + std::to_string(i);
-    clusters += "- name: " + n + "\n  cluster:\n    server: " + apiservers[i] +
-                "\n    certificate-authority-data: " + ca + "\n";
-    contexts += "- name: " + n + "\n  context:\n    cluster: " + n + "\n    user: " + user + "\n";
-  }
-  std::string text = "apiVersion: v1\nkind: Config\nclusters:\n" + clusters + "contexts:\n" + contexts +
-                     "current-context: " + cluster + "\nusers:\n- name: " + user +
-                     "\n  user:\n    client-certificate-data: " + cert + "\n    client-key-data: " + key +
-                     "\npreferences: {}\n";
-  // It embeds the admin key: owner-only, like the key file itself.
-  writeFile(record_.kubeconfig, text, fs::perms::owner_read | fs::perms::owner_write);
+  for (std::size_t i = 0; i < apiservers.size(); ++i)
+    servers.emplace_back(i == 0 ? cluster : cluster + "-apiserver-" + std::to_string(i), apiservers[i]);
+  const std::string current = servers.at(static_cast<std::size_t>(options_.profile.clientApiservers().front())).first;
+  writeKubeconfigFile(record_.kubeconfig, servers, current, cluster + "-admin", pki.caCert(), pki.adminCert(),
+                      pki.adminKey());
 }
 
 void LocalPlane::writeRecord() const {

@@ -334,13 +334,27 @@ TEST(ControllerToggleTest, AProfileTurnsControllersOffAndStopStopsEveryMember) {
   }
   for (const auto& c : rec.components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
 
+  // Both controllers, the scheduler on a replica of its own: replica 0. The kubeconfig's
+  // current context (where kubectl and cpscale's setup go) is then replica 1.
   po.stateDir = makeTempDir("cpscale-withcontrollers");
   po.name = "itest-full";
   po.profile = {};
+  po.profile.apiservers = 2;
+  po.profile.scheduler.apiserver = 0;
   {
     controlplane::LocalPlane plane(po);
     rec = plane.record();
     ASSERT_NE(member(rec, "kube-controller-manager"), nullptr);
+    const auto* scheduler = member(rec, "kube-scheduler");
+    ASSERT_NE(scheduler, nullptr);
+    EXPECT_EQ(scheduler->apiserver, "kube-apiserver-0");
+    EXPECT_TRUE(scheduler->dedicatedApiserver);
+    const auto urls = rec.urls("kube-apiserver");
+    ASSERT_EQ(urls.size(), 2u);
+    EXPECT_EQ(rec.clientApiserverUrls(), std::vector<std::string>{urls[1]});
+    kube::LoadOptions lo;
+    lo.explicitPath = plane.kubeconfig().string();
+    EXPECT_EQ(kube::loadKubeconfig(lo).server, urls[1]);
   }
   for (const auto& c : rec.components) EXPECT_FALSE(controlplane::isRunning(c.process)) << c.name;
 }
