@@ -286,7 +286,7 @@ class FleetInstance final : public WorkloadInstance {
 
   json summary() const override {
     return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
-            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupComplete()},
+            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupReported_},
             {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
             {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
             {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
