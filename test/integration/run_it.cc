@@ -151,12 +151,23 @@ TEST(RunTest, TwoProfilesRunBothAndCompareThem) {
   EXPECT_TRUE(share(b)["value"].is_number()) << share(b).dump();
 }
 
-// The figure's value for the given label value, or -1 when absent or unavailable.
+// The figure of that name and window whose labels include the given ones (with none
+// given: the one without labels), or nullptr.
+const json* figure(const json& result, const std::string& name, const std::string& window,
+                   const std::vector<std::pair<std::string, std::string>>& labels = {}) {
+  for (const auto& f : result["figures"]) {
+    if (f["name"] != name || f["window"] != window) continue;
+    bool all = true;
+    for (const auto& [k, v] : labels) all = all && f["labels"].value(k, std::string("\x01")) == v;
+    if (all && (!labels.empty() || f["labels"].empty())) return &f;
+  }
+  return nullptr;
+}
+
+// The steady figure's value for the given label value, or -1 when absent or unavailable.
 double figureValue(const json& result, const std::string& name, const std::string& label, const std::string& value) {
-  for (const auto& f : result["figures"])
-    if (f["name"] == name && f["window"] == "steady" && f["labels"].value(label, "") == value && f["value"].is_number())
-      return f["value"].get<double>();
-  return -1;
+  const json* f = figure(result, name, "steady", {{label, value}});
+  return f && (*f)["value"].is_number() ? (*f)["value"].get<double>() : -1;
 }
 
 TEST(RunTest, RoleSplitShowsWhichReplicaEachLoadLandsOn) {
@@ -263,17 +274,6 @@ TEST(RunTest, InterruptWritesPartialResultsCleansUpAndExitsThree) {
 }
 
 const std::string kNodeBound = std::string(CPSCALE_SOURCE_DIR) + "/scenarios/node-bound.yaml";
-
-const json* figure(const json& result, const std::string& name, const std::string& window,
-                   const std::vector<std::pair<std::string, std::string>>& labels = {}) {
-  for (const auto& f : result["figures"]) {
-    if (f["name"] != name || f["window"] != window) continue;
-    bool all = true;
-    for (const auto& [k, v] : labels) all = all && f["labels"].value(k, std::string("\x01")) == v;
-    if (all && (!labels.empty() || f["labels"].empty())) return &f;
-  }
-  return nullptr;
-}
 
 // The headline is the steady window: registration happens in setup, and the lease PUT
 // rate of the window is what the fleet renews, count / 10 per second.
