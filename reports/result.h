@@ -5,12 +5,14 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "reports/capacity.h"
 #include "sim/metrics/figures.h"
 #include "sim/scenario/gate.h"
 
@@ -127,6 +129,9 @@ struct RunResult {
   std::vector<WorkloadSummary> workloads;
   std::vector<scenario::GateResult> gates;
   int exitCode = 0;
+  // `cpscale capacity`: the search this run was, step by step (its steps' windows are
+  // phases "step/<value>"); unset for a plain run.
+  std::optional<CapacitySearch> capacity;
 };
 
 // The phase with this name, or null.
