@@ -37,6 +37,11 @@ class PhaseLog {
     std::lock_guard lock(mu_);
     if (pending_ > 0) --pending_;
   }
+  // `instances` more reports complete setup again (a capacity step's growth starts).
+  void expect(std::size_t instances) {
+    std::lock_guard lock(mu_);
+    pending_ += instances;
+  }
   bool setupComplete() const { return setupPending() == 0; }
   std::size_t setupPending() const {
     std::lock_guard lock(mu_);

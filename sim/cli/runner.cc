@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sim/cli/capacity_search.h"
 #include "sim/cli/run_progress.h"
 #include "sim/cli/workload_figures.h"
 #include "sim/common/duration.h"
@@ -71,6 +72,7 @@ class ScrapeLoop {
       }
       cv_.notify_all();
       while (!stopping_.load()) {
+        std::unique_lock data(dataMu_);
         if (restart_.exchange(false)) {
           // A round still in flight would make the boundary round an overrun: let it
           // finish first (bounded), so every target has a scrape at the boundary.
@@ -78,9 +80,14 @@ class ScrapeLoop {
           boundaries_.push_back(sim_.now());  // the round below is recorded at or just after this
           scraper_.stop();
           scraper_.start();
+          boundaryPending_ = true;
         }
         sim_.runUntil(clock_.now() + 50ms);
         watchControllerQueues();
+        if (boundaryPending_ && scraper_.inFlight() == 0) {
+          boundaryPending_ = false;
+          boundariesAnswered_ = boundaries_.size();
+        }
       }
     });
   }
@@ -125,6 +132,24 @@ class ScrapeLoop {
   // A phase boundary (any thread): a round now, so counters have a value at the
   // boundary itself, and the schedule restarts from there.
   void scrapeAtBoundary() { restart_ = true; }
+  // Waits (bounded) until the `n`th boundary round was answered; its time, or none.
+  std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration limit = 20s) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline && !stopping_.load()) {
+      {
+        std::lock_guard data(dataMu_);
+        if (boundariesAnswered_ >= n) return boundaries_[n - 1];
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    std::lock_guard data(dataMu_);
+    return boundaries_.size() >= n ? std::optional(boundaries_[n - 1]) : std::nullopt;
+  }
+  // The scrapes between two times, while the loop runs (any thread).
+  std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) {
+    std::lock_guard data(dataMu_);
+    return metrics::sliceTargets(scraper_.targets(), from, to);
+  }
   // One last round (the end of the measured window), waits for it, then stops.
   void finish() {
     if (!thread_.joinable()) return;
@@ -154,6 +179,11 @@ class ScrapeLoop {
   std::condition_variable cv_;
   bool firstRound_ = false;
   std::vector<engine::TimePoint> boundaries_;
+  // Held by the scrape thread while it runs its engine; other threads take it to read
+  // the scrapes mid-run.
+  std::mutex dataMu_;
+  bool boundaryPending_ = false;
+  std::size_t boundariesAnswered_ = 0;
   std::atomic<bool> settling_{false};
   std::atomic<int> idleScrapes_{0};
   std::atomic<bool> hasControllerManager_{false};
@@ -244,8 +274,9 @@ struct RunTimeline {
 
 double secondsAt(engine::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
 
+// `steady`: the run has one steady window (a capacity search has its steps instead).
 void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vector<workloads::PhaseLog::Span>& spans,
-                  engine::Duration duration) {
+                  engine::Duration duration, bool steady) {
   const double end = secondsAt(*tl.end);
   reports::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
   if (!tl.ready) setup.detail = tl.cut;
@@ -267,7 +298,7 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
     if (!sp.ended()) p.detail = "still open when the load stopped";
     r.phases.push_back(std::move(p));
   }
-  if (tl.steadyStart) {
+  if (tl.steadyStart && steady) {
     // A window that ran its full duration is complete; the supervisor ends it within
     // one polling pass of the deadline.
     bool full = *tl.end - *tl.steadyStart >= duration - std::chrono::milliseconds(100) && tl.cut.empty();
@@ -279,6 +310,38 @@ kube::RestConfig withServer(const kube::RestConfig& base, const std::string& ser
   kube::RestConfig c = base;
   c.server = server;
   return c;
+}
+
+// Every figure of one steady window: the server's from the scrapes between its
+// boundaries, the client's from the requests scheduled in it.
+std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrapes> slice,
+                                           const engine::RequestStats& stats, engine::Duration length,
+                                           const engine::DriverOptions& driver) {
+  std::vector<metrics::Figure> out;
+  auto add = [&](std::vector<metrics::Figure> fs) {
+    for (auto& f : fs) {
+      f.window = metrics::Window::kSteady;
+      out.push_back(std::move(f));
+    }
+  };
+  add(metrics::writeFigures(slice));
+  add(metrics::apiserverRequestFigures(slice));
+  add(metrics::leaseShareFigures(slice));
+  add(metrics::apiserverMemoryFigures(slice));
+  add(metrics::etcdFigures(slice));
+  add(metrics::controllerFigures(slice));
+  add(metrics::serverLatencyFigures(slice));
+  add(metrics::clientLatencyFigures(stats));
+  add(metrics::clientCountFigures(stats, length));
+  add(metrics::generatorHealthFigures(stats, metrics::GeneratorHealthOptions{driver.lagQuantile, driver.lagThreshold}));
+  return out;
+}
+
+// A knob value as a phase name shows it: "step/1200".
+std::string knobText(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
 }
 
 }  // namespace
@@ -305,6 +368,28 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   result.environment.cpus = static_cast<int>(std::thread::hardware_concurrency());
   result.environment.startedAt = utcNowRfc3339();
   result.status = reports::RunStatus::kFailed;
+
+  // A capacity ladder: growth[k] takes the knob's workload from steps[k] to steps[k+1].
+  const bool stepped = opt.capacity != nullptr && !opt.steps.empty();
+  std::vector<workloads::WorkloadPtr> growth;
+  std::size_t knobIndex = 0;
+  if (stepped) {
+    const auto& spec = *opt.capacity;
+    while (knobIndex < sc.workloads.size() && sc.workloads[knobIndex]->name() != spec.workload) ++knobIndex;
+    if (knobIndex == sc.workloads.size())
+      throw ConfigError(spec.where, "capacity.knob", "no workload named '" + spec.workload + "'");
+    for (std::size_t k = 1; k < opt.steps.size(); ++k) {
+      auto g = sc.workloads[knobIndex]->growth(spec.field, opt.steps[k - 1], opt.steps[k]);
+      if (!g) {
+        std::string fields;
+        for (const auto& f : sc.workloads[knobIndex]->growableFields()) fields += (fields.empty() ? "" : ", ") + f;
+        throw ConfigError(spec.where, "capacity.knob",
+                          "'" + spec.field + "' of a " + sc.workloads[knobIndex]->kind() +
+                              " workload cannot grow in place (it can: " + (fields.empty() ? "none" : fields) + ")");
+      }
+      growth.push_back(std::move(g));
+    }
+  }
 
   std::unique_ptr<controlplane::LocalPlane> plane;
   kube::RestConfig config;
@@ -410,6 +495,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       created = true;
       w->prepare(*setupClient, wall, opt.runId);
     }
+    for (auto& g : growth) g->prepare(*setupClient, wall, opt.runId);
 
     // 3. Scrape targets: every apiserver with the run's credentials, every etcd and
     //    controller component of the local plane (a user's are not reachable: their
@@ -475,12 +561,61 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     struct PerWorker {
       std::unique_ptr<kube::ApiClient> api;
       std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances;
+      std::vector<std::unique_ptr<workloads::WorkloadInstance>> grown;  // capacity steps' growth
+      std::function<void()> pollGrowth;
     };
     std::vector<PerWorker> perWorker(sc.workers);
 
     ProgressReporter progress(counters, sc.duration, opt.progress);
     RunTimeline tl;
     std::atomic<bool> runDone{false};
+    // The capacity ladder's progress (stepped runs): the step being set up or held, how
+    // many growth workloads the workers are to have started, and the judged steps.
+    std::size_t step = 0;
+    std::atomic<std::size_t> grownTo{0};
+    std::vector<reports::CapacityStep> judged;
+    std::vector<reports::Phase> stepPhases;
+    std::optional<engine::TimePoint> stepReady, stepWorkloadsReady, stepStart;
+    engine::TimePoint growStart{};
+    std::size_t boundariesAsked = 0, stepStartBoundary = 0;
+    // Ends the current step (on the supervisor's thread): a boundary round, the answers
+    // to the window's requests (bounded by `drain`), then the window's figures and the
+    // verdict. True when the ladder goes on.
+    auto endStep = [&](engine::TimePoint now) {
+      const std::size_t window = 2 * step;
+      pool.beginWindow(window + 1, now);
+      scrapes.scrapeAtBoundary();
+      ++boundariesAsked;
+      auto from = scrapes.waitBoundary(stepStartBoundary);
+      auto to = scrapes.waitBoundary(boundariesAsked);
+      for (auto until = runClock.now() + sc.drain; runClock.now() < until && !interrupted();) {
+        engine::RequestStats w = pool.windowStats(window);
+        if (w.completed() >= w.sent()) break;
+        std::this_thread::sleep_for(20ms);
+      }
+      auto slice = scrapes.slice(from.value_or(*stepStart), to.value_or(now) + 1ms);
+      auto figures = windowFigures(slice, pool.windowStats(window), now - *stepStart, sc.driver);
+      const double value = opt.steps[step];
+      judged.push_back(judgeStep(value, secondsAt(*stepStart), secondsAt(now), std::move(figures), opt.capacity->gates));
+      const auto& j = judged.back();
+      stepPhases.push_back({"step/" + knobText(value), secondsAt(*stepStart), secondsAt(now), true,
+                            j.held ? "held" : "did not hold: " + j.brokeBy});
+      if (opt.progress)
+        std::cerr << "cpscale capacity: " << opt.capacity->knob << "=" << knobText(value) << " "
+                  << (j.held ? "held" : "did not hold: " + j.brokeBy) << "\n";
+      if (!j.held || step + 1 == opt.steps.size()) return false;
+      // Grow in place: every worker starts the next growth workload's instance; the
+      // next window waits for their setup, as the first waited for the scenario's.
+      phaseLog.expect(sc.workers);
+      ++step;
+      growStart = now;
+      stepWorkloadsReady.reset();
+      stepReady.reset();
+      stepStart.reset();
+      counters.phase = 0;
+      grownTo = step;
+      return true;
+    };
     // The run's supervisor: starts the steady window once setup is over (and warmup has
     // passed), ends it after `duration`, and cuts the run short on Ctrl-C, a member of
     // the local plane exiting, or setup that never finishes.
@@ -502,6 +637,37 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             return cut(now, member + " exited during the run");
           }
         }
+        if (stepped && step > 0) {
+          // A growth step: its setup, the controllers settling, then its window.
+          if (!stepWorkloadsReady && phaseLog.setupComplete()) {
+            stepWorkloadsReady = now;
+            scrapes.startSettling();
+          }
+          if (stepWorkloadsReady && !stepReady &&
+              (scrapes.controllersSettled() || now >= *stepWorkloadsReady + kSettleLimit))
+            stepReady = now;
+          if (stepReady && !stepStart) {
+            stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true, ""});
+            stepStart = now;
+            pool.beginWindow(2 * step, now);
+            counters.phase = 1;
+            scrapes.scrapeAtBoundary();
+            stepStartBoundary = ++boundariesAsked;
+          }
+          if (!stepWorkloadsReady && now >= growStart + sc.setupTimeout) {
+            stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), false,
+                                  "setup did not finish"});
+            return cut(now, "growing " + opt.capacity->knob + " to " + knobText(opt.steps[step]) +
+                                " did not finish its setup within " + formatDuration(sc.setupTimeout));
+          }
+          if (stepStart && now >= *stepStart + opt.capacity->hold && !endStep(now)) {
+            tl.end = now;
+            pool.stop();
+            return;
+          }
+          std::this_thread::sleep_for(10ms);
+          continue;
+        }
         if (!tl.workloadsReady && phaseLog.setupComplete()) {
           tl.workloadsReady = now;
           scrapes.startSettling();
@@ -519,13 +685,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
           pool.setSteadyStart(now);
           counters.phase = 1;
           scrapes.scrapeAtBoundary();
+          stepStartBoundary = ++boundariesAsked;
+          if (stepped) {
+            stepStart = now;
+            pool.beginWindow(0, now);
+          }
         }
         if (!tl.workloadsReady && now >= engine::TimePoint{sc.setupTimeout})
           return cut(now, "setup did not finish within " + formatDuration(sc.setupTimeout) + " (" +
                               std::to_string(phaseLog.setupPending()) + " of " +
                               std::to_string(sc.workers * sc.workloads.size()) +
                               " workload instances still setting up; see the workloads' summaries)");
-        if (tl.steadyStart && now >= *tl.steadyStart + sc.duration) return cut(now, "");
+        if (stepped && stepStart && now >= *stepStart + opt.capacity->hold && !endStep(now)) {
+          tl.end = now;
+          pool.stop();
+          return;
+        }
+        if (!stepped && tl.steadyStart && now >= *tl.steadyStart + sc.duration) return cut(now, "");
         std::this_thread::sleep_for(10ms);
       }
     });
@@ -539,7 +715,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             kube::ApiClientOptions ao;
             ao.seed = sc.seed + w.index();
             pw.api = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator(), ao);
-            for (auto& wl : sc.workloads) {
+            auto context = [&] {
               workloads::WorkloadContext ctx{w.simulator(), *pw.api, opt.runId, sc.seed, &w};
               ctx.phases = &phaseLog;
               // Timestamps written into objects (renewTime) are Unix time.
@@ -547,10 +723,27 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
                                        std::chrono::system_clock::now().time_since_epoch())
                                        .count() -
                                    w.simulator().clock().now().time_since_epoch().count();
+              return ctx;
+            };
+            for (auto& wl : sc.workloads) {
+              auto ctx = context();
               pw.instances.push_back(wl->start(ctx));
             }
+            if (stepped) {
+              // Each growth the supervisor asks for, started on this worker's own thread.
+              pw.pollGrowth = [&, context] {
+                while (pw.grown.size() < grownTo.load()) {
+                  auto ctx = context();
+                  pw.grown.push_back(growth[pw.grown.size()]->start(ctx));
+                }
+                w.simulator().scheduleAfter(100ms, pw.pollGrowth);
+              };
+              w.simulator().scheduleAfter(100ms, pw.pollGrowth);
+            }
           },
-          engine::TimePoint{sc.setupTimeout + sc.warmup + sc.duration + 1min});
+          stepped ? engine::TimePoint{(sc.setupTimeout + kSettleLimit + opt.capacity->hold) *
+                                          static_cast<long>(opt.steps.size()) + sc.warmup + 1min}
+                  : engine::TimePoint{sc.setupTimeout + sc.warmup + sc.duration + 1min});
     } catch (...) {
       runDone = true;
       monitor.join();
@@ -564,7 +757,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
 
     // 5. Phases, then figures per phase: the steady window is the headline; setup is
     //    recorded beside it; scrape health covers the whole run.
-    recordPhases(result, tl, phaseLog.spans(), sc.duration);
+    recordPhases(result, tl, phaseLog.spans(), sc.duration, !stepped);
+    result.phases.insert(result.phases.end(), stepPhases.begin(), stepPhases.end());
     result.incidents = tl.incidents;
     planeBroken = plane && !tl.incidents.empty();
     result.measuredSeconds = tl.steadyStart ? secondsAt(*tl.end) - secondsAt(*tl.steadyStart) : 0;
@@ -574,6 +768,11 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         if (i >= pw.instances.size()) continue;
         pw.instances[i]->stop();
         mergeSummary(merged, pw.instances[i]->summary());
+        if (i == knobIndex)
+          for (auto& g : pw.grown) {
+            g->stop();
+            mergeSummary(merged, g->summary());
+          }
       }
       result.workloads.push_back({sc.workloads[i]->kind(), sc.workloads[i]->name(), merged});
     }
@@ -595,16 +794,38 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         figures.push_back(std::move(f));
       }
     };
-    if (tl.steadyStart) {
+    engine::RequestStats stats = pool.requestStats();
+    engine::RequestStats setupStats = pool.setupRequestStats();
+    if (stepped) {
+      // The headline is the last step that held; every step's figures are in
+      // result.capacity.
+      const reports::CapacityStep* last = nullptr;
+      for (const auto& j : judged)
+        if (j.held) last = &j;
+      if (last) {
+        figures.insert(figures.end(), last->figures.begin(), last->figures.end());
+        result.measuredSeconds = last->endSeconds - last->startSeconds;
+      } else {
+        std::string why = judged.empty() ? "no step of the capacity search was held to its end: " + tl.cut
+                                         : "no step of the capacity search held: " + judged.front().brokeBy;
+        for (const char* n : {"write_qps", "lease_write_share"})
+          figures.push_back(metrics::Figure::unavailable(n, {}, n == std::string_view("write_qps") ? "1/s" : "ratio",
+                                                         metrics::Source::kApiserver, why));
+        result.measuredSeconds = 0;
+      }
+      reports::CapacitySearch search;
+      search.axis = opt.capacity->axis;
+      search.knob = opt.capacity->knob;
+      search.unit = opt.capacity->unit;
+      search.profile = opt.profile.name;
+      search.scenario = sc.name;
+      search.steps = judged;
+      result.capacity = std::move(search);
+    } else if (tl.steadyStart) {
       engine::TimePoint from = bounds.empty() ? *tl.steadyStart : bounds[0];
       auto steady = metrics::sliceTargets(all, from, boundary(1, *tl.end));
-      add(metrics::writeFigures(steady), metrics::Window::kSteady);
-      add(metrics::apiserverRequestFigures(steady), metrics::Window::kSteady);
-      add(metrics::leaseShareFigures(steady), metrics::Window::kSteady);
-      add(metrics::apiserverMemoryFigures(steady), metrics::Window::kSteady);
-      add(metrics::etcdFigures(steady), metrics::Window::kSteady);
-      add(metrics::controllerFigures(steady), metrics::Window::kSteady);
-      add(metrics::serverLatencyFigures(steady), metrics::Window::kSteady);
+      auto fs = windowFigures(steady, stats, *tl.end - *tl.steadyStart, sc.driver);
+      figures.insert(figures.end(), fs.begin(), fs.end());
     } else {
       std::string why = "the steady window never started: " + tl.cut;
       for (const char* n : {"write_qps", "lease_write_share"})
@@ -632,14 +853,6 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     }
     add(metrics::scrapeHealthFigures(all), metrics::Window::kRun);
 
-    engine::RequestStats stats = pool.requestStats();
-    engine::RequestStats setupStats = pool.setupRequestStats();
-    if (tl.steadyStart) {
-      add(metrics::clientLatencyFigures(stats), metrics::Window::kSteady);
-      add(metrics::clientCountFigures(stats, *tl.end - *tl.steadyStart), metrics::Window::kSteady);
-      metrics::GeneratorHealthOptions gho{sc.driver.lagQuantile, sc.driver.lagThreshold};
-      add(metrics::generatorHealthFigures(stats, gho), metrics::Window::kSteady);
-    }
     add(metrics::clientCountFigures(setupStats, setupEnd - engine::TimePoint{}), metrics::Window::kSetup);
     {
       // Watch streams are not open-loop requests (no latency, no in-flight slot): their
@@ -652,7 +865,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         add({metrics::Figure::measured(name, {}, v, "count", metrics::Source::kClient)}, metrics::Window::kRun);
     }
     result.figures = std::move(figures);
-    for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
+    if (!stepped)
+      for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
 
     perWorker.clear();  // before the pool's drivers go away
     if (interrupted()) {

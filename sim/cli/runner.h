@@ -30,6 +30,17 @@ struct RunOptions {
   bool progress = true;    // progress line / periodic log lines on stderr
   // Live counters to count into (read by --metrics-addr); the run's own when null.
   RunCounters* counters = nullptr;
+  // A capacity search's ladder on this run (null: a plain run). The scenario holds
+  // `steps.front()` (its knob already set to it); each next value is reached by growing
+  // the knob's workload in place (Workload::growth), after which setup, the controllers'
+  // settling and a steady window of `capacity->hold` follow again. Each step's window is
+  // judged by the capacity gates (judgeStep) as soon as it ends; the run stops after the
+  // first step that does not hold. result.capacity holds the judged steps, each
+  // window a phase "step/<value>", each growth a phase "grow/<value>"; the headline
+  // figures are those of the last step that held. Gates and the exit code are left to
+  // the caller, which knows the whole search.
+  const scenario::CapacitySpec* capacity = nullptr;
+  std::vector<double> steps;
 };
 
 // Runs and returns the result (already written to outDir). Throws ConfigError for bad

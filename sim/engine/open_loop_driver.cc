@@ -63,6 +63,7 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
   const TimePoint now = clock_.now();
   const TimePoint intended = *req.intendedAt;
   statsFor(intended).recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
+  inWindow(intended, [&](RequestStats& w) { w.recordSend(std::max(Duration{0}, submitted - intended), now - submitted); });
   Flight& f = flights_[id];
   f.intended = intended;
   f.sent = now;
@@ -79,10 +80,14 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
     // about the server: it is neither a latency nor an error.
     if (resp.outcome != kube::TransportOutcome::kAborted) {
       RequestStats& stats = statsFor(flight.intended);
-      stats.recordStatus(resp.ok() ? resp.status : 0);
-      stats.recordLatency(RequestKey{std::move(flight.resource), std::move(flight.verb),
-                                      classifyStatus(resp.ok(), resp.status)},
-                           end - flight.intended, end - flight.sent);
+      const RequestKey key{std::move(flight.resource), std::move(flight.verb), classifyStatus(resp.ok(), resp.status)};
+      const int status = resp.ok() ? resp.status : 0;
+      stats.recordStatus(status);
+      stats.recordLatency(key, end - flight.intended, end - flight.sent);
+      inWindow(flight.intended, [&](RequestStats& w) {
+        w.recordStatus(status);
+        w.recordLatency(key, end - flight.intended, end - flight.sent);
+      });
     }
     done(std::move(resp));
     admitWaiting();
@@ -119,6 +124,27 @@ void OpenLoopDriver::cancel(kube::RequestId id) {
   aborted.outcome = kube::TransportOutcome::kAborted;
   aborted.detail = "cancelled while waiting for an in-flight slot";
   w.done(std::move(aborted));
+}
+
+void OpenLoopDriver::beginWindow(std::size_t index, TimePoint start) {
+  if (index >= kMaxWindows) return;
+  windowStartNs_[index].store(start.time_since_epoch().count(), std::memory_order_relaxed);
+  std::size_t n = windows_.load();
+  while (n < index + 1 && !windows_.compare_exchange_weak(n, index + 1)) {
+  }
+}
+
+int OpenLoopDriver::windowOf(TimePoint intended) const {
+  const std::size_t n = windows_.load(std::memory_order_acquire);
+  const std::int64_t t = intended.time_since_epoch().count();
+  for (std::size_t i = n; i-- > 0;)
+    if (windowStartNs_[i].load(std::memory_order_relaxed) <= t) return static_cast<int>(i);
+  return -1;
+}
+
+RequestStats OpenLoopDriver::windowStats(std::size_t index) const {
+  std::lock_guard lock(windowMu_);
+  return index < kMaxWindows ? windowStats_[index] : RequestStats{};
 }
 
 }  // namespace cpscale::engine

@@ -16,7 +16,9 @@
 #include <cstddef>
 #include <limits>
 #include <cstdint>
+#include <array>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -82,6 +84,15 @@ class OpenLoopDriver final : public kube::Transport {
   void setSteadyStart(TimePoint t) { steadyStartNs_.store(t.time_since_epoch().count(), std::memory_order_relaxed); }
   const RequestStats& stats() const { return stats_; }
   const RequestStats& setupStats() const { return setupStats_; }
+  // Numbered windows inside the run (a capacity search's steps and the growth between
+  // them), counted besides stats()/setupStats(): a request belongs to the window with
+  // the latest start at or before its scheduled time, and to none before the first.
+  // Any thread may begin one (index < kMaxWindows, starts in increasing order);
+  // windowStats() copies under a lock, so another thread may read a window that ended
+  // while the worker goes on. Without windows a request pays one atomic load.
+  static constexpr std::size_t kMaxWindows = 64;
+  void beginWindow(std::size_t index, TimePoint start);
+  RequestStats windowStats(std::size_t index) const;
   // Streams open now.
   std::size_t streamsOpen() const { return streams_.size(); }
   const StreamStats& streamStats() const { return streamStats_; }
@@ -120,8 +131,22 @@ class OpenLoopDriver final : public kube::Transport {
                                                                                                    : setupStats_;
   }
 
+  // The window `intended` belongs to, or -1.
+  int windowOf(TimePoint intended) const;
+  template <class F>
+  void inWindow(TimePoint intended, F record) {
+    if (int w = windowOf(intended); w >= 0) {
+      std::lock_guard lock(windowMu_);
+      record(windowStats_[static_cast<std::size_t>(w)]);
+    }
+  }
+
   RequestStats stats_;
   RequestStats setupStats_;
+  std::array<std::atomic<std::int64_t>, kMaxWindows> windowStartNs_{};
+  std::atomic<std::size_t> windows_{0};
+  mutable std::mutex windowMu_;
+  std::vector<RequestStats> windowStats_ = std::vector<RequestStats>(kMaxWindows);
   std::atomic<std::int64_t> steadyStartNs_{std::numeric_limits<std::int64_t>::min()};
   std::unordered_map<kube::RequestId, kube::RequestId> streams_;  // driver id -> inner id
   StreamStats streamStats_;

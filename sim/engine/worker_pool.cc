@@ -83,6 +83,18 @@ void WorkerPool::stop() {
   }
 }
 
+void WorkerPool::beginWindow(std::size_t index, TimePoint start) {
+  for (auto& w : workers_)
+    if (w->driver_) w->driver_->beginWindow(index, start);
+}
+
+RequestStats WorkerPool::windowStats(std::size_t index) const {
+  RequestStats all;
+  for (const auto& w : workers_)
+    if (w->driver_) all.merge(w->driver_->windowStats(index));
+  return all;
+}
+
 RequestStats WorkerPool::requestStats() const {
   RequestStats all;
   for (const auto& w : workers_) {

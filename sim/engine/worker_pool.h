@@ -85,6 +85,10 @@ class WorkerPool {
   // The measured window starts at `t` on the workers' timeline (any thread): see
   // OpenLoopDriver::setSteadyStart.
   void setSteadyStart(TimePoint t);
+  // OpenLoopDriver::beginWindow on every worker (any thread), and the window's
+  // statistics of all workers merged (any thread, also while running).
+  void beginWindow(std::size_t index, TimePoint start);
+  RequestStats windowStats(std::size_t index) const;
   const Clock& clock() const { return wallClock_; }
   // Statistics of all workers in the measured window, merged. Call after run().
   RequestStats requestStats() const;

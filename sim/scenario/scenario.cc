@@ -1,6 +1,8 @@
 #include "sim/scenario/scenario.h"
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -141,6 +143,56 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
   return s;
 }
 
+namespace {
+
+CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
+  f.expectMap({"knob", "axis", "start", "factor", "max", "hold", "bisect", "gates"});
+  CapacitySpec c;
+  c.where = f.where();
+  auto knob = f.require("knob");
+  c.knob = knob.asString();
+  // workloads.<name>.<field>: the one knob shape a search can grow in place.
+  const auto first = c.knob.find('.'), last = c.knob.rfind('.');
+  if (c.knob.substr(0, first) != "workloads" || first == last || last + 1 >= c.knob.size())
+    throw knob.error("'" + c.knob + "' is not a workload knob (workloads.<name>.<field>, e.g. workloads.fleet.count)");
+  c.workload = c.knob.substr(first + 1, last - first - 1);
+  c.field = c.knob.substr(last + 1);
+  const workloads::Workload* w = nullptr;
+  for (const auto& wl : s.workloads)
+    if (wl->name() == c.workload) w = wl.get();
+  if (!w) {
+    std::string known;
+    for (const auto& wl : s.workloads) known += (known.empty() ? "" : ", ") + wl->name();
+    throw knob.error("no workload named '" + c.workload + "' (the scenario has " + known + ")");
+  }
+  c.axis = axisOfKind(w->kind());
+  if (auto a = f.get("axis")) {
+    c.axis = a->asString();
+    if (c.axis != "node" && c.axis != "churn" && c.axis != "state")
+      throw a->error("'" + c.axis + "' is not an axis (node, churn or state)");
+  }
+  c.unit = unitOfKnob(w->kind(), c.field);
+  auto start = f.require("start");
+  c.start = start.asDouble();
+  if (c.start <= 0) throw start.error("must be > 0");
+  if (auto g = f.get("factor")) {
+    c.factor = g->asDouble();
+    if (c.factor <= 1) throw g->error("must be > 1 (each step grows the load)");
+  }
+  auto max = f.require("max");
+  c.max = max.asDouble();
+  if (c.max < c.start) throw max.error("must be >= start");
+  c.hold = s.duration;
+  if (auto g = f.get("hold")) c.hold = asDuration(*g);
+  if (auto g = f.get("bisect")) c.bisect = static_cast<int>(g->asInt(0, 10));
+  auto gates = f.require("gates");
+  for (const auto& g : gates.items()) c.gates.push_back(parseGate(g.asString(), g.where(), g.path()));
+  if (c.gates.empty()) throw gates.error("at least one gate is needed to say what holds means");
+  return c;
+}
+
+}  // namespace
+
 Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides) {
   // Parse, apply overrides to the tree, then validate: an override is checked exactly
   // like the file's own fields.
@@ -151,7 +203,7 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   YamlField top(root, path.string(), "");
 
   top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval",
-                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates"});
+                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity"});
   if (auto f = top.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
     throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
   if (auto f = top.get("kind"); f && f->asString() != "Scenario")
@@ -203,8 +255,35 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
       s.gates.push_back(parseGate(text, g.where(), g.path()));
     }
   }
+  if (auto f = top.get("capacity")) s.capacity = readCapacity(*f, s);
   s.effective = yamlToJson(root);
   return s;
+}
+
+std::string axisOfKind(const std::string& kind) {
+  if (kind == "kubelets") return "node";
+  if (kind == "churn") return "churn";
+  if (kind == "dormant") return "state";
+  return "";
+}
+
+std::string unitOfKnob(const std::string& kind, const std::string& field) {
+  if (kind == "kubelets" && field == "count") return "nodes";
+  if (kind == "churn" && field == "sessionsPerMinute") return "sessions/min";
+  if (kind == "dormant" && field == "objectsPerKind") return "objects/kind";
+  if (kind == "dormant" && field == "crdKinds") return "kinds";
+  return field;
+}
+
+std::vector<double> capacityLadder(const CapacitySpec& spec, bool whole) {
+  std::vector<double> out;
+  for (double v = spec.start;; v *= spec.factor) {
+    double step = std::min(v, spec.max);
+    if (whole) step = std::round(step);
+    if (out.empty() || step > out.back()) out.push_back(step);
+    if (v >= spec.max) break;
+  }
+  return out;
 }
 
 }  // namespace cpscale::scenario

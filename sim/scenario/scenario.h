@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,42 @@ struct Override {
 };
 // Throws ConfigError for text without '=' or with an empty path.
 Override parseOverride(const std::string& text);
+
+// `capacity:` (cpscale capacity): the knob a capacity search steps, the ladder of
+// values it tries, how long it holds each, and the gates that define "holds".
+//   capacity:
+//     knob: workloads.fleet.count   # workloads.<name>.<numeric field>
+//     axis: node                    # node | churn | state; default from the workload's kind
+//     start: 300                    # first step (the knob's value in the file is replaced)
+//     factor: 2                     # each next step = previous x factor ...
+//     max: 4800                     # ... up to this (the last step is max itself)
+//     hold: 30s                     # each step's steady window; default `duration`
+//     bisect: 0                     # refinement runs between the last pass and the first fail
+//     gates: [...]                  # what holds means (the scenario's `gates` are then
+//                                   # evaluated on the result: capacity{axis=node} >= 3000)
+struct CapacitySpec {
+  std::string knob;
+  std::string workload;  // the knob's workload name ("fleet")
+  std::string field;     // the knob's field ("count")
+  std::string axis;
+  std::string unit;      // what the knob counts, for reports ("nodes", "sessions/min", ...)
+  double start = 0;
+  double factor = 2;
+  double max = 0;
+  engine::Duration hold{0};
+  int bisect = 0;
+  std::vector<Gate> gates;
+  std::string where;  // file:line of the block, for errors found later
+};
+
+// The axis and unit a workload kind's knob loads: kubelets -> node, churn -> churn,
+// dormant -> state; the unit from the field ("count" of kubelets -> "nodes").
+std::string axisOfKind(const std::string& kind);
+std::string unitOfKnob(const std::string& kind, const std::string& field);
+
+// The values a search steps through: start, start x factor, ..., capped at max (whose
+// value is the last step), rounded to whole numbers when `whole` (counts).
+std::vector<double> capacityLadder(const CapacitySpec& spec, bool whole = true);
 
 struct Scenario {
   std::string name;
@@ -50,6 +87,7 @@ struct Scenario {
   engine::Duration drain = std::chrono::seconds(10);
   std::vector<std::unique_ptr<workloads::Workload>> workloads;
   std::vector<Gate> gates;
+  std::optional<CapacitySpec> capacity;
   // The scenario after overrides, as the result document records it.
   nlohmann::json effective;
 };
