@@ -24,6 +24,7 @@ const std::map<std::string, Command>& commands() {
       {"run", {cpscale::cli::run, "run a scenario against the local plane or a cluster, measure, gate, report"}},
       {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
+      {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},

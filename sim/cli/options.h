@@ -3,6 +3,7 @@
 
 #include <cxxopts.hpp>
 #include <optional>
+#include <string>
 
 #include "sim/cli/commands.h"
 #include "sim/kube/kubeconfig.h"
@@ -17,5 +18,12 @@ std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args
 // --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config).
 void addTargetOptions(cxxopts::Options& opts);
 kube::RestConfig loadTarget(const cxxopts::ParseResult& r);
+
+// A fresh run id ("r" + 7 hex digits): it prefixes every name a run creates.
+std::string newRunId();
+// Throws ConfigError unless `id` can name objects (1-20 of [a-z0-9-], alphanumeric ends).
+void checkRunId(const std::string& id);
+// --yes or CPSCALE_ASSUME_YES=1: the user confirmed a non-loopback target.
+bool assumeYes(const cxxopts::ParseResult& r);
 
 }  // namespace cpscale::cli

@@ -27,34 +27,6 @@
 namespace cpscale::cli {
 namespace fs = std::filesystem;
 
-namespace {
-
-// Short, DNS-label-safe and unique enough: it prefixes every name the run creates.
-std::string newRunId() {
-  std::random_device rd;
-  std::uniform_int_distribution<unsigned> hex(0, 15);
-  std::string id = "r";
-  for (int i = 0; i < 7; ++i) id += "0123456789abcdef"[hex(rd)];
-  return id;
-}
-
-void checkRunId(const std::string& id) {
-  bool ok = !id.empty() && id.size() <= 20 && std::isalnum(static_cast<unsigned char>(id.front())) &&
-            std::isalnum(static_cast<unsigned char>(id.back()));
-  for (char c : id) ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
-  if (!ok)
-    throw ConfigError("command line", "--run-id",
-                      "'" + id + "' must be 1-20 lower-case letters, digits or '-', starting and ending alphanumeric");
-}
-
-bool assumeYes(const cxxopts::ParseResult& r) {
-  if (r.count("yes")) return true;
-  const char* env = std::getenv("CPSCALE_ASSUME_YES");
-  return env && std::string(env) == "1";
-}
-
-}  // namespace
-
 int run(const Args& args) {
   cxxopts::Options opts("cpscale run", "Run a scenario against the local plane (default) or a cluster.");
   addTargetOptions(opts);

@@ -185,9 +185,15 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   c.hold = s.duration;
   if (auto g = f.get("hold")) c.hold = asDuration(*g);
   if (auto g = f.get("bisect")) c.bisect = static_cast<int>(g->asInt(0, 10));
-  auto gates = f.require("gates");
-  for (const auto& g : gates.items()) c.gates.push_back(parseGate(g.asString(), g.where(), g.path()));
-  if (c.gates.empty()) throw gates.error("at least one gate is needed to say what holds means");
+  // What "holds" means: the block's gates, else the scenario's.
+  if (auto gates = f.get("gates")) {
+    for (const auto& g : gates->items()) c.gates.push_back(parseGate(g.asString(), g.where(), g.path()));
+    if (c.gates.empty()) throw gates->error("at least one gate is needed to say what holds means");
+  } else {
+    for (const auto& g : s.gates)
+      if (g.figure != "capacity") c.gates.push_back(g);
+    if (c.gates.empty()) throw f.error("no gates: give capacity.gates (what holds means) or the scenario's gates");
+  }
   return c;
 }
 

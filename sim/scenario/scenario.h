@@ -39,8 +39,10 @@ Override parseOverride(const std::string& text);
 //     max: 4800                     # ... up to this (the last step is max itself)
 //     hold: 30s                     # each step's steady window; default `duration`
 //     bisect: 0                     # refinement runs between the last pass and the first fail
-//     gates: [...]                  # what holds means (the scenario's `gates` are then
-//                                   # evaluated on the result: capacity{axis=node} >= 3000)
+//     gates: [...]                  # what holds means; default: the scenario's `gates`
+// The scenario's `gates` are evaluated on the search's result, whose figures are the
+// capacity figure and the last held step's: `capacity{axis=node} >= 3000` gates CI on
+// what a recipe holds.
 struct CapacitySpec {
   std::string knob;
   std::string workload;  // the knob's workload name ("fleet")

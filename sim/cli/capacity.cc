@@ -1,0 +1,208 @@
+// cpscale capacity: the largest load a recipe holds along one axis, per recipe and
+// scenario, and the index over them (capacity.json/.md/.html).
+#include <unistd.h>
+
+#include <cxxopts.hpp>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "reports/capacity.h"
+#include "reports/format.h"
+#include "reports/result.h"
+#include "sim/cli/capacity_search.h"
+#include "sim/cli/commands.h"
+#include "sim/cli/options.h"
+#include "sim/cli/runner.h"
+#include "sim/cli/target_check.h"
+#include "sim/common/duration.h"
+#include "sim/common/error.h"
+#include "sim/common/interrupt.h"
+#include "sim/controlplane/local_plane.h"
+
+namespace cpscale::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// "2 CPUs (AMD EPYC 7B13), 24 GiB": where an index was measured, in words.
+std::string machineDescription() {
+  std::string model;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  const double mem = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  std::ostringstream os;
+  os << std::thread::hardware_concurrency() << " CPUs";
+  if (!model.empty()) os << " (" << model << ")";
+  os << ", " << reports::formatValue(mem, "bytes");
+  return os.str();
+}
+
+// A knob value as --set takes it.
+std::string setValue(double v) {
+  std::ostringstream os;
+  os.precision(15);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+int capacity(const Args& args) {
+  cxxopts::Options opts("cpscale capacity",
+                        "Step a scenario knob until the recipe stops holding: the largest load each profile holds, "
+                        "per axis, and the index over them.");
+  addTargetOptions(opts);
+  opts.add_options()("scenario", "scenario files with a capacity: block (or use --axis)",
+                     cxxopts::value<std::vector<std::string>>())(
+      "profile", "recipe (control-plane profile) for the local plane; repeat for the index's rows",
+      cxxopts::value<std::vector<std::string>>())(
+      "axis", "the knob to step, e.g. workloads.fleet.count (overrides capacity.knob)", cxxopts::value<std::string>())(
+      "start", "first step (capacity.start)", cxxopts::value<std::string>())(
+      "factor", "growth factor between steps (capacity.factor, default 2)", cxxopts::value<std::string>())(
+      "max", "last step (capacity.max)", cxxopts::value<std::string>())(
+      "hold", "steady window of each step (capacity.hold, default the scenario's duration)",
+      cxxopts::value<std::string>())("bisect", "refinement runs between the last pass and the first fail",
+                                     cxxopts::value<std::string>())(
+      "set", "override a scenario field: path.to.field=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "out", "output directory (default runs/capacity-<id>)", cxxopts::value<std::string>())(
+      "run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
+      "no-cleanup", "keep the objects the runs created")("yes", "confirm load on a non-loopback server")(
+      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
+      "h,help", "show this help");
+  opts.parse_positional({"scenario"});
+  opts.positional_help("SCENARIO...");
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
+  if (!r.count("scenario"))
+    throw ConfigError("command line", "SCENARIO", "at least one scenario is required (e.g. scenarios/index/node.yaml)");
+
+  // Everything is validated before anything starts: every scenario with its capacity
+  // block, every profile.
+  std::vector<scenario::Override> overrides;
+  if (r.count("set"))
+    for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
+  for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
+           {"axis", "knob"}, {"start", "start"}, {"factor", "factor"}, {"max", "max"}, {"hold", "hold"}, {"bisect", "bisect"}})
+    if (r.count(flag)) overrides.push_back({"capacity." + field, r[flag].as<std::string>()});
+  struct Plan {
+    std::string path;
+    scenario::Scenario probe;
+  };
+  std::vector<Plan> plans;
+  for (const auto& path : r["scenario"].as<std::vector<std::string>>()) {
+    Plan p{path, scenario::loadScenario(path, overrides)};
+    if (!p.probe.capacity)
+      throw ConfigError(path, "capacity",
+                        "the scenario has no capacity: block (add one, or give --axis KNOB --start N --max N)");
+    plans.push_back(std::move(p));
+  }
+  std::vector<controlplane::Profile> profiles;
+  if (r.count("profile"))
+    for (const auto& p : r["profile"].as<std::vector<std::string>>()) profiles.push_back(controlplane::loadProfile(p));
+  if (profiles.empty()) profiles.emplace_back();
+
+  std::optional<kube::RestConfig> cluster;
+  if (r.count("kubeconfig") || r.count("context")) {
+    if (profiles.size() > 1)
+      throw ConfigError("command line", "--profile", "several profiles need the local plane; drop --kubeconfig/--context");
+    cluster = loadTarget(r);
+    if (!isLoopbackServer(cluster->server) && !assumeYes(r)) {
+      std::cerr << "cpscale capacity: this would send load to " << cluster->server << " (context "
+                << cluster->contextName << ") until it stops holding.\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
+      return static_cast<int>(ExitCode::kBadInput);
+    }
+  }
+  const std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
+  checkRunId(runId);
+  const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / ("capacity-" + runId);
+  const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+
+  installInterruptHandlers();
+  reports::CapacityIndex index;
+  index.cpscaleVersion = CPSCALE_VERSION;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  index.host = host;
+  index.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  index.machine = machineDescription();
+  index.measuredAt = utcNowRfc3339();
+  int worst = 0;
+  int runs = 0;
+  for (const Plan& plan : plans) {
+    for (const auto& profile : profiles) {
+      if (interrupted()) break;
+      const scenario::CapacitySpec spec = *plan.probe.capacity;
+      const fs::path dir = out / (plan.probe.name + "-" + profile.name);
+      std::optional<reports::RunResult> ladderResult;
+      int bisection = 0;
+      // One run per call: the ladder grows in place; each bisection value is a run of
+      // its own on a fresh plane.
+      StepRunner runSteps = [&](const std::vector<double>& values) {
+        std::vector<scenario::Override> ov = overrides;
+        ov.push_back({spec.knob, setValue(values.front())});
+        scenario::Scenario sc = scenario::loadScenario(plan.path, ov);
+        RunOptions ro;
+        ro.runId = runId + "-" + std::to_string(++runs);
+        ro.outDir = ladderResult ? dir / ("bisect-" + std::to_string(++bisection)) : dir;
+        ro.cluster = cluster;
+        ro.profile = profile;
+        ro.binDir = binDir;
+        ro.cleanup = r.count("no-cleanup") == 0;
+        ro.progress = r.count("quiet") == 0;
+        ro.capacity = &spec;
+        ro.steps = values;
+        if (ro.progress)
+          std::cerr << "cpscale capacity: " << plan.probe.name << " on " << profile.name << ": " << spec.knob << " "
+                    << setValue(values.front())
+                    << (values.size() > 1 ? " .. " + setValue(values.back()) : std::string()) << "\n";
+        reports::RunResult res = executeRun(sc, ro);
+        StepsOutcome o;
+        if (res.capacity) o.steps = res.capacity->steps;
+        if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
+        if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
+        o.detail = res.statusDetail;
+        if (!ladderResult) ladderResult = std::move(res);
+        return o;
+      };
+      reports::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, plan.probe.name);
+      search.resultFile = (fs::path(dir.filename()) / reports::kResultFile).string();
+
+      // The ladder run's result is the search's document: every step (bisection steps
+      // too), the capacity figure, and the scenario's gates over them.
+      reports::RunResult& res = *ladderResult;
+      res.capacity = search;
+      res.figures.insert(res.figures.begin(), capacityFigure(search));
+      res.gates.clear();
+      bool gatesPass = true;
+      for (const auto& g : plan.probe.gates) {
+        res.gates.push_back(scenario::evaluateGate(g, res.figures));
+        gatesPass = gatesPass && res.gates.back().passed;
+      }
+      const bool stopped = search.limit == reports::CapacityLimit::kInterrupted ||
+                           search.limit == reports::CapacityLimit::kFailed;
+      res.exitCode = stopped ? static_cast<int>(ExitCode::kUnavailable)
+                     : gatesPass ? 0
+                                 : static_cast<int>(ExitCode::kGateFailed);
+      reports::writeRunOutputs(res, dir);
+      if (index.kubernetesVersion.empty()) index.kubernetesVersion = res.target.kubernetesVersion;
+      if (index.etcdVersion.empty()) index.etcdVersion = res.target.etcdVersion;
+      worst = std::max(worst, res.exitCode);
+      std::cout << plan.probe.name << " on " << profile.name << ": " << search.detail << "\n"
+                << "  " << (dir / reports::kHtmlFile).string() << "\n";
+      index.searches.push_back(std::move(search));
+    }
+  }
+  reports::writeCapacityIndex(index, out / reports::kCapacityIndexFile);
+  std::cout << "Index: " << (out / reports::kCapacityIndexFile).string() << "\n";
+  if (interrupted()) worst = std::max(worst, static_cast<int>(ExitCode::kUnavailable));
+  return worst;
+}
+
+}  // namespace cpscale::cli
