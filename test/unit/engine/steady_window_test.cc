@@ -44,6 +44,27 @@ TEST(SteadyWindow, RequestsAreAttributedByScheduledTimeNotCompletion) {
   EXPECT_EQ(driver.stats().sent(), 3u);
 }
 
+TEST(SteadyWindow, NumberedWindowsCountBesideTheRunsOwnSplit) {
+  // A capacity search's steps: window 0 a step, 1 the growth after it, 2 the next step.
+  VirtualSimulator sim;
+  ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{800ms}; });
+  OpenLoopDriver driver(server, sim.clock());
+  for (auto at : {500ms, 1000ms, 1500ms, 2500ms, 3000ms, 3500ms, 4000ms})
+    sim.scheduleAt(TimePoint{at}, [&, at] { driver.submit(put(TimePoint{at}), [](auto) {}); });
+  sim.scheduleAt(TimePoint{900ms}, [&] { driver.beginWindow(0, TimePoint{1s}); });
+  sim.scheduleAt(TimePoint{1900ms}, [&] { driver.beginWindow(1, TimePoint{2s}); });
+  sim.scheduleAt(TimePoint{2900ms}, [&] { driver.beginWindow(2, TimePoint{3s}); });
+  sim.run();
+  // The request at 1.5 s completes at 2.3 s, inside window 1: it stays in window 0.
+  EXPECT_EQ(driver.windowStats(0).completed(), 2u);
+  EXPECT_EQ(driver.windowStats(1).completed(), 1u);
+  EXPECT_EQ(driver.windowStats(2).completed(), 3u);
+  EXPECT_EQ(driver.windowStats(2).sent(), 3u);
+  EXPECT_EQ(driver.windowStats(3).completed(), 0u);
+  // Before the first window: in no window, but in the run's own statistics.
+  EXPECT_EQ(completed(driver.stats()), 7u);
+}
+
 TEST(SteadyWindow, WithoutABoundaryEverythingIsMeasured) {
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
