@@ -6,6 +6,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/kube/kubeconfig.h"
+#include "sim/kube/transport.h"
 
 namespace cpscale::cli {
 
@@ -17,5 +18,14 @@ std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args
 // --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config).
 void addTargetOptions(cxxopts::Options& opts);
 kube::RestConfig loadTarget(const cxxopts::ParseResult& r);
+
+// GET /version through `transport` (bound to `config`): the server's gitVersion
+// ("unknown" when the body does not say) and the HTTP version spoken. Throws
+// UnavailableError when the server cannot be reached or refuses the credentials.
+struct ServerReached {
+  std::string gitVersion;
+  std::string httpVersion;
+};
+ServerReached reachServer(kube::Transport& transport, const kube::RestConfig& config);
 
 }  // namespace cpscale::cli
