@@ -19,5 +19,6 @@ int run(const Args& args);
 int report(const Args& args);
 int compare(const Args& args);
 int cleanup(const Args& args);
+int classify(const Args& args);
 
 }  // namespace cpscale::cli

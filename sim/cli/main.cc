@@ -25,6 +25,8 @@ const std::map<std::string, Command>& commands() {
       {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
+      {"classify",
+       {cpscale::cli::classify, "which axis binds a cluster or a result, and which recipe of the ladder fits it"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };
