@@ -135,6 +135,11 @@ std::string formatValue(double v, std::string_view unit) {
   return plain(v);
 }
 
+std::string formatGrouped(double v) {
+  if (!std::isfinite(v)) return formatValue(v, "");
+  return std::fabs(v) >= 99.5 ? grouped(v) : plain(v);
+}
+
 std::string formatFigureValue(const Figure& f) {
   if (!f.value) return "unavailable (" + f.unavailableReason + ")";
   return formatValue(*f.value, f.unit);

@@ -32,6 +32,10 @@ std::vector<std::string> ambiguousResourceNames(std::span<const metrics::Figure>
 // print as "NaN", "+Inf", "-Inf".
 std::string formatValue(double value, std::string_view unit);
 
+// A plain number for a sentence: whole and grouped from 100 on ("2,900", "30,000"),
+// else three significant digits ("30.4", "0.570").
+std::string formatGrouped(double value);
+
 // The figure's value, or "unavailable (reason)".
 std::string formatFigureValue(const metrics::Figure& f);
 

@@ -29,6 +29,25 @@ void addTargetOptions(cxxopts::Options& opts) {
                                                     cxxopts::value<std::string>());
 }
 
+ServerReached reachServer(kube::Transport& transport, const kube::RestConfig& config) {
+  kube::HttpRequest version;
+  version.method = "GET";
+  version.path = "/version";
+  kube::HttpResponse v = kube::roundTrip(transport, version);
+  if (!v.ok())
+    throw UnavailableError("cannot reach " + config.server + " (context " + config.contextName + " in " +
+                           config.sourceFile + "): " + std::string(kube::toString(v.outcome)) + ": " + v.detail);
+  if (v.status == 401 || v.status == 403)
+    throw UnavailableError(config.server + " refused the credentials of context " + config.contextName + " (HTTP " +
+                           std::to_string(v.status) + ")");
+  ServerReached out{"unknown", v.httpVersion};
+  try {
+    out.gitVersion = nlohmann::json::parse(v.body).value("gitVersion", "unknown");
+  } catch (const nlohmann::json::exception&) {
+  }
+  return out;
+}
+
 int check(const Args& args) {
   cxxopts::Options opts("cpscale check", "Check that a cluster is reachable with the given kubeconfig (read-only).");
   addTargetOptions(opts);
@@ -42,27 +61,13 @@ int check(const Args& args) {
   to.defaultTimeout = std::chrono::seconds(10);
   kube::CurlTransport transport(config, to);
 
-  kube::HttpRequest version;
-  version.method = "GET";
-  version.path = "/version";
-  kube::HttpResponse v = kube::roundTrip(transport, version);
-  if (!v.ok())
-    throw UnavailableError("cannot reach " + config.server + " (context " + config.contextName + " in " +
-                           config.sourceFile + "): " + std::string(kube::toString(v.outcome)) + ": " + v.detail);
-  if (v.status == 401 || v.status == 403)
-    throw UnavailableError(config.server + " refused the credentials of context " + config.contextName + " (HTTP " +
-                           std::to_string(v.status) + ")");
-  std::string gitVersion = "unknown";
-  try {
-    gitVersion = nlohmann::json::parse(v.body).value("gitVersion", "unknown");
-  } catch (const nlohmann::json::exception&) {
-  }
+  ServerReached reached = reachServer(transport, config);
   kube::HttpRequest ready;
   ready.method = "GET";
   ready.path = "/readyz";
   kube::HttpResponse rz = kube::roundTrip(transport, ready);
   std::cout << "server      " << config.server << "\ncontext     " << config.contextName << " (" << config.sourceFile
-            << ")\nversion     " << gitVersion << "\nprotocol    HTTP/" << v.httpVersion << "\nreadyz      "
+            << ")\nversion     " << reached.gitVersion << "\nprotocol    HTTP/" << reached.httpVersion << "\nreadyz      "
             << (rz.ok() ? (rz.status == 200 ? std::string("ok") : "HTTP " + std::to_string(rz.status)) : rz.detail)
             << "\n";
   return rz.ok() && rz.status == 200 ? 0 : static_cast<int>(ExitCode::kUnavailable);

@@ -20,5 +20,6 @@ int report(const Args& args);
 int compare(const Args& args);
 int cleanup(const Args& args);
 int capacity(const Args& args);
+int classify(const Args& args);
 
 }  // namespace cpscale::cli

@@ -26,6 +26,8 @@ const std::map<std::string, Command>& commands() {
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
+      {"classify",
+       {cpscale::cli::classify, "which axis binds a cluster or a result, and which recipe of the ladder fits it"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };

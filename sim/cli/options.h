@@ -7,6 +7,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/kube/kubeconfig.h"
+#include "sim/kube/transport.h"
 
 namespace cpscale::cli {
 
@@ -25,5 +26,13 @@ std::string newRunId();
 void checkRunId(const std::string& id);
 // --yes or CPSCALE_ASSUME_YES=1: the user confirmed a non-loopback target.
 bool assumeYes(const cxxopts::ParseResult& r);
+// GET /version through `transport` (bound to `config`): the server's gitVersion
+// ("unknown" when the body does not say) and the HTTP version spoken. Throws
+// UnavailableError when the server cannot be reached or refuses the credentials.
+struct ServerReached {
+  std::string gitVersion;
+  std::string httpVersion;
+};
+ServerReached reachServer(kube::Transport& transport, const kube::RestConfig& config);
 
 }  // namespace cpscale::cli

@@ -14,6 +14,7 @@
 
 #include "sim/cli/capacity_search.h"
 #include "sim/cli/run_progress.h"
+#include "sim/cli/target_check.h"
 #include "sim/cli/workload_figures.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
@@ -479,16 +480,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     if (opt.cluster) {
       // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
       // Service. They are recorded; load and scrapes go only to the server named.
-      kube::ApiResult ep =
-          setupClient->get(kube::ResourceRef({"", "v1", "endpoints", true}).in("default").named("kubernetes"));
-      if (ep.ok())
-        for (const auto& subset : ep.body.value("subsets", nlohmann::json::array()))
-          for (const auto& addr : subset.value("addresses", nlohmann::json::array()))
-            for (const auto& port : subset.value("ports", nlohmann::json::array())) {
-              std::string hostPort = addr.value("ip", "?") + ":" + std::to_string(port.value("port", 0));
-              result.target.members.push_back(
-                  {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
-            }
+      for (const std::string& hostPort : apiserverEndpoints(*setupClient))
+        result.target.members.push_back(
+            {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
     }
     for (auto& w : sc.workloads) {
       if (interrupted()) throw UnavailableError("interrupted while preparing workloads");

@@ -104,4 +104,18 @@ bool isLoopbackServer(const std::string& serverUrl, const HostResolver& resolve)
   return std::all_of(addrs.begin(), addrs.end(), [](const std::string& a) { return numericLoopback(a).value_or(false); });
 }
 
+std::vector<std::string> apiserverEndpoints(kube::ApiClient& api) {
+  std::vector<std::string> out;
+  kube::ApiResult ep = api.get(kube::ResourceRef({"", "v1", "endpoints", true}).in("default").named("kubernetes"));
+  if (!ep.ok() || !ep.body.is_object()) return out;
+  for (const auto& subset : ep.body.value("subsets", nlohmann::json::array()))
+    for (const auto& addr : subset.value("addresses", nlohmann::json::array()))
+      for (const auto& port : subset.value("ports", nlohmann::json::array())) {
+        std::string ip = addr.value("ip", "?");
+        if (ip.find(':') != std::string::npos) ip = "[" + ip + "]";
+        out.push_back(ip + ":" + std::to_string(port.value("port", 0)));
+      }
+  return out;
+}
+
 }  // namespace cpscale::cli

@@ -1,11 +1,15 @@
-// Whether a server URL points at this machine's loopback interface, where cpscale may
-// send load or delete objects without the user confirming (--yes). It errs towards
-// "not loopback": a wrong "no" only asks for --yes, a wrong "yes" loads a real cluster.
+// What cpscale learns of a user's cluster before sending it anything but reads: whether
+// a server URL points at this machine's loopback interface, where cpscale may send
+// load or delete objects without the user confirming (--yes), and the kube-apiserver
+// endpoints behind it. The loopback check errs towards "not loopback": a wrong "no"
+// only asks for --yes, a wrong "yes" loads a real cluster.
 #pragma once
 
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "sim/kube/api_client.h"
 
 namespace cpscale::cli {
 
@@ -23,5 +27,10 @@ bool isLoopbackServer(const std::string& serverUrl, const HostResolver& resolve)
 
 // The default resolver (getaddrinfo, numeric results).
 std::vector<std::string> resolveHost(const std::string& host);
+
+// The kube-apiserver replicas behind the `kubernetes` Service in `default`, as
+// "host:port" (an IPv6 host in brackets), read with one GET of its Endpoints; empty
+// when they cannot be read.
+std::vector<std::string> apiserverEndpoints(kube::ApiClient& api);
 
 }  // namespace cpscale::cli

@@ -170,6 +170,19 @@ TEST_F(CliTest, HaProfileStartsThreeApiserversEachReachableByContext) {
   EXPECT_EQ(runCommand(cpscale("down --state-dir " + dir.string())).exitCode, 0);
 }
 
+// classify reads the live plane (two scrape rounds 5 s apart, GETs only) and reports a
+// measured pressure on each axis.
+TEST_F(CliTest, ClassifyReadsTheLivePlanesThreeAxes) {
+  ASSERT_EQ(runCommand(cpscale("up " + stateArgs())).exitCode, 0);
+  auto c = runCommand(cpscale("classify --kubeconfig " + (dir / "kubeconfig").string() + " --window 5s --json"));
+  ASSERT_EQ(c.exitCode, 0) << c.output;
+  json doc = json::parse(c.output, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded()) << c.output;
+  ASSERT_EQ(doc["axes"].size(), 3u) << c.output;
+  for (const auto& axis : doc["axes"]) EXPECT_TRUE(axis["pressure"].is_number()) << axis.dump();
+  EXPECT_EQ(doc["recipe"]["name"], "classic") << c.output;  // guessed from its one replica
+}
+
 TEST(CliCheckTest, KubeconfigProblemsAreBadInputAndAnUnreachableServerIsUnavailable) {
   fs::path dir = makeTempDir("check");
   fs::path kc = dir / "kubeconfig";

@@ -1,6 +1,8 @@
 // The cpscale binary's exit codes for bad input, as a user or CI sees them: bad
 // numbers, YAML errors, refused profile flags and unconfirmed targets are exit 2 with
 // file and line, found before anything is contacted; a closed stdout never kills it.
+// And classify on the fixture results: 0 when classified, 2 for bad input, 3 for a
+// cluster it cannot reach.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -8,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -167,6 +170,59 @@ TEST_F(ExitCodesTest, AClosedStdoutDoesNotKillIt) {
   Outcome o = cpscale({"version"}, /*closedStdout=*/true);
   EXPECT_EQ(o.signal, 0) << "killed by signal " << o.signal;
   EXPECT_EQ(o.exitCode, 0) << o.output;
+}
+
+const std::string kClassify = CPSCALE_SOURCE_DIR "/test/fixtures/classify";
+
+TEST_F(ExitCodesTest, ClassifyClassifiesEachFixtureAndItsJsonIsValid) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"node-bound.json", "node"}, {"churn-bound.json", "churn"}, {"state-bound.json", "state"}};
+  for (const auto& [file, binding] : cases) {
+    SCOPED_TRACE(file);
+    Outcome o = cpscale({"classify", kClassify + "/" + file, "--capacity", kClassify + "/capacity.json"});
+    EXPECT_EQ(o.exitCode, 0) << o.output;
+    EXPECT_NE(o.output.find("Binding axis: " + std::string(binding) + "\n"), std::string::npos) << o.output;
+    o = cpscale({"classify", kClassify + "/" + file, "--capacity", kClassify + "/capacity.json", "--json"});
+    EXPECT_EQ(o.exitCode, 0) << o.output;
+    nlohmann::json j = nlohmann::json::parse(o.output, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << o.output;
+    EXPECT_EQ(j["binding"]["axis"], binding);
+  }
+  Outcome o = cpscale({"classify", kClassify + "/node-bound.json", "--capacity", kClassify + "/capacity.json",
+                       "--headroom", "1"});
+  EXPECT_NE(o.output.find("Rung: classic\n"), std::string::npos) << o.output;
+}
+
+TEST_F(ExitCodesTest, ClassifyBadInputIsExitTwoNamingTheFile) {
+  const std::string result = kClassify + "/node-bound.json";
+  std::string garbled = write("garbled.json", "{\"kind\": \"CapacityIndex\", ");
+  Outcome o = cpscale({"classify", result, "--capacity", garbled});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(garbled + ": is not valid JSON"), std::string::npos) << o.output;
+  std::string missing = (dir / "absent.json").string();
+  o = cpscale({"classify", result, "--capacity", missing});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(missing), std::string::npos) << o.output;
+  // A result where an index belongs, and the other way round.
+  o = cpscale({"classify", result, "--capacity", result});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(result + ": field '/kind'"), std::string::npos) << o.output;
+  o = cpscale({"classify", kClassify + "/capacity.json"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"classify", result, "--headroom", "0"}, {"classify", result, "--headroom", "1.5"},
+        {"classify", result, "--window", "5s"}, {"classify", "--window", "0s"},
+        {"classify", result, "--kubeconfig", kubeconfig("https://127.0.0.1:1")}}) {
+    SCOPED_TRACE(args.back());
+    EXPECT_EQ(cpscale(args).exitCode, 2);
+  }
+}
+
+TEST_F(ExitCodesTest, ClassifyAnUnreachableClusterIsExitThreeWithoutItsCredentials) {
+  Outcome o = cpscale({"classify", "--kubeconfig", kubeconfig("https://127.0.0.1:1"), "--window", "1s"});
+  EXPECT_EQ(o.exitCode, 3) << o.output;
+  EXPECT_NE(o.output.find("cannot reach https://127.0.0.1:1"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("token: t"), std::string::npos) << o.output;
 }
 
 }  // namespace
