@@ -1,5 +1,10 @@
 #include "workloads/workload.h"
 
+#include <cmath>
+#include <sstream>
+
+#include "sim/common/error.h"
+
 #include "workloads/churn.h"
 #include "workloads/dormant.h"
 #include "workloads/kubelet_fleet.h"
@@ -14,6 +19,31 @@ WorkloadPtr makeWorkload(const YamlField& spec) {
   if (k == "churn") return std::make_unique<ChurnWorkload>(ChurnParams::read(spec));
   if (k == "dormant") return std::make_unique<DormantWorkload>(DormantParams::read(spec));
   throw kind.error("unknown workload kind '" + k + "' (known: kubelets, churn, dormant)");
+}
+
+namespace {
+
+std::string number(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return std::to_string(static_cast<long long>(v));
+  std::ostringstream s;
+  s.precision(10);
+  s << v;
+  return s.str();
+}
+
+}  // namespace
+
+void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole) {
+  const std::string where = "workload '" + w.name() + "'";
+  if (!std::isfinite(from) || !std::isfinite(to)) throw ConfigError(where, field, "growth bounds must be finite numbers");
+  if (whole && (from != std::floor(from) || to != std::floor(to))) {
+    throw ConfigError(where, field, "is a count: cannot grow from " + number(from) + " to " + number(to));
+  }
+  if (from < 0) throw ConfigError(where, field, "cannot grow from a negative value (" + number(from) + ")");
+  if (!(to > from)) {
+    throw ConfigError(where, field, "growth must go up: to (" + number(to) + ") must exceed from (" + number(from) + ")");
+  }
+  if (to > max) throw ConfigError(where, field, "cannot grow to " + number(to) + ": at most " + number(max));
 }
 
 }  // namespace cpscale::workloads

@@ -90,6 +90,18 @@ class Workload {
   virtual std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) = 0;
   // Every resource this workload may create objects of (for cleanup by label).
   virtual std::vector<kube::GroupVersionResource> resources() const = 0;
+  // The load between `from` and `to` (> from) of numeric field `field` of this entry
+  // (e.g. "count" of kubelets), as a workload of its own that adds to this one in place:
+  // started after this workload (on the same run id and workers), the two together behave
+  // as this entry with field = to would. Null when the field cannot grow in place (the
+  // caller then restarts the whole run per step). Throws ConfigError(where, field, ...)
+  // for a value the field does not accept. What each kind does is in workloads/README.md
+  // ("Growing a workload in place") and at the top of its header.
+  virtual std::unique_ptr<Workload> growth(const std::string& /*field*/, double /*from*/, double /*to*/) const {
+    return nullptr;
+  }
+  // Fields growth() supports, for error messages and docs.
+  virtual std::vector<std::string> growableFields() const { return {}; }
 };
 
 using WorkloadPtr = std::unique_ptr<Workload>;
@@ -99,5 +111,9 @@ using WorkloadPtr = std::unique_ptr<Workload>;
 // naming the file, line and field. The entry's fields are documented in
 // workloads/README.md and at the top of each workload's header.
 WorkloadPtr makeWorkload(const YamlField& spec);
+
+// For growth(): throws ConfigError (where: "workload '<name>'", field: `field`) unless
+// 0 <= from < to <= max and, for a count (`whole`), both are whole numbers.
+void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole);
 
 }  // namespace cpscale::workloads
