@@ -1,0 +1,251 @@
+// Growing a workload in place (Workload::growth) in virtual time: a growth started
+// after its base adds exactly the difference, so the two together look like the larger
+// entry on the wire (names, rates), and its setup is the added load's.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "sim/common/error.h"
+#include "sim/engine/worker_pool.h"
+#include "test/unit/workloads/harness.h"
+#include "workloads/churn.h"
+#include "workloads/dormant.h"
+#include "workloads/kubelet_fleet.h"
+
+namespace cpscale::workloads::testing {
+namespace {
+
+constexpr const char* kLeases = "/leases/";
+
+std::unique_ptr<Workload> fleet(const std::string& extra, int count, int registrationQps = 1000) {
+  return makeWorkload(entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) +
+                            "\nregistrationQps: " + std::to_string(registrationQps) + "\n" + extra));
+}
+
+std::string nameOf(const kube::HttpRequest& r) { return json::parse(r.body)["metadata"]["name"]; }
+
+std::multiset<std::string> postedNames(const Harness& h, const std::string& fragment) {
+  std::multiset<std::string> out;
+  for (const auto& r : h.requests("POST", fragment)) out.insert(nameOf(r.request));
+  return out;
+}
+
+std::multiset<std::string> fleetNames(int n) {
+  std::multiset<std::string> out;
+  for (int i = 0; i < n; ++i) out.insert("cpscale-t1-fleet-" + std::to_string(i));
+  return out;
+}
+
+// ---- kubelets: count ----
+
+TEST(KubeletGrowth, TenGrownToTwentyFiveHoldsExactlyTheNodesAndLeasesOfTwentyFive) {
+  Harness h;
+  auto base = fleet("registrationBurst: 1\n", 10, 5);
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30s});
+
+  auto grown = base->growth("count", 10, 25);
+  ASSERT_TRUE(grown);
+  EXPECT_EQ(grown->kind(), "kubelets");
+  EXPECT_EQ(grown->name(), "fleet");
+  PhaseLog log(1);
+  WorkloadContext ctx = h.ctx;
+  ctx.phases = &log;
+  auto more = grown->start(ctx);
+  // The base's registration rate: 15 nodes at 5/s from 30 s, the last at 32.8 s, its
+  // Lease answered 2 ms later.
+  h.sim.runUntil(engine::TimePoint{32800ms});
+  EXPECT_FALSE(log.setupComplete());
+  EXPECT_EQ(more->summary()["setupComplete"], false);
+  h.sim.runUntil(engine::TimePoint{32900ms});
+  EXPECT_TRUE(log.setupComplete());
+  EXPECT_EQ(more->summary()["setupComplete"], true);
+  EXPECT_EQ(more->summary()["nodesAwaitingSetup"], 0);
+
+  h.sim.runUntil(engine::TimePoint{200s});
+  // Names as a fleet of 25 has them, each created once.
+  EXPECT_EQ(postedNames(h, "/api/v1/nodes"), fleetNames(25));
+  EXPECT_EQ(postedNames(h, "/namespaces/kube-node-lease/leases"), fleetNames(25));
+  for (const auto& r : h.requests("POST", "/api/v1/nodes")) {
+    json labels = json::parse(r.request.body)["metadata"]["labels"];
+    EXPECT_EQ(labels[kWorkloadLabel], "fleet");
+    EXPECT_EQ(labels[kRunLabel], "t1");
+  }
+  // Renewals at the rate of 25 nodes (one per node every 10-10.4 s), every node's.
+  std::map<std::string, int> perLease;
+  for (const auto& r : h.requests("PUT", kLeases)) {
+    if (r.submittedAt >= engine::TimePoint{50s} && r.submittedAt < engine::TimePoint{150s}) ++perLease[pathOf(r.request)];
+  }
+  ASSERT_EQ(perLease.size(), 25u);
+  int total = 0;
+  for (const auto& [lease, n] : perLease) {
+    EXPECT_GE(n, 9) << lease;
+    EXPECT_LE(n, 10) << lease;
+    total += n;
+  }
+  EXPECT_NEAR(total, 25 * 100 / 10.2, 12);
+  // The summaries add up to the fleet of 25; the growth's keys are the base's.
+  const json a = inst->summary(), b = more->summary();
+  EXPECT_EQ(a["nodes"].get<int>() + b["nodes"].get<int>(), 25);
+  EXPECT_EQ(a["leasesCreated"].get<int>() + b["leasesCreated"].get<int>(), 25);
+  for (const auto& [key, v] : a.items()) EXPECT_TRUE(b.contains(key)) << key;
+  // Still one node watch stream: the growth's nodes are seen through the base's.
+  EXPECT_EQ(h.count("GET", "watch=true"), 1u);
+  EXPECT_EQ(h.transport.heldStreams(), 1u);
+  EXPECT_FALSE(b["nodeLifecycle"].contains("watchLists"));
+}
+
+TEST(KubeletGrowth, TheSharedNodeWatchReachesTheGrownNodes) {
+  Harness h;
+  auto base = fleet("renewalPhase: registration\nstatusReportFrequency: 5m\n", 2);
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{5s});
+  auto grown = base->growth("count", 2, 4);  // outlives its instances, as a workload must
+  auto more = grown->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{6s});
+  // The node lifecycle controller marks a grown node Unknown: its next status tick
+  // (10 s after it registered at 5 s) reports every condition.
+  const json unknown = {{"apiVersion", "v1"},
+                        {"kind", "Node"},
+                        {"metadata", {{"name", "cpscale-t1-fleet-3"}, {"resourceVersion", "900"}}},
+                        {"status", {{"conditions", json::array({{{"type", "Ready"}, {"status", "Unknown"}}})}}}};
+  EXPECT_EQ(h.pushEvent("/api/v1/nodes?", "MODIFIED", unknown), 1u);
+  h.sim.runUntil(engine::TimePoint{16s});
+  const auto patches = h.requests("PATCH", "/nodes/cpscale-t1-fleet-3/status");
+  ASSERT_EQ(patches.size(), 1u);
+  EXPECT_NE(patches[0].request.body.find("KubeletReady"), std::string::npos);
+  EXPECT_EQ(h.count("PATCH", "/status"), 1u);
+  EXPECT_EQ(more->summary()["nodeLifecycle"]["notReadyUnexpected"], 1);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["notReadyUnexpected"], 0);
+}
+
+TEST(KubeletGrowth, GrownNodesFailByTheSameRuleCountedFromTheGrowthsStart) {
+  Harness h;
+  const std::string failures = "failures: {fraction: 0.3, at: 60s, returnAfter: 60s}\n";
+  auto base = fleet(failures, 10);
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{100s});
+  auto grown = base->growth("count", 10, 20);
+  auto more = grown->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{159s});
+  EXPECT_EQ(inst->summary()["nodesFailed"], 3);  // 3, 6, 9 at 60 s
+  EXPECT_EQ(more->summary()["nodesFailed"], 0);
+  h.sim.runUntil(engine::TimePoint{161s});
+  // floor(20 x 0.3) of the 20 fail in all: 13, 16 and 19 of the grown ones.
+  EXPECT_EQ(more->summary()["nodesFailed"], 3);
+  h.sim.runUntil(engine::TimePoint{219s});
+  std::set<std::string> silent;  // grown nodes that renewed nothing while the failed were out
+  for (int i = 10; i < 20; ++i) silent.insert("cpscale-t1-fleet-" + std::to_string(i));
+  for (const auto& r : h.requests("PUT", kLeases)) {
+    const std::string path = pathOf(r.request);
+    if (r.submittedAt > engine::TimePoint{171s} && r.submittedAt < engine::TimePoint{219s})
+      silent.erase(path.substr(path.rfind('/') + 1));
+  }
+  EXPECT_EQ(silent, (std::set<std::string>{"cpscale-t1-fleet-13", "cpscale-t1-fleet-16", "cpscale-t1-fleet-19"}));
+  h.sim.runUntil(engine::TimePoint{230s});
+  EXPECT_EQ(more->summary()["nodesReturned"], 3);
+}
+
+TEST(KubeletGrowth, ChurnStaysWithTheBaseAndReachesTheGrownNodes) {
+  Harness h;
+  auto base = fleet("churn: {joinsPerMinute: 6, leavesPerMinute: 3}\n", 5);
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  auto grown = base->growth("count", 5, 50);
+  auto more = grown->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10min});
+  // Joins keep the base's rate (~60) and take names past any count, so none collides
+  // with a grown node.
+  const auto names = postedNames(h, "/api/v1/nodes");
+  EXPECT_EQ(std::set<std::string>(names.begin(), names.end()).size(), names.size());
+  const auto joined = inst->summary()["nodesJoined"].get<int>();
+  EXPECT_NEAR(joined, 60, 25);
+  EXPECT_EQ(more->summary()["nodesJoined"], 0);
+  EXPECT_EQ(names.size(), 50u + static_cast<std::size_t>(joined));
+  EXPECT_EQ(names.count("cpscale-t1-fleet-" + std::to_string(KubeletFleet::kMaxCount)), 1u);
+  // Leaves (~30) pick among every node on the worker: mostly the 45 grown ones.
+  const int leftBase = inst->summary()["nodesLeft"].get<int>();
+  const int leftGrown = more->summary()["nodesLeft"].get<int>();
+  EXPECT_NEAR(leftBase + leftGrown, 30, 14);
+  EXPECT_GT(leftGrown, 5);
+  EXPECT_EQ(static_cast<std::size_t>(leftBase + leftGrown), h.count("DELETE", "/api/v1/nodes/"));
+}
+
+TEST(KubeletGrowth, GrowsOnEveryWorkerWithOneWatchEach) {
+  constexpr std::size_t kWorkers = 2;
+  std::vector<kube::FakeTransport*> transports(kWorkers);
+  engine::WorkerOptions wo;
+  wo.workers = kWorkers;
+  wo.seed = 5;
+  engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
+    auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
+    t->setLatency(1ms);
+    t->setStreamHandler([](const kube::HttpRequest&) -> std::optional<kube::HttpResponse> { return std::nullopt; });
+    t->setHandler([](const kube::HttpRequest& r) {
+      if (r.method == "GET") return jsonResponse(200, {{"metadata", {{"resourceVersion", "1"}}}, {"items", json::array()}});
+      json obj = r.body.empty() ? json::object() : json::parse(r.body);
+      obj["metadata"]["resourceVersion"] = "2";
+      return jsonResponse(201, obj);
+    });
+    transports[w.index()] = t.get();
+    return t;
+  });
+  auto base = fleet("", 10);
+  auto grown = base->growth("count", 10, 25);
+  PhaseLog phases(2 * kWorkers);
+  std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
+  std::vector<std::unique_ptr<WorkloadInstance>> instances(2 * kWorkers);
+  pool.run(
+      [&](engine::Worker& w) {
+        apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
+        WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
+        ctx.phases = &phases;
+        instances[w.index()] = base->start(ctx);
+        w.simulator().scheduleAt(engine::TimePoint{20s}, [&, ctx]() mutable {
+          instances[kWorkers + w.index()] = grown->start(ctx);
+        });
+      },
+      engine::TimePoint{60s});
+  std::multiset<std::string> nodes;
+  std::size_t watches = 0;
+  for (auto* t : transports) {
+    for (const auto& r : t->requests()) {
+      if (r.request.method == "POST" && pathOf(r.request) == "/api/v1/nodes") nodes.insert(nameOf(r.request));
+      if (r.request.path.find("watch=true") != std::string::npos) ++watches;
+    }
+  }
+  EXPECT_EQ(nodes, fleetNames(25));
+  EXPECT_EQ(watches, kWorkers);
+  EXPECT_EQ(phases.setupPending(), 0u);
+  int grownNodes = 0;
+  for (std::size_t i = kWorkers; i < 2 * kWorkers; ++i) grownNodes += instances[i]->summary()["nodes"].get<int>();
+  EXPECT_EQ(grownNodes, 15);
+  for (auto& i : instances) i.reset();  // before the pool's drivers go away
+  apis.clear();
+}
+
+TEST(KubeletGrowth, OnlyCountGrowsAndOnlyUpward) {
+  auto base = fleet("", 10);
+  EXPECT_EQ(base->growableFields(), std::vector<std::string>{"count"});
+  EXPECT_EQ(base->growth("registrationQps", 20, 40), nullptr);
+  EXPECT_EQ(base->growth("podsPerNode", 1, 2), nullptr);
+  EXPECT_THROW(base->growth("count", 10, 10), ConfigError);
+  EXPECT_THROW(base->growth("count", 20, 10), ConfigError);
+  EXPECT_THROW(base->growth("count", 10, 20.5), ConfigError);
+  EXPECT_THROW(base->growth("count", 10, 2e7), ConfigError);
+  try {
+    base->growth("count", 5, 20);  // 5..9 are the base's own
+    FAIL() << "grew over the base's nodes";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "count");
+    EXPECT_EQ(e.where(), "workload 'fleet'");
+  }
+  // A growth grows on: 10 -> 25 -> 40.
+  auto g = base->growth("count", 10, 25);
+  EXPECT_THROW(g->growth("count", 20, 40), ConfigError);
+  EXPECT_TRUE(g->growth("count", 25, 40));
+}
+
+}  // namespace
+}  // namespace cpscale::workloads::testing
