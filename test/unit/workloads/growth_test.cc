@@ -247,5 +247,104 @@ TEST(KubeletGrowth, OnlyCountGrowsAndOnlyUpward) {
   EXPECT_TRUE(g->growth("count", 25, 40));
 }
 
+// ---- churn: sessionsPerMinute ----
+
+constexpr const char* kSessions = "/apis/churn.cpscale.io/v1/namespaces/";
+
+std::size_t postsBetween(const Harness& h, const std::string& fragment, engine::TimePoint from, engine::TimePoint to) {
+  std::size_t n = 0;
+  for (const auto& r : h.requests("POST", fragment)) n += r.submittedAt >= from && r.submittedAt < to;
+  return n;
+}
+
+TEST(ChurnGrowth, SixtyGrownToOneEightyArrivesAtOneEightyWithoutNameCollisions) {
+  Harness h;
+  auto base = makeWorkload(entry("kind: churn\nsessionsPerMinute: 60\ncreateQps: 1000\nnamespaces: 3\n"));
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10min});
+  auto grown = base->growth("sessionsPerMinute", 60, 180);
+  ASSERT_TRUE(grown);
+  EXPECT_EQ(grown->name(), "churn");
+  PhaseLog log(1);
+  WorkloadContext ctx = h.ctx;
+  ctx.phases = &log;
+  auto more = grown->start(ctx);
+  EXPECT_TRUE(log.setupComplete());  // nothing to set up: sessions are the load
+  h.sim.runUntil(engine::TimePoint{40min});
+  // 600 before, 5400 expected over the 30 minutes after (Poisson sd ~73, fixed seed).
+  EXPECT_NEAR(static_cast<double>(postsBetween(h, kSessions, engine::TimePoint{}, engine::TimePoint{10min})), 600, 75);
+  EXPECT_NEAR(static_cast<double>(postsBetween(h, kSessions, engine::TimePoint{10min}, engine::TimePoint{40min})), 5400,
+              300);
+  EXPECT_NEAR(more->summary()["sessionsStarted"].get<double>(), 3600, 250);
+  // Every session its own object, in the base's namespaces.
+  std::set<std::string> names;
+  std::set<std::string> namespaces;
+  for (const auto& r : h.requests("POST", kSessions)) {
+    json obj = json::parse(r.request.body);
+    names.insert(obj["metadata"]["namespace"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>());
+    namespaces.insert(obj["metadata"]["namespace"]);
+    EXPECT_EQ(obj["metadata"]["labels"][kWorkloadLabel], "churn");
+  }
+  EXPECT_EQ(names.size(), h.count("POST", kSessions));
+  EXPECT_EQ(namespaces, (std::set<std::string>{"cpscale-t1-churn-0", "cpscale-t1-churn-1", "cpscale-t1-churn-2"}));
+  // A second growth (180 -> 300) takes ids apart from both.
+  auto again = base->growth("sessionsPerMinute", 180, 300);
+  auto third = again->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{45min});
+  names.clear();
+  for (const auto& r : h.requests("POST", kSessions)) {
+    json obj = json::parse(r.request.body);
+    names.insert(obj["metadata"]["namespace"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>());
+  }
+  EXPECT_EQ(names.size(), h.count("POST", kSessions));
+  EXPECT_NEAR(static_cast<double>(postsBetween(h, kSessions, engine::TimePoint{40min}, engine::TimePoint{45min})), 1500,
+              150);
+  const json a = inst->summary(), b = more->summary();
+  for (const auto& [key, v] : a.items()) EXPECT_TRUE(b.contains(key)) << key;
+}
+
+TEST(ChurnGrowth, AGrowthQueuesBehindTheBasesCreationBucket) {
+  Harness h;
+  auto base = makeWorkload(entry("kind: churn\nsessionsPerMinute: 30\ncreateQps: 1\ncreateBurst: 1\nstatusInterval: 0s\n"));
+  auto inst = base->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{60s});
+  auto grown = base->growth("sessionsPerMinute", 30, 240);
+  auto more = grown->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{180s});
+  // 4 arrivals a second, created at most one a second between the two.
+  EXPECT_LE(postsBetween(h, kSessions, engine::TimePoint{61s}, engine::TimePoint{180s}), 120u);
+  EXPECT_GE(postsBetween(h, kSessions, engine::TimePoint{61s}, engine::TimePoint{180s}), 110u);
+  EXPECT_GT(more->summary()["sessionsStarted"].get<int>(), 300);
+}
+
+TEST(ChurnGrowth, OnlyTheRateGrowsAndPrepareFindsEverythingInPlace) {
+  Harness h;
+  auto base = makeWorkload(entry("kind: churn\nsessionsPerMinute: 60\nnamespaces: 2\n"));
+  EXPECT_EQ(base->growableFields(), std::vector<std::string>{"sessionsPerMinute"});
+  EXPECT_EQ(base->growth("namespaces", 2, 4), nullptr);
+  EXPECT_THROW(base->growth("sessionsPerMinute", 60, 60), ConfigError);
+  EXPECT_THROW(base->growth("sessionsPerMinute", 60, 30), ConfigError);
+  EXPECT_THROW(base->growth("sessionsPerMinute", 60, 2e7), ConfigError);
+  auto capped = makeWorkload(entry("kind: churn\nsessionsPerMinute: 60\nmaxSessions: 100\n"));
+  EXPECT_EQ(capped->growth("sessionsPerMinute", 60, 120), nullptr);
+
+  // The growth's prepare() meets the base's namespaces and CRD: AlreadyExists is fine.
+  bool prepared = false;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "POST" && prepared) return statusResponse(409, "AlreadyExists");
+    if (r.method == "GET" && r.path.find("customresourcedefinitions") != std::string::npos) {
+      return jsonResponse(200, {{"status", {{"conditions", {{{"type", "Established"}, {"status", "True"}}}}}}});
+    }
+    return std::nullopt;
+  };
+  h.transport.setLatency(0ms);
+  base->prepare(h.api, h.sim.clock(), "t1");
+  prepared = true;
+  auto grown = base->growth("sessionsPerMinute", 60, 90);
+  EXPECT_NO_THROW(grown->prepare(h.api, h.sim.clock(), "t1"));
+  EXPECT_EQ(h.count("POST", "customresourcedefinitions"), 2u);
+  EXPECT_EQ(grown->resources(), base->resources());
+}
+
 }  // namespace
 }  // namespace cpscale::workloads::testing
