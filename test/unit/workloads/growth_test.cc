@@ -346,5 +346,116 @@ TEST(ChurnGrowth, OnlyTheRateGrowsAndPrepareFindsEverythingInPlace) {
   EXPECT_EQ(grown->resources(), base->resources());
 }
 
+// ---- dormant: objectsPerKind ----
+
+TEST(DormantGrowth, TwentyGrownToFiftyCreatesExactlyTheMissingObjectsOfEachKind) {
+  Harness h;
+  // Watchers list an empty collection and then hold their watch open.
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.method == "GET" && r.path.find("/widgets") != std::string::npos && r.path.find("watch=true") == std::string::npos)
+      return jsonResponse(200, {{"metadata", {{"resourceVersion", "10"}}}, {"items", json::array()}});
+    return std::nullopt;
+  };
+  auto base = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 20\nconfigMaps: 5\nnamespaces: 4\n"
+                                 "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 1}\n"));
+  PhaseLog baseLog(1);
+  WorkloadContext baseCtx = h.ctx;
+  baseCtx.phases = &baseLog;
+  auto inst = base->start(baseCtx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  ASSERT_TRUE(baseLog.setupComplete());
+  const std::size_t requestsBefore = h.transport.requests().size();
+  const std::size_t watchGetsBefore = h.count("GET", "/widgets");
+
+  auto grown = base->growth("objectsPerKind", 20, 50);
+  ASSERT_TRUE(grown);
+  EXPECT_EQ(grown->name(), "dormant");
+  EXPECT_EQ(grown->resources(), base->resources());
+  PhaseLog log(1);
+  WorkloadContext ctx = h.ctx;
+  ctx.phases = &log;
+  auto more = grown->start(ctx);
+  // 60 creates at 10/s from 10 s: the last at 15.9 s, answered 1 ms later.
+  h.sim.runUntil(engine::TimePoint{15900ms});
+  EXPECT_FALSE(log.setupComplete());
+  h.sim.runUntil(engine::TimePoint{15901ms});
+  EXPECT_TRUE(log.setupComplete());
+  h.sim.runUntil(engine::TimePoint{60s});
+
+  // Per kind, the names of a population of 50, each once, in the namespaces it gives them.
+  for (const std::string kind : {"op0", "op1"}) {
+    std::multiset<std::string> got, want;
+    for (const auto& r : h.requests("POST", "/apis/" + kind + ".dormant.cpscale.io/v1/namespaces/")) {
+      json obj = json::parse(r.request.body);
+      got.insert(obj["metadata"]["namespace"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>());
+      EXPECT_EQ(pathOf(r.request), "/apis/" + kind + ".dormant.cpscale.io/v1/namespaces/" +
+                                       obj["metadata"]["namespace"].get<std::string>() + "/widgets");
+    }
+    for (int j = 0; j < 50; ++j) want.insert("cpscale-t1-dormant-" + std::to_string(j % 4) + "/widget-" + std::to_string(j));
+    EXPECT_EQ(got, want) << kind;
+  }
+  // Nothing else: no more ConfigMaps, no CRDs, no watcher's LIST or WATCH.
+  EXPECT_EQ(h.count("POST", "/configmaps"), 5u);
+  std::size_t other = 0;
+  for (std::size_t i = requestsBefore; i < h.transport.requests().size(); ++i) {
+    const auto& r = h.transport.requests()[i].request;
+    other += !(r.method == "POST" && r.path.find("/widgets") != std::string::npos);
+  }
+  EXPECT_EQ(other, 0u);
+  EXPECT_EQ(h.count("GET", "/widgets"), watchGetsBefore);
+  EXPECT_EQ(h.transport.heldStreams(), 2u);
+
+  const json b = more->summary();
+  EXPECT_EQ(b["objects"], 60);
+  EXPECT_EQ(b["created"], 60);
+  EXPECT_EQ(b["complete"], true);
+  EXPECT_EQ(b["watchers"], 0);
+  const json a = inst->summary();
+  for (const auto& [key, v] : a.items()) {
+    if (key != "watchLastError") EXPECT_TRUE(b.contains(key)) << key;
+  }
+  // Its phases are "grow/...": the base's "ramp/..." stay the only population ramps.
+  std::vector<std::string> names;
+  for (const auto& span : log.spans()) {
+    names.push_back(span.name);
+    EXPECT_TRUE(span.ended()) << span.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"grow/dormant/50", "grow/dormant/50/op0.dormant.cpscale.io/widgets",
+                                             "grow/dormant/50/op1.dormant.cpscale.io/widgets"}));
+  for (const auto& span : baseLog.spans()) EXPECT_TRUE(span.name.starts_with("ramp/")) << span.name;
+}
+
+TEST(DormantGrowth, OnlyObjectsPerKindGrowsAndOnlyPastTheBase) {
+  auto base = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 20\nconfigMaps: 5\n"));
+  EXPECT_EQ(base->growableFields(), std::vector<std::string>{"objectsPerKind"});
+  EXPECT_EQ(base->growth("configMaps", 5, 10), nullptr);
+  EXPECT_EQ(base->growth("crdKinds", 2, 4), nullptr);
+  EXPECT_THROW(base->growth("objectsPerKind", 20, 20), ConfigError);
+  EXPECT_THROW(base->growth("objectsPerKind", 30, 25), ConfigError);
+  EXPECT_THROW(base->growth("objectsPerKind", 10, 50), ConfigError);  // 10..19 are the base's
+  EXPECT_THROW(base->growth("objectsPerKind", 20, 30.5), ConfigError);
+}
+
+TEST(DormantGrowth, InterleavedGrowthMarksOnlyItsWholePhase) {
+  Harness h;
+  auto base = makeWorkload(entry("kind: dormant\ncrdKinds: 3\nobjectsPerKind: 2\nrampPerKind: false\n"));
+  auto grown = base->growth("objectsPerKind", 2, 4);
+  PhaseLog log(1);
+  WorkloadContext ctx = h.ctx;
+  ctx.phases = &log;
+  auto more = grown->start(ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  std::vector<std::string> kinds;
+  for (const auto& r : h.requests("POST", "/widgets")) {
+    kinds.push_back(r.request.path.substr(6, 3) + "/" + nameOf(r.request));
+  }
+  // Every kind's widget-2, then every kind's widget-3.
+  EXPECT_EQ(kinds, (std::vector<std::string>{"op0/widget-2", "op1/widget-2", "op2/widget-2", "op0/widget-3",
+                                             "op1/widget-3", "op2/widget-3"}));
+  ASSERT_EQ(log.spans().size(), 1u);
+  EXPECT_EQ(log.spans()[0].name, "grow/dormant/4");
+  EXPECT_TRUE(log.setupComplete());
+}
+
 }  // namespace
 }  // namespace cpscale::workloads::testing
