@@ -1,8 +1,12 @@
 #include "workloads/churn.h"
 
+#include <atomic>
 #include <cctype>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 
+#include "sim/common/error.h"
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
 #include "workloads/setup.h"
@@ -138,7 +142,36 @@ ChurnParams ChurnParams::read(const YamlField& e) {
   return p;
 }
 
-ChurnWorkload::ChurnWorkload(ChurnParams params) : params_(std::move(params)) {
+// A churn workload's creation bucket on each engine worker (simulator) and run, shared
+// by its growths: their sessions queue behind the same client-side limit as the base's.
+struct ChurnBuckets {
+  std::atomic<std::uint64_t> growths{0};
+
+  TokenBucket& acquire(const engine::Simulator& sim, const std::string& runId, double qps, double burst,
+                       engine::TimePoint now) {
+    std::lock_guard lock(mu_);
+    Entry& e = buckets_[{&sim, runId}];
+    if (!e.bucket) e.bucket = std::make_unique<TokenBucket>(qps, burst, now);
+    ++e.users;
+    return *e.bucket;
+  }
+  void release(const engine::Simulator& sim, const std::string& runId) {
+    std::lock_guard lock(mu_);
+    auto it = buckets_.find({&sim, runId});
+    if (it != buckets_.end() && --it->second.users == 0) buckets_.erase(it);
+  }
+
+ private:
+  struct Entry {
+    std::unique_ptr<TokenBucket> bucket;
+    int users = 0;
+  };
+  std::mutex mu_;
+  std::map<std::pair<const engine::Simulator*, std::string>, Entry> buckets_;
+};
+
+ChurnWorkload::ChurnWorkload(ChurnParams params)
+    : params_(std::move(params)), buckets_(std::make_shared<ChurnBuckets>()) {
   if (params_.targets.empty()) {
     params_.targets.push_back(
         parseCrdTarget(YamlField(YAML::Node("agentsessions.churn.cpscale.io"), "", ""), std::nullopt));
@@ -155,6 +188,8 @@ json ChurnWorkload::crdFor(const ChurnTarget& t) const {
       {{"group", t.gvr.group}, {"plural", t.gvr.resource}, {"singular", t.singular}, {"kind", t.kind}});
 }
 
+// Idempotent: namespaces and CRDs that exist already (a growth's, made by its base) are
+// fine.
 void ChurnWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) {
   validateRunId(runId);
   for (std::int64_t k = 0; k < params_.namespaces; ++k) {
@@ -163,6 +198,20 @@ void ChurnWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const st
   for (const auto& t : params_.targets) {
     if (t.type == ChurnTarget::Type::kCrd) installCrd(api, clock, crdFor(t), runId, params_.name);
   }
+}
+
+std::unique_ptr<Workload> ChurnWorkload::growth(const std::string& field, double from, double to) const {
+  if (field != "sessionsPerMinute") return nullptr;
+  checkGrowth(*this, field, from, to, 1e7, false);
+  // A cap on the population's total: a running base keeps starting up to its own.
+  if (params_.maxSessions > 0) return nullptr;
+  ChurnParams p = params_;
+  p.sessionsPerMinute = to - from;
+  // 2^40 ids per growth: no run starts a trillion sessions.
+  p.firstSessionId = (buckets_->growths.fetch_add(1) + 1) << 40;  // shared by growths of growths
+  auto g = std::make_unique<ChurnWorkload>(std::move(p));
+  g->buckets_ = buckets_;
+  return g;
 }
 
 std::vector<kube::GroupVersionResource> ChurnWorkload::resources() const {
@@ -195,13 +244,18 @@ struct Session {
 
 class ChurnInstance final : public WorkloadInstance {
  public:
-  ChurnInstance(const ChurnParams& p, WorkloadContext ctx)
+  ChurnInstance(const ChurnParams& p, WorkloadContext ctx, std::shared_ptr<ChurnBuckets> buckets)
       : p_(p),
         ctx_(std::move(ctx)),
         calls_(ctx_.api),
         events_(ctx_.sim),
-        bucket_(ctx_.share(p.create.qps), std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now()),
-        rng_(ctx_.seed, "churn/" + p.name + "/" + std::to_string(ctx_.workerIndex())) {
+        buckets_(std::move(buckets)),
+        bucket_(buckets_->acquire(ctx_.sim, ctx_.runId, ctx_.share(p.create.qps),
+                                  std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now())),
+        // A growth draws its own arrivals, not a copy of the base's.
+        rng_(ctx_.seed, "churn/" + p.name + "/" + std::to_string(ctx_.workerIndex()) +
+                            (p.firstSessionId == 0 ? "" : "/" + std::to_string(p.firstSessionId))),
+        nextId_(p.firstSessionId) {
     validateRunId(ctx_.runId);
     // Nothing to set up beyond the CRDs prepare() installed: sessions are the load. The
     // scenario's `warmup` lets the live-session population build up before measuring.
@@ -217,7 +271,10 @@ class ChurnInstance final : public WorkloadInstance {
     }
     scheduleArrival();
   }
-  ~ChurnInstance() override { stop(); }
+  ~ChurnInstance() override {
+    stop();
+    buckets_->release(ctx_.sim, ctx_.runId);
+  }
 
   void stop() override {
     events_.cancelAll();
@@ -403,11 +460,12 @@ class ChurnInstance final : public WorkloadInstance {
   WorkloadContext ctx_;
   CallTracker calls_;
   EventTracker events_;
-  TokenBucket bucket_;
+  std::shared_ptr<ChurnBuckets> buckets_;
+  TokenBucket& bucket_;  // this worker's, shared with the entry's growths
   engine::RandomStream rng_;
+  std::uint64_t nextId_;
   double totalWeight_ = 0;
   std::int64_t budget_ = -1;  // sessions this instance may start; -1: unlimited
-  std::uint64_t nextId_ = 0;
   std::unordered_map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::string lastError_;
   Counts c_;
@@ -425,7 +483,7 @@ void Session::onStatusTimer() { churn->statusUpdate(*this); }
 }  // namespace
 
 std::unique_ptr<WorkloadInstance> ChurnWorkload::start(WorkloadContext& ctx) {
-  return std::make_unique<ChurnInstance>(params_, ctx);
+  return std::make_unique<ChurnInstance>(params_, ctx, buckets_);
 }
 
 }  // namespace cpscale::workloads

@@ -29,6 +29,16 @@
 //       - builtin: configmaps     # or events
 //         weight: 1
 //     crdTemplate: session-crd.yaml
+//
+// Growing in place, growth("sessionsPerMinute", from, to): a churn workload arriving
+// at to - from on top of the base, so the two arrive at `to` together. Its sessions
+// are named <name>-<worker>-<id> as the base's, with ids from k x 2^40 for the k-th
+// growth of the entry, so names never collide; they go to the base's namespaces and
+// targets (prepare() installs nothing new: existing namespaces and CRDs are fine) and
+// queue behind the same per-worker creation bucket (createQps/createBurst) as the
+// base's, as one client's sessions would. Nothing to set up: its setup is done at
+// start. Null with maxSessions, a cap on the population's total that a running base
+// cannot share.
 #pragma once
 
 #include <cstdint>
@@ -42,6 +52,10 @@
 #include "workloads/workload.h"
 
 namespace cpscale::workloads {
+
+// The creation buckets a churn workload and its growths share, one per engine worker
+// (defined in the .cc).
+struct ChurnBuckets;
 
 struct ChurnTarget {
   enum class Type { kCrd, kConfigMap, kEvent };
@@ -71,6 +85,8 @@ struct ChurnParams {
   Distribution suspended = Distribution::exponential(60e9);
   std::vector<ChurnTarget> targets;
   std::optional<ObjectTemplate> crdTemplate;
+  // Not a scenario field: the first session id (a growth's start past the base's).
+  std::uint64_t firstSessionId = 0;
 
   static ChurnParams read(const YamlField& entry);
 };
@@ -83,6 +99,9 @@ class ChurnWorkload final : public Workload {
   void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) override;
   std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) override;
   std::vector<kube::GroupVersionResource> resources() const override;
+  // "sessionsPerMinute": sessions arriving at to - from, see the top of this header.
+  std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
+  std::vector<std::string> growableFields() const override { return {"sessionsPerMinute"}; }
   const ChurnParams& params() const { return params_; }
   // The filled CRD for a target (labels are added at install).
   nlohmann::json crdFor(const ChurnTarget& t) const;
@@ -91,6 +110,8 @@ class ChurnWorkload final : public Workload {
 
  private:
   ChurnParams params_;
+  // Shared with the entry's growths: creation buckets and how many growths there were.
+  std::shared_ptr<ChurnBuckets> buckets_;
 };
 
 }  // namespace cpscale::workloads

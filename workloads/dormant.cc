@@ -7,6 +7,7 @@
 #include <functional>
 #include <queue>
 
+#include "sim/common/error.h"
 #include "workloads/call_tracker.h"
 #include "workloads/reflector.h"
 #include "workloads/setup.h"
@@ -100,6 +101,8 @@ std::string DormantWorkload::namespaceName(const std::string& runId, const std::
   return "cpscale-" + runId + "-" + workload + "-" + std::to_string(k);
 }
 
+// Idempotent: namespaces and CRDs that exist already (a growth's, made by its base) are
+// fine.
 void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) {
   validateRunId(runId);
   for (std::int64_t k = 0; k < params_.namespaces; ++k) {
@@ -112,6 +115,24 @@ void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const 
                                           {"kind", "Widget"}}),
                runId, params_.name);
   }
+}
+
+std::unique_ptr<Workload> DormantWorkload::growth(const std::string& field, double from, double to) const {
+  if (field != "objectsPerKind") return nullptr;
+  checkGrowth(*this, field, from, to, 10'000'000, true);
+  if (from < static_cast<double>(params_.objectsPerKind)) {
+    throw ConfigError("workload '" + params_.name + "'", field,
+                      "cannot grow from " + std::to_string(static_cast<std::int64_t>(from)) + ": objects below " +
+                          std::to_string(params_.objectsPerKind) + " of each kind are this population's own");
+  }
+  DormantParams p = params_;
+  p.firstObject = static_cast<std::int64_t>(from);
+  p.objectsPerKind = static_cast<std::int64_t>(to);
+  p.growth = true;
+  p.roles = p.roleBindings = p.clusterRoles = p.clusterRoleBindings = p.serviceAccounts = p.configMaps = p.secrets = 0;
+  p.watchers.perKind = 0;
+  p.updatesPerSecond = 0;
+  return std::make_unique<DormantWorkload>(std::move(p));
 }
 
 std::vector<kube::GroupVersionResource> DormantWorkload::resources() const {
@@ -133,6 +154,7 @@ struct Segment {
   kube::GroupVersionResource gvr;
   std::int64_t count;
   std::int64_t first;  // index of its first item
+  std::int64_t offset = 0;  // item first + j is object offset + j of its kind (a growth's start)
   // This instance's share, and how far its creation got.
   std::int64_t owned = 0, submitted = 0, answered = 0;
   std::int64_t cursor = 0;  // interleaved creation: the next item of this kind to consider
@@ -149,12 +171,14 @@ class DormantInstance final : public WorkloadInstance {
         calls_(ctx_.api),
         events_(ctx_.sim),
         bucket_(ctx_.share(p.create.qps), std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now()),
-        rng_(ctx_.seed, "dormant/" + p.name + "/" + std::to_string(ctx_.workerIndex())),
+        // A growth draws its own sizes, not a copy of the base's.
+        rng_(ctx_.seed, "dormant/" + p.name + "/" + std::to_string(ctx_.workerIndex()) +
+                            (p.growth ? "/grow/" + std::to_string(p.objectsPerKind) : "")),
         prefix_("cpscale-" + ctx_.runId + "-" + p.name + "-") {
     validateRunId(ctx_.runId);
     std::int64_t first = 0;
-    auto add = [&](Segment::Type t, kube::GroupVersionResource g, std::int64_t n) {
-      if (n > 0) segments_.push_back({t, std::move(g), n, first});
+    auto add = [&](Segment::Type t, kube::GroupVersionResource g, std::int64_t n, std::int64_t offset = 0) {
+      if (n > 0) segments_.push_back({t, std::move(g), n, first, offset});
       first += n;
     };
     // The built-in kinds first, so a ConfigMap's cost is measured on a heap not yet
@@ -166,7 +190,9 @@ class DormantInstance final : public WorkloadInstance {
     add(Segment::Type::kRoleBinding, kube::gvr::kRoleBindings, p.roleBindings);
     add(Segment::Type::kClusterRole, kube::gvr::kClusterRoles, p.clusterRoles);
     add(Segment::Type::kClusterRoleBinding, kube::gvr::kClusterRoleBindings, p.clusterRoleBindings);
-    for (std::int64_t k = 0; k < p.crdKinds; ++k) add(Segment::Type::kWidget, DormantWorkload::crdResource(k), p.objectsPerKind);
+    for (std::int64_t k = 0; k < p.crdKinds; ++k) {
+      add(Segment::Type::kWidget, DormantWorkload::crdResource(k), p.objectsPerKind - p.firstObject, p.firstObject);
+    }
     total_ = first;
     // This instance's share of each kind, counted up front so a kind's ramp can end at
     // the answer of its last create and the summary can say what "complete" means.
@@ -233,9 +259,20 @@ class DormantInstance final : public WorkloadInstance {
 
   // ---- creation ----
 
-  std::string itemKey(std::int64_t i) const { return "dormant/" + p_.name + "/" + std::to_string(i); }
+  // Which worker owns item i, and its payload's seed. A growth's items are its own.
+  std::string itemKey(std::int64_t i) const {
+    return "dormant/" + p_.name + "/" + (p_.growth ? "grow/" + std::to_string(p_.objectsPerKind) + "/" : "") +
+           std::to_string(i);
+  }
 
-  std::string rampPhase() const { return "ramp/" + p_.name; }
+  // The population's creation phase; a growth's is not a "ramp/" one (see the header).
+  std::string rampPhase() const {
+    return p_.growth ? "grow/" + p_.name + "/" + std::to_string(p_.objectsPerKind) : "ramp/" + p_.name;
+  }
+  std::string kindPhase(const kube::GroupVersionResource& kind) const {
+    if (!p_.growth) return kindRampPhaseName(p_.name, kind);
+    return rampPhase() + "/" + (kind.group.empty() ? "" : kind.group + "/") + kind.resource;
+  }
 
   // The next item this instance owns in creation order, or -1 when none is left.
   std::int64_t nextOwned() {
@@ -286,7 +323,7 @@ class DormantInstance final : public WorkloadInstance {
     Segment& seg = segments_[k];
     ++seg.answered;
     ++answered_;
-    if (p_.rampPerKind && seg.answered == seg.owned) ctx_.endPhase(kindRampPhaseName(p_.name, seg.gvr));
+    if (p_.rampPerKind && seg.answered == seg.owned) ctx_.endPhase(kindPhase(seg.gvr));
     if (answered_ == owned_) ctx_.endPhase(rampPhase());
     maybeSetupDone();
   }
@@ -296,7 +333,7 @@ class DormantInstance final : public WorkloadInstance {
   // (collection, name) of item i.
   std::pair<kube::ResourceRef, std::string> where(std::int64_t i) const {
     const Segment& s = segmentOf(i);
-    const std::int64_t j = i - s.first;
+    const std::int64_t j = i - s.first + s.offset;
     kube::ResourceRef r(s.gvr);
     if (!s.gvr.namespaced) return {r, prefix_ + std::to_string(j)};
     static constexpr const char* kPrefix[] = {"widget-", "role-", "rolebinding-", "", "", "sa-", "cm-", "secret-"};
@@ -306,8 +343,8 @@ class DormantInstance final : public WorkloadInstance {
   void createItem(std::int64_t i) {
     const std::size_t k = segmentIndex(i);
     Segment& s = segments_[k];
-    if (s.submitted++ == 0 && p_.rampPerKind) ctx_.beginPhase(kindRampPhaseName(p_.name, s.gvr));
-    const std::int64_t j = i - s.first;
+    if (s.submitted++ == 0 && p_.rampPerKind) ctx_.beginPhase(kindPhase(s.gvr));
+    const std::int64_t j = i - s.first + s.offset;
     auto [collection, name] = where(i);
     json meta = {{"name", name}, {"labels", runLabels(ctx_.runId, p_.name)}};
     if (s.gvr.namespaced) meta["namespace"] = collection.ns;

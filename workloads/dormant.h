@@ -42,6 +42,17 @@
 //       timeout: 5m               # watch timeoutSeconds, drawn from [t, 2t) as reflectors do
 //       pageSize: 500
 //     crdTemplate: dormant-crd.yaml
+//
+// Growing in place, growth("objectsPerKind", from, to) with objectsPerKind <= from < to:
+// objects [from, to) of every CRD kind, named and namespaced as a population of `to`
+// would have them (widget-<j> in namespace j mod namespaces), created at createQps as
+// the base's were. Nothing else grows: no CRDs (prepare() meets the base's namespaces
+// and CRDs, which is fine), no built-in objects (their counts are not per kind), no
+// watchers, and no background updates (updatesPerSecond is population-wide and stays
+// with the base, which touches its own objects). Its setup is creating the added
+// objects; its phases are "grow/<name>/<to>" and, per kind with rampPerKind,
+// "grow/<name>/<to>/<group>/<resource>", never "ramp/...": bytes_per_object fits the
+// heap only over a population's first creation.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +85,10 @@ struct DormantParams {
     std::int64_t pageSize = 500;
   } watchers;
   std::optional<ObjectTemplate> crdTemplate;
+  // Not scenario fields: a growth creates only the CRD kinds' objects
+  // [firstObject, objectsPerKind), and marks "grow/..." phases instead of "ramp/...".
+  std::int64_t firstObject = 0;
+  bool growth = false;
 
   static DormantParams read(const YamlField& entry);
   std::int64_t totalObjects() const;
@@ -95,6 +110,9 @@ class DormantWorkload final : public Workload {
   void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) override;
   std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) override;
   std::vector<kube::GroupVersionResource> resources() const override;
+  // "objectsPerKind": objects [from, to) of every kind, see the top of this header.
+  std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
+  std::vector<std::string> growableFields() const override { return {"objectsPerKind"}; }
   const DormantParams& params() const { return params_; }
 
   static kube::GroupVersionResource crdResource(std::int64_t k);

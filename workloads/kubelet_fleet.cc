@@ -4,9 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 
+#include "sim/common/error.h"
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
 #include "workloads/reflector.h"
@@ -46,7 +49,7 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   YamlField count = e.require("count");
   p.count = count.asInt();
   if (p.count < 0) throw count.error("must not be negative, found " + std::to_string(p.count));
-  if (p.count > 10'000'000) throw count.error("at most 10,000,000 nodes");
+  if (p.count > KubeletFleet::kMaxCount) throw count.error("at most 10,000,000 nodes");
   p.registration = readRateLimit(e, "registrationQps", "registrationBurst", 20);
   if (auto f = e.get("leaseDurationSeconds")) p.leaseDurationSeconds = f->asInt(4, 3600);
   if (auto f = e.get("nodeStatusUpdateFrequency")) {
@@ -118,7 +121,45 @@ bool failsAt(std::int64_t index, double fraction) {
 
 // ---- the fleet -------------------------------------------------------------------
 
-KubeletFleet::KubeletFleet(KubeletFleetParams params) : params_(std::move(params)) {
+namespace {
+class FleetInstance;
+}  // namespace
+
+// A fleet grown in place runs as several instances per engine worker: the base's and
+// one per growth. They act as one fleet: one node watch serves them all (its events go
+// to the instance that owns the node), and the base's leaves and pod replacements pick
+// among all their nodes. Grouped by the simulator they run on (one engine worker, one
+// thread) and the run id.
+struct FleetGroups {
+  struct Group {
+    std::vector<FleetInstance*> members;  // in start order
+    FleetInstance* watcher = nullptr;     // the member whose node watch serves the group
+  };
+
+  // Only membership changes lock: a group's members all run on its simulator's thread.
+  Group& join(const engine::Simulator& sim, const std::string& runId, FleetInstance* m) {
+    std::lock_guard lock(mu_);
+    Group& g = groups_[{&sim, runId}];
+    g.members.push_back(m);
+    return g;
+  }
+  void leave(const engine::Simulator& sim, const std::string& runId, FleetInstance* m) {
+    std::lock_guard lock(mu_);
+    auto it = groups_.find({&sim, runId});
+    if (it == groups_.end()) return;
+    Group& g = it->second;
+    std::erase(g.members, m);
+    if (g.watcher == m) g.watcher = nullptr;
+    if (g.members.empty()) groups_.erase(it);
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::pair<const engine::Simulator*, std::string>, Group> groups_;
+};
+
+KubeletFleet::KubeletFleet(KubeletFleetParams params)
+    : params_(std::move(params)), groups_(std::make_shared<FleetGroups>()) {
   if (!params_.nodeTemplate) params_.nodeTemplate = ObjectTemplate::load("node.json");
   if (!params_.leaseTemplate) params_.leaseTemplate = ObjectTemplate::load("lease.json");
   if (params_.podsPerNode > 0 && !params_.podTemplate) params_.podTemplate = ObjectTemplate::load("pod.json");
@@ -132,9 +173,30 @@ std::string KubeletFleet::podNamespace(const std::string& runId, const std::stri
   return "cpscale-" + runId + "-" + workload + "-pods";
 }
 
+// Idempotent: the pods' namespace (and its default ServiceAccount) may exist already,
+// as it does when a growth prepares after its base.
 void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::string& runId) {
   validateRunId(runId);
   if (params_.podsPerNode > 0) ensureNamespace(api, podNamespace(runId, params_.name), runId, params_.name, true);
+}
+
+std::unique_ptr<Workload> KubeletFleet::growth(const std::string& field, double from, double to) const {
+  if (field != "count") return nullptr;
+  checkGrowth(*this, field, from, to, static_cast<double>(kMaxCount), true);
+  if (from < static_cast<double>(params_.count)) {
+    throw ConfigError("workload '" + params_.name + "'", field,
+                      "cannot grow from " + std::to_string(static_cast<std::int64_t>(from)) + ": nodes below " +
+                          std::to_string(params_.count) + " are this fleet's own");
+  }
+  KubeletFleetParams p = params_;
+  p.firstIndex = static_cast<std::int64_t>(from);
+  p.count = static_cast<std::int64_t>(to);
+  // Churn rates are fleet-wide, not per node: they stay with the base, whose leaves and
+  // pod replacements pick among the grown nodes too (FleetGroups).
+  p.joinsPerMinute = p.leavesPerMinute = p.podReplacementsPerMinute = 0;
+  auto g = std::make_unique<KubeletFleet>(std::move(p));
+  g->groups_ = groups_;
+  return g;
 }
 
 std::vector<kube::GroupVersionResource> KubeletFleet::resources() const {
@@ -231,7 +293,7 @@ struct Kubelet {
 
 class FleetInstance final : public WorkloadInstance {
  public:
-  FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx)
+  FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx, std::shared_ptr<FleetGroups> groups)
       : p_(p),
         ctx_(ctx),
         calls_(ctx.api),
@@ -244,9 +306,10 @@ class FleetInstance final : public WorkloadInstance {
         prefix_("cpscale-" + ctx.runId + "-" + p.name + "-"),
         leases_(kube::ResourceRef(kube::gvr::kLeases).in("kube-node-lease")),
         nodes_(kube::gvr::kNodes),
-        pods_(kube::ResourceRef(kube::gvr::kPods).in(KubeletFleet::podNamespace(ctx.runId, p.name))) {
+        pods_(kube::ResourceRef(kube::gvr::kPods).in(KubeletFleet::podNamespace(ctx.runId, p.name))),
+        groups_(std::move(groups)) {
     validateRunId(ctx.runId);
-    for (std::int64_t i = 0; i < p.count; ++i) {
+    for (std::int64_t i = p.firstIndex; i < p.count; ++i) {
       if (!ctx.owns(nodeName(i))) continue;
       kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
       kubelets_.back()->awaitingLease = true;
@@ -257,7 +320,14 @@ class FleetInstance final : public WorkloadInstance {
       }
     }
     setupRemaining_ = kubelets_.size();
-    if (!kubelets_.empty() || p.joinsPerMinute > 0) startNodeWatch();
+    group_ = &groups_->join(ctx.sim, ctx.runId, this);
+    // One node watch per worker for the fleet and its growths: the first instance that
+    // has nodes starts it, the others' nodes are seen through it.
+    needsWatch_ = !kubelets_.empty() || p.joinsPerMinute > 0;
+    if (needsWatch_ && group_->watcher == nullptr) {
+      group_->watcher = this;
+      startNodeWatch();
+    }
     maybeSetupDone();
     scheduleRegistration();
     const TimePoint t0 = ctx.sim.now();
@@ -270,7 +340,10 @@ class FleetInstance final : public WorkloadInstance {
     if (p.podReplacementsPerMinute > 0) scheduleReplacement();
   }
 
-  ~FleetInstance() override { stop(); }
+  ~FleetInstance() override {
+    stop();
+    groups_->leave(ctx_.sim, ctx_.runId, this);
+  }
 
   void stop() override {
     stopped_ = true;
@@ -611,8 +684,14 @@ class FleetInstance final : public WorkloadInstance {
   // that registered in a burst still has thousands queued behind its event bucket, and
   // they would otherwise spill into the measured window.
   bool setupComplete() const {
-    return setupRemaining_ == 0 && (!nodeWatch_ || nodeWatch_->synced()) && eventsQueued_ == 0 &&
-           eventsInFlight_ == 0;
+    return setupRemaining_ == 0 && (!needsWatch_ || watchSynced()) && eventsQueued_ == 0 && eventsInFlight_ == 0;
+  }
+
+  // Whether the node watch this instance's nodes are seen through holds its first LIST
+  // (true once no member holds one any more: there is nothing left to wait for).
+  bool watchSynced() const {
+    const FleetInstance* w = group_->watcher;
+    return w == nullptr || w->nodeWatch_->synced();
   }
 
   // Once: every node set up, its start Events answered, and the node watch holds its
@@ -626,9 +705,10 @@ class FleetInstance final : public WorkloadInstance {
   // ---- the node watch ----
 
   // Each kubelet keeps an informer on its own Node and computes its status PATCH
-  // against that copy. The fleet stands in for them with one watch per instance on the
-  // fleet's Nodes (label selector), one stream instead of one per node; each event is
-  // handed to the kubelet that owns the node.
+  // against that copy. The fleet stands in for them with one watch per worker on the
+  // fleet's Nodes (label selector), one stream instead of one per node, held by the
+  // group's watcher; each event is handed to the kubelet that owns the node, in
+  // whichever instance of the group (the base or a growth) it is.
   void startNodeWatch() {
     ReflectorOptions o;
     o.collection = kube::ResourceRef(nodes_);
@@ -639,19 +719,30 @@ class FleetInstance final : public WorkloadInstance {
       if (ev.type == kube::WatchEventType::kAdded || ev.type == kube::WatchEventType::kModified) observeNode(ev.object);
     });
     nodeWatch_->onListed([this](bool first) {
-      if (first) maybeSetupDone();
+      if (!first) return;
+      for (FleetInstance* m : group_->members) m->maybeSetupDone();
     });
     nodeWatch_->start();
   }
 
-  // The kubelet of `name` if this instance owns it. kubelets_ is in index order (nodes
-  // at start, then joins with growing indices).
-  Kubelet* kubeletNamed(std::string_view name) {
+  // The kubelet of `name` if an instance of this worker's group (this fleet's or a
+  // growth's) owns it.
+  Kubelet* kubeletNamed(std::string_view name) const {
     if (!name.starts_with(prefix_)) return nullptr;
     name.remove_prefix(prefix_.size());
     std::uint32_t index = 0;
     auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), index);
     if (ec != std::errc() || end != name.data() + name.size()) return nullptr;
+    for (const FleetInstance* m : group_->members) {
+      if (m->stopped_) continue;
+      if (Kubelet* k = m->kubeletAt(index)) return k;
+    }
+    return nullptr;
+  }
+
+  // This instance's kubelet of node `index`. kubelets_ is in index order (nodes at
+  // start, then joins with growing indices).
+  Kubelet* kubeletAt(std::uint32_t index) const {
     auto it = std::lower_bound(kubelets_.begin(), kubelets_.end(), index,
                                [](const std::unique_ptr<Kubelet>& k, std::uint32_t i) { return k->index < i; });
     return it != kubelets_.end() && (*it)->index == index ? it->get() : nullptr;
@@ -664,6 +755,7 @@ class FleetInstance final : public WorkloadInstance {
     if (name == meta->end() || !name->is_string()) return;
     Kubelet* k = kubeletNamed(name->get_ref<const std::string&>());
     if (k == nullptr) return;
+    FleetInstance& owner = *k->fleet;
     // As the kubelet reads it (IsNodeReady): Ready is True, or it is not.
     bool readyTrue = false;
     const json* conditions = nullptr;
@@ -675,7 +767,7 @@ class FleetInstance final : public WorkloadInstance {
         if (c.value("type", std::string()) == "Ready") readyTrue = c.value("status", std::string()) == "True";
       }
     }
-    readySeen(*k, readyTrue);
+    owner.readySeen(*k, readyTrue);
   }
 
   void readySeen(Kubelet& k, bool readyTrue) {
@@ -923,8 +1015,10 @@ class FleetInstance final : public WorkloadInstance {
 
   void scheduleJoin() {
     events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.joinsPerMinute / 60.0)), [this] {
-      // Joined nodes take indices past `count`, interleaved by worker so they never clash.
-      const std::int64_t idx = p_.count + static_cast<std::int64_t>(joined_++ * ctx_.workers() + ctx_.workerIndex());
+      // Joined nodes take indices from kMaxCount up, past any count the fleet has or grows
+      // to, interleaved by worker so they never clash.
+      const std::int64_t idx =
+          KubeletFleet::kMaxCount + static_cast<std::int64_t>(joined_++ * ctx_.workers() + ctx_.workerIndex());
       kubelets_.push_back(std::make_unique<Kubelet>(*this, idx, seedFor(idx)));
       Kubelet& k = *kubelets_.back();
       ++c_.joined;
@@ -935,7 +1029,7 @@ class FleetInstance final : public WorkloadInstance {
 
   void scheduleLeave() {
     events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.leavesPerMinute / 60.0)), [this] {
-      if (Kubelet* k = pickLive()) leave(*k);
+      if (Kubelet* k = pickLive()) k->fleet->leave(*k);
       scheduleLeave();
     });
   }
@@ -946,7 +1040,7 @@ class FleetInstance final : public WorkloadInstance {
   void scheduleReplacement() {
     events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.podReplacementsPerMinute / 60.0)), [this] {
       if (Kubelet* k = pickLive(/*withPods=*/true)) {
-        replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
+        k->fleet->replacePod(*k, static_cast<std::uint32_t>(rng_.below(k->pods->created)));
       }
       scheduleReplacement();
     });
@@ -984,17 +1078,33 @@ class FleetInstance final : public WorkloadInstance {
     });
   }
 
+  // A running node, uniformly among the whole fleet on this worker: this instance's
+  // nodes and those of the group's other running instances (the fleet's growths).
   Kubelet* pickLive(bool withPods = false) {
-    if (kubelets_.empty()) return nullptr;
+    std::vector<const FleetInstance*> members;
+    for (const FleetInstance* m : group_->members)
+      if (!m->stopped_) members.push_back(m);
+    std::size_t total = 0;
+    for (const FleetInstance* m : members) total += m->kubelets_.size();
+    if (total == 0) return nullptr;
     auto fits = [withPods](const Kubelet& k) {
       return k.state == NodeState::kRunning && (!withPods || (k.pods && k.pods->created > 0));
     };
+    auto at = [&members](std::size_t i) -> Kubelet& {
+      for (const FleetInstance* m : members) {
+        if (i < m->kubelets_.size()) return *m->kubelets_[i];
+        i -= m->kubelets_.size();
+      }
+      return *members.back()->kubelets_.back();  // not reached: i < total
+    };
     for (int attempt = 0; attempt < 64; ++attempt) {
-      Kubelet& k = *kubelets_[rng_.below(kubelets_.size())];
+      Kubelet& k = at(rng_.below(total));
       if (fits(k)) return &k;
     }
-    for (auto& k : kubelets_) {
-      if (fits(*k)) return k.get();
+    for (const FleetInstance* m : members) {
+      for (auto& k : m->kubelets_) {
+        if (fits(*k)) return k.get();
+      }
     }
     return nullptr;
   }
@@ -1055,7 +1165,10 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t setupRemaining_ = 0;  // nodes present at start whose setup is unanswered
   bool setupReported_ = false;
   bool stopped_ = false;
-  std::unique_ptr<Reflector> nodeWatch_;
+  std::unique_ptr<Reflector> nodeWatch_;  // the group's watcher's only
+  std::shared_ptr<FleetGroups> groups_;
+  FleetGroups::Group* group_ = nullptr;  // this worker's instances of the fleet and its growths
+  bool needsWatch_ = false;              // it has nodes (or joins): its setup waits for the watch
   std::unordered_map<std::uint32_t, Lifecycle> lifecycle_;  // by node index
   std::vector<double> notReadySeconds_;
   std::vector<double> readyAgainSeconds_;
@@ -1084,7 +1197,7 @@ void Kubelet::onPodTimer() { fleet->podStatus(*this); }
 }  // namespace
 
 std::unique_ptr<WorkloadInstance> KubeletFleet::start(WorkloadContext& ctx) {
-  return std::make_unique<FleetInstance>(params_, ctx);
+  return std::make_unique<FleetInstance>(params_, ctx, groups_);
 }
 
 }  // namespace cpscale::workloads

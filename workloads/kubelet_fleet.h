@@ -30,7 +30,21 @@
 //    as the kubelet's broadcaster drops when its queue is full.
 // Registration is the only throttled path (registrationQps/Burst) besides pods and
 // events; heartbeats are not, as a real kubelet's are not throttled by anybody else's
-// traffic.
+// traffic. Nodes that join through churn are numbered from kMaxCount (10,000,000) up,
+// whatever the count.
+//
+// Growing in place, growth("count", from, to) with count <= from < to: a fleet of the
+// nodes [from, to), named as a fleet of `to` names them, with the same parameters:
+// registration (its own bucket at registrationQps: the added nodes' ramp is its
+// setup, reported once they are registered with their Leases, pods and start Events
+// answered), pods, Events, and failures by the same failsAt(index, fraction) rule, so
+// floor(to x fraction) fail across the two; its failures.at counts from its own start.
+// Churn rates are fleet-wide, so they stay with the base: the growth joins nothing, and
+// the base's leaves and pod replacements pick among all the fleet's nodes on the
+// worker, grown ones included. It adds no node watch: the instances of a fleet and its
+// growths on one worker share the first one's (the base's), whose events reach
+// whichever instance owns the node. Summary keys are the base's (its watch counts
+// appear once, from the instance holding the watch).
 //
 // Scenario entry (every field but `kind` and `count` is optional):
 //   - kind: kubelets
@@ -100,6 +114,9 @@ struct KubeletFleetParams {
   std::optional<ObjectTemplate> nodeTemplate;
   std::optional<ObjectTemplate> leaseTemplate;
   std::optional<ObjectTemplate> podTemplate;
+  // Not a scenario field: the fleet's nodes are indices [firstIndex, count). Only a
+  // growth (KubeletFleet::growth) starts past 0.
+  std::int64_t firstIndex = 0;
 
   // The renewal period and its jitter bound, as the kubelet derives them.
   engine::Duration renewPeriod() const { return std::chrono::seconds(leaseDurationSeconds) / 4; }
@@ -113,14 +130,25 @@ struct KubeletFleetParams {
 // same floor(count * fraction) nodes, spread evenly, whichever worker owns them.
 bool failsAt(std::int64_t index, double fraction);
 
+// The instances of one fleet and of its growths on one engine worker, so they share a
+// node watch and the base's churn reaches the grown nodes (defined in the .cc).
+struct FleetGroups;
+
 class KubeletFleet final : public Workload {
  public:
+  // The largest `count`; nodes that join through churn are numbered from here up, so
+  // their names never depend on (or collide with) the count a fleet has or grows to.
+  static constexpr std::int64_t kMaxCount = 10'000'000;
+
   explicit KubeletFleet(KubeletFleetParams params);
   std::string kind() const override { return "kubelets"; }
   std::string name() const override { return params_.name; }
   void prepare(kube::ApiClient& api, engine::Clock& clock, const std::string& runId) override;
   std::unique_ptr<WorkloadInstance> start(WorkloadContext& ctx) override;
   std::vector<kube::GroupVersionResource> resources() const override;
+  // "count": nodes [from, to), see the top of this header.
+  std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
+  std::vector<std::string> growableFields() const override { return {"count"}; }
   const KubeletFleetParams& params() const { return params_; }
 
   // Names, so tests and the CLI can find objects: "cpscale-<run>-<name>-<i>".
@@ -129,6 +157,8 @@ class KubeletFleet final : public Workload {
 
  private:
   KubeletFleetParams params_;
+  // Shared with the fleet's growths.
+  std::shared_ptr<FleetGroups> groups_;
 };
 
 }  // namespace cpscale::workloads
