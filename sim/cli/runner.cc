@@ -25,6 +25,7 @@
 #include "sim/engine/worker_pool.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/metrics/axis_pressure.h"
 #include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/controller_figures.h"
@@ -277,7 +278,7 @@ double secondsAt(engine::TimePoint t) { return std::chrono::duration<double>(t.t
 
 // `steady`: the run has one steady window (a capacity search has its steps instead).
 void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vector<workloads::PhaseLog::Span>& spans,
-                  engine::Duration duration, bool steady) {
+                  engine::Duration duration, bool steady, engine::Duration settleLimit) {
   const double end = secondsAt(*tl.end);
   reports::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
   if (!tl.ready) setup.detail = tl.cut;
@@ -291,7 +292,7 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
                           tl.settledInTime, ""};
     if (!tl.settledInTime)
       settle.detail = "the controller-manager's workqueues were still not empty after " +
-                      formatDuration(kSettleLimit) + "; the steady window started anyway";
+                      formatDuration(settleLimit) + "; the steady window started anyway";
     r.phases.push_back(std::move(settle));
   }
   for (const auto& sp : spans) {
@@ -335,6 +336,8 @@ std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrape
   add(metrics::clientLatencyFigures(stats));
   add(metrics::clientCountFigures(stats, length));
   add(metrics::generatorHealthFigures(stats, metrics::GeneratorHealthOptions{driver.lagQuantile, driver.lagThreshold}));
+  // Last: read from the figures above, in the units classify compares with.
+  add(metrics::axisPressureFigures(out));
   return out;
 }
 
@@ -572,6 +575,11 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     std::optional<engine::TimePoint> stepReady, stepWorkloadsReady, stepStart;
     engine::TimePoint growStart{};
     std::size_t boundariesAsked = 0, stepStartBoundary = 0;
+    // A capacity step waits for the controllers only so long: a controller-manager that
+    // cannot keep up with the growth is part of what the step measures.
+    const engine::Duration settleLimit = stepped ? opt.capacity->settle : kSettleLimit;
+    const std::string controllersBehind = "the controller-manager's workqueues were not empty after " +
+                                          formatDuration(settleLimit) + "; the window started anyway";
     // Ends the current step (on the supervisor's thread): a boundary round, the answers
     // to the window's requests (bounded by `drain`), then the window's figures and the
     // verdict. True when the ladder goes on.
@@ -638,10 +646,12 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             scrapes.startSettling();
           }
           if (stepWorkloadsReady && !stepReady &&
-              (scrapes.controllersSettled() || now >= *stepWorkloadsReady + kSettleLimit))
+              (scrapes.controllersSettled() || now >= *stepWorkloadsReady + settleLimit))
             stepReady = now;
           if (stepReady && !stepStart) {
-            stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true, ""});
+            const bool settled = scrapes.controllersSettled();
+            stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true,
+                                  settled ? "" : controllersBehind});
             stepStart = now;
             pool.beginWindow(2 * step, now);
             counters.phase = 1;
@@ -669,7 +679,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         if (tl.workloadsReady && !tl.ready) {
           if (scrapes.controllersSettled()) {
             tl.ready = now;
-          } else if (now >= *tl.workloadsReady + kSettleLimit) {
+          } else if (now >= *tl.workloadsReady + settleLimit) {
             tl.ready = now;
             tl.settledInTime = false;
           }
@@ -735,7 +745,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
               w.simulator().scheduleAfter(100ms, pw.pollGrowth);
             }
           },
-          stepped ? engine::TimePoint{(sc.setupTimeout + kSettleLimit + opt.capacity->hold) *
+          stepped ? engine::TimePoint{(sc.setupTimeout + opt.capacity->settle + opt.capacity->hold) *
                                           static_cast<long>(opt.steps.size()) + sc.warmup + 1min}
                   : engine::TimePoint{sc.setupTimeout + sc.warmup + sc.duration + 1min});
     } catch (...) {
@@ -751,7 +761,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
 
     // 5. Phases, then figures per phase: the steady window is the headline; setup is
     //    recorded beside it; scrape health covers the whole run.
-    recordPhases(result, tl, phaseLog.spans(), sc.duration, !stepped);
+    recordPhases(result, tl, phaseLog.spans(), sc.duration, !stepped, settleLimit);
     result.phases.insert(result.phases.end(), stepPhases.begin(), stepPhases.end());
     result.incidents = tl.incidents;
     planeBroken = plane && !tl.incidents.empty();

@@ -146,7 +146,7 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
 namespace {
 
 CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
-  f.expectMap({"knob", "axis", "start", "factor", "max", "hold", "bisect", "gates"});
+  f.expectMap({"knob", "axis", "start", "factor", "max", "hold", "settle", "bisect", "gates"});
   CapacitySpec c;
   c.where = f.where();
   auto knob = f.require("knob");
@@ -184,6 +184,7 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   if (c.max < c.start) throw max.error("must be >= start");
   c.hold = s.duration;
   if (auto g = f.get("hold")) c.hold = asDuration(*g);
+  if (auto g = f.get("settle")) c.settle = asDuration(*g, false);
   if (auto g = f.get("bisect")) c.bisect = static_cast<int>(g->asInt(0, 10));
   // What "holds" means: the block's gates, else the scenario's.
   if (auto gates = f.get("gates")) {

@@ -38,6 +38,8 @@ Override parseOverride(const std::string& text);
 //     factor: 2                     # each next step = previous x factor ...
 //     max: 4800                     # ... up to this (the last step is max itself)
 //     hold: 30s                     # each step's steady window; default `duration`
+//     settle: 30s                   # per step, how long to wait for the controller-manager's
+//                                   # workqueues to empty before the window starts anyway
 //     bisect: 0                     # refinement runs between the last pass and the first fail
 //     gates: [...]                  # what holds means; default: the scenario's `gates`
 // The scenario's `gates` are evaluated on the search's result, whose figures are the
@@ -53,6 +55,7 @@ struct CapacitySpec {
   double factor = 2;
   double max = 0;
   engine::Duration hold{0};
+  engine::Duration settle = std::chrono::seconds(30);
   int bisect = 0;
   std::vector<Gate> gates;
   std::string where;  // file:line of the block, for errors found later
