@@ -183,6 +183,106 @@ TEST_F(CliTest, ClassifyReadsTheLivePlanesThreeAxes) {
   EXPECT_EQ(doc["recipe"]["name"], "classic") << c.output;  // guessed from its one replica
 }
 
+// A short capacity search on the real plane, with a breaking point known in advance: a
+// fleet renewing every 10 s writes nodes/10 Lease PUTs a second, so a hold gate of 12
+// writes/s holds 50 and 100 nodes and breaks at 200. The fleet grows in place (one
+// plane, every node of every step renewing), each step is judged from the server's
+// own counters, the CI gate reads the capacity figure, and nothing is left behind.
+TEST(CliCapacityTest, ASearchOnTheRealPlaneStopsAtTheKnownStepAndGatesOnCapacity) {
+  fs::path dir = makeTempDir("capacity");
+  fs::path scenario = dir / "capacity.yaml";
+  std::ofstream(scenario) << R"(apiVersion: cpscale.io/v1alpha1
+kind: Scenario
+name: capacity-it
+duration: 10s
+scrapeInterval: 2s
+workloads:
+  - kind: kubelets
+    name: fleet
+    count: 50
+    registrationQps: 100
+capacity:
+  knob: workloads.fleet.count
+  start: 50
+  factor: 2
+  max: 400
+  hold: 10s
+  settle: 20s
+  gates:
+    - write_qps{resource=leases,verb=PUT} <= 12
+gates:
+  - capacity{axis=node} >= 100
+)";
+  auto c = runCommand(cpscale("capacity " + scenario.string() + " --quiet --run-id capit --out " +
+                              (dir / "out").string()));
+  ASSERT_EQ(c.exitCode, 0) << c.output;
+  std::ifstream in(dir / "out" / "capacity-it-classic" / "result.json");
+  json r = json::parse(in, nullptr, false);
+  ASSERT_FALSE(r.is_discarded()) << c.output;
+  const json& cap = r["capacity"];
+  EXPECT_EQ(cap["held"], 100.0) << cap.dump().substr(0, 2000);
+  EXPECT_EQ(cap["limit"], "server");
+  EXPECT_NE(cap["brokeBy"].get<std::string>().find("write_qps"), std::string::npos) << cap["brokeBy"];
+  ASSERT_EQ(cap["steps"].size(), 3u);
+  std::vector<double> leasePuts;
+  for (const auto& st : cap["steps"]) {
+    for (const auto& f : st["figures"])
+      if (f["name"] == "write_qps" && f["labels"].value("resource", "") == "leases" &&
+          f["labels"].value("verb", "") == "PUT")
+        leasePuts.push_back(f["value"].get<double>());
+  }
+  // Every node of every step renews: the rate doubles with the fleet (+-25 %: jitter,
+  // the controllers' own leader Leases).
+  ASSERT_EQ(leasePuts.size(), 3u);
+  EXPECT_NEAR(leasePuts[0], 5, 1.25);
+  EXPECT_NEAR(leasePuts[1], 10, 2.5);
+  EXPECT_NEAR(leasePuts[2], 20, 5);
+  std::vector<std::string> phases;
+  for (const auto& p : r["phases"]) phases.push_back(p["name"]);
+  for (const char* want : {"step/50", "grow/100", "step/100", "grow/200", "step/200"})
+    EXPECT_NE(std::find(phases.begin(), phases.end(), want), phases.end()) << want;
+  // The CI gate over the capacity figure.
+  ASSERT_EQ(r["gates"].size(), 1u);
+  EXPECT_TRUE(r["gates"][0]["passed"].get<bool>()) << r["gates"].dump();
+  // The index beside it, as classify reads it.
+  std::ifstream idx(dir / "out" / "capacity.json");
+  json index = json::parse(idx, nullptr, false);
+  ASSERT_FALSE(index.is_discarded());
+  EXPECT_EQ(index["searches"][0]["held"], 100.0);
+  // The run cleaned up, and stopped its plane.
+  EXPECT_EQ(r["workloads"].back()["summary"]["complete"], true) << r["workloads"].back().dump();
+  EXPECT_EQ(processesUsing(dir), "");
+
+  // The same search held to more than it holds: the CI gate fails it (exit 1).
+  std::ofstream(dir / "strict.yaml") << R"(apiVersion: cpscale.io/v1alpha1
+kind: Scenario
+name: capacity-strict
+duration: 5s
+scrapeInterval: 2s
+workloads:
+  - kind: kubelets
+    name: fleet
+    count: 50
+    registrationQps: 100
+capacity:
+  knob: workloads.fleet.count
+  start: 50
+  factor: 2
+  max: 100
+  hold: 5s
+  settle: 10s
+  gates:
+    - write_qps{resource=leases,verb=PUT} <= 7
+gates:
+  - capacity{axis=node} >= 100
+)";
+  auto strict = runCommand(cpscale("capacity " + (dir / "strict.yaml").string() + " --quiet --run-id capit2 --out " +
+                                   (dir / "out2").string()));
+  EXPECT_EQ(strict.exitCode, 1) << strict.output;
+  EXPECT_EQ(processesUsing(dir), "");
+  fs::remove_all(dir);
+}
+
 TEST(CliCheckTest, KubeconfigProblemsAreBadInputAndAnUnreachableServerIsUnavailable) {
   fs::path dir = makeTempDir("check");
   fs::path kc = dir / "kubeconfig";
