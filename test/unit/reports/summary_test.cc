@@ -35,6 +35,15 @@ TEST(FormatTest, HumanUnits) {
   EXPECT_EQ(formatElapsed(3900), "1h05m");
 }
 
+TEST(FormatTest, KnobUnitsReadExactly) {
+  EXPECT_EQ(formatKnobValue(2400, "nodes"), "2,400 nodes");
+  EXPECT_EQ(formatKnobValue(2.5, "sessions/min"), "2.50 sessions/min");
+  EXPECT_EQ(formatKnobValue(4800, ""), "4,800");
+  // A capacity{...} figure carries the knob's unit: the number reads with it.
+  EXPECT_EQ(formatValue(12000, "objects/kind"), "12,000 objects/kind");
+  EXPECT_EQ(formatValue(0.5, ""), "0.500");
+}
+
 TEST(FormatTest, FigureKeyIsGateSyntax) {
   EXPECT_EQ(figureKey("write_qps", {{"resource", "leases"}, {"verb", "PUT"}}), "write_qps{resource=leases,verb=PUT}");
   EXPECT_EQ(figureKey("lease_write_share", {}), "lease_write_share");
