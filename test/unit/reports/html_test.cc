@@ -198,6 +198,51 @@ TEST(HtmlTest, ControllersSectionOnlyWhenMeasured) {
       << node;
 }
 
+TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {
+  svg::XyChart c;
+  c.id = "chart-xy-test";
+  c.title = "client p99 against nodes";
+  c.xUnit = "nodes";
+  c.unit = "s";
+  // In the order they ran: the ladder, then a bisection step between 600 and 1,200.
+  c.series = {{"client p99", {{300, 0.1, true, "300 nodes: 100 ms"},
+                              {600, 0.2, true, "600 nodes: 200 ms"},
+                              {1200, 1.8, false, "1,200 nodes: 1.80 s"},
+                              {900, 0.4, true, "900 nodes: 400 ms"},
+                              {1500, std::nullopt, false, "no requests were measured"}}}};
+  c.mark = svg::XyMark{1200, "broke", "broke at 1,200 nodes"};
+  c.threshold = 1.0;
+  c.thresholdLabel = "<= 1s";
+  std::string s = svg::xyChart(c);
+  EXPECT_NE(s.find("id=\"chart-xy-test\" class=\"chart chart-xy\""), std::string::npos) << s;
+  EXPECT_NE(s.find("<title>client p99 against nodes</title>"), std::string::npos);
+  EXPECT_EQ(s.find("<script"), std::string::npos);
+  // Plot x 64..414 for 0..1,500 nodes; y 60..222 for 0..2 s (the legend is one row).
+  // One line through the points in x order: 300, 600, 900, 1,200.
+  EXPECT_NE(s.find("<path class=\"series line\" d=\"M134.0 213.9 L204.0 205.8 L274.0 189.6 L344.0 76.2\""),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(count(s, "class=\"point held\""), 3);
+  EXPECT_EQ(count(s, "class=\"point not-held\""), 1);
+  EXPECT_NE(s.find("<circle class=\"point not-held\" cx=\"344.0\" cy=\"76.2\" r=\"4\" fill=\"#ffffff\""),
+            std::string::npos)
+      << s;
+  // The step without a number says why where its point would be.
+  EXPECT_NE(s.find("<title>no requests were measured</title>n/a</text>"), std::string::npos) << s;
+  // The break: a red line at 1,200 nodes, labelled, and the gate's threshold.
+  EXPECT_NE(s.find("<g class=\"break-mark\"><title>broke at 1,200 nodes</title><line x1=\"344.0\" x2=\"344.0\""),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("fill=\"#cf222e\">broke</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find(">&lt;= 1s</text></g>"), std::string::npos) << s;
+  // Axes with ticks in the units a reader uses, the knob's unit under the x axis.
+  EXPECT_NE(s.find(">1,500</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find(">2 s</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find("class=\"axis-label\" text-anchor=\"end\" x=\"414.0\" y=\"256\">nodes</text>"), std::string::npos) << s;
+  for (const char* legend : {">client p99</text>", ">held</text>", ">did not hold</text>", ">broke</text>"})
+    EXPECT_NE(s.find(legend), std::string::npos) << legend;
+}
+
 TEST(SvgTest, NiceTicks) {
   EXPECT_EQ(svg::niceTicks(9.3, 5), (std::vector<double>{0, 2, 4, 6, 8, 10}));
   EXPECT_EQ(svg::niceTicks(100, 5), (std::vector<double>{0, 20, 40, 60, 80, 100}));
