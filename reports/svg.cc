@@ -383,13 +383,14 @@ std::string xyChart(const XyChart& c) {
   out << "<text class=\"axis-label\" text-anchor=\"end\" x=\"" << num(f.right) << "\" y=\"" << c.height - 4 << "\">"
       << escape(c.xUnit.empty() ? "value" : c.xUnit) << "</text>\n";
 
+  // The threshold's label sits at the left end: the break is usually at the right.
   if (c.threshold && std::isfinite(*c.threshold)) {
     double y = f.y(*c.threshold);
     out << "<g class=\"threshold\"><title>" << escape(c.thresholdLabel) << "</title><line x1=\"" << num(f.left) << "\" x2=\""
         << num(f.right) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y)
         << "\" stroke=\"#9a6700\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text class=\"threshold-label\" "
-           "text-anchor=\"end\" x=\""
-        << num(f.right - 2) << "\" y=\"" << num(y - 4) << "\">" << escape(c.thresholdLabel) << "</text></g>\n";
+           "text-anchor=\"start\" x=\""
+        << num(f.left + 4) << "\" y=\"" << num(y - 4) << "\">" << escape(c.thresholdLabel) << "</text></g>\n";
   }
   if (c.mark && std::isfinite(c.mark->x)) {
     double x = f.x(c.mark->x);
