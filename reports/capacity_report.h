@@ -71,4 +71,29 @@ std::string notInStep(std::string_view key);
 // "PUT leases": the verb and resource a latency figure is of.
 std::string verbResource(const metrics::Figure& f);
 
+// ---- the capacity index ----
+
+// "measured on <machine>, Kubernetes <v>, etcd <v>, cpscale <v>, <date>", each part
+// saying so when the index did not record it.
+std::string measuredOnLine(const CapacityIndex& idx);
+
+// The recipes in the order the index first lists them.
+std::vector<std::string> indexRecipes(const CapacityIndex& idx);
+
+// capacity.md: the "measured on" line, a table of recipes (rows) by axis (node, churn,
+// state) with the largest load each held, and under it, numbered, per search what
+// broke first, the axis pressure at what held and a link to its result.json.
+std::string renderCapacityIndexMarkdown(const CapacityIndex& idx);
+
+// capacity.html: the same as one self-contained page, each cell with its result, what
+// broke first and the link, then every search's knob, limit and detail.
+std::string renderCapacityIndexHtml(const CapacityIndex& idx);
+
+inline constexpr std::string_view kCapacityIndexMarkdownFile = "capacity.md";
+inline constexpr std::string_view kCapacityIndexHtmlFile = "capacity.html";
+
+// Writes capacity.json (writeCapacityIndex), capacity.md and capacity.html into `dir`
+// (created if needed), each atomically. Throws std::runtime_error naming the file.
+void writeCapacityIndexOutputs(const CapacityIndex& idx, const std::filesystem::path& dir);
+
 }  // namespace cpscale::reports

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/capacity_report.h"
 #include "reports/html.h"
 #include "reports/result.h"
 #include "capacity_sample.h"
@@ -131,6 +132,13 @@ TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
     EXPECT_NE(svg.find("class=\"point not-held\""), std::string::npos) << id;
     EXPECT_NE(svg.find("class=\"break-mark\""), std::string::npos) << id;
   }
+  // The capacity index is a page of the same family: it parses with its table whole.
+  writeCapacityIndexOutputs(testing::capacityIndex(), dir / "index");
+  fs::path index = fs::absolute(dir / "index" / std::string(kCapacityIndexHtmlFile));
+  std::string idom = run(chromiumCommand(bin, dir / "profile-index") + " --dump-dom file://" + index.string() + " 2>/dev/null");
+  ASSERT_NE(idom.find("</html>"), std::string::npos) << "chromium printed no DOM for the index";
+  EXPECT_NE(idom.find("id=\"measured-on\""), std::string::npos);
+  EXPECT_NE(idom.find("<a href=\"classic-ha/node/result.json\">"), std::string::npos);
   if (const char* keep = std::getenv("CPSCALE_KEEP_CAPACITY_SCREENSHOT")) {
     run(chromiumCommand(bin, dir / "profile-shot") + " --window-size=1280,2400 --screenshot=" + std::string(keep) +
         " file://" + html.string() + " 2>/dev/null");
