@@ -132,12 +132,22 @@ std::string formatValue(double v, std::string_view unit) {
   // both print as "1.0k".
   if ((unit == "objects" || unit == "count") && std::fabs(v) < 1e6 && v == std::round(v)) return grouped(v);
   if (unit == "objects" || unit == "count") return metric(v);
+  if (!unit.empty()) return formatKnobValue(v, unit);
   return plain(v);
 }
 
 std::string formatGrouped(double v) {
   if (!std::isfinite(v)) return formatValue(v, "");
   return std::fabs(v) >= 99.5 ? grouped(v) : plain(v);
+}
+
+std::string formatKnobValue(double v, std::string_view unit) {
+  std::string n;
+  if (std::isnan(v)) n = "NaN";
+  else if (std::isinf(v)) n = v > 0 ? "+Inf" : "-Inf";
+  else if (std::fabs(v) < 1e6 && v == std::round(v)) n = grouped(v);
+  else n = std::fabs(v) >= 1e6 ? metric(v) : plain(v);
+  return unit.empty() ? n : n + " " + std::string(unit);
 }
 
 std::string formatFigureValue(const Figure& f) {

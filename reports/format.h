@@ -29,12 +29,18 @@ std::vector<std::string> ambiguousResourceNames(std::span<const metrics::Figure>
 
 // A value with a human unit: "1.2k/s", "35.1 MiB", "12.3 ms", "71.2 %", "48.2k".
 // Unit "" prints the number with up to four significant digits. Non-finite values
-// print as "NaN", "+Inf", "-Inf".
+// print as "NaN", "+Inf", "-Inf". A unit not listed here (a scenario knob's, as
+// capacity{...} carries it) follows the number: "2,400 nodes".
 std::string formatValue(double value, std::string_view unit);
 
 // A plain number for a sentence: whole and grouped from 100 on ("2,900", "30,000"),
 // else three significant digits ("30.4", "0.570").
 std::string formatGrouped(double value);
+
+// A count in the unit a scenario knob steps ("nodes", "sessions/min", ...), exact while
+// it fits a glance: "2,400 nodes", "2.50 sessions/min"; the number alone for unit "".
+// formatValue falls back to this for any unit it does not know (capacity{...} figures).
+std::string formatKnobValue(double value, std::string_view unit);
 
 // The figure's value, or "unavailable (reason)".
 std::string formatFigureValue(const metrics::Figure& f);

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
 
+#include "reports/capacity_report.h"
 #include "reports/format.h"
 #include "reports/headline.h"
 #include "reports/summary.h"
@@ -24,6 +26,8 @@ std::string latencyChartId(std::string_view resource, std::string_view verb) {
     id += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '-';
   return id;
 }
+
+std::string capacityGateChartId(std::size_t n) { return "chart-capacity-gate-" + std::to_string(n); }
 
 namespace {
 
@@ -352,6 +356,200 @@ std::string controllersSection(const RunResult& r, const ControllersHeadline& c)
   return out.str();
 }
 
+// ---- a capacity run ----
+
+// One figure of every step against the knob: `value` reads the step's number (nullopt
+// with the reason when it has none) and the point's words.
+struct StepValue {
+  std::optional<double> y;
+  std::string note;  // what the value is, or why there is none
+};
+
+// A gate's threshold, drawn on its chart: what "holds" meant.
+struct Threshold {
+  double value = 0;
+  std::string label;
+};
+
+std::string capacityChart(const CapacitySearch& s, std::string id, std::string title, std::string seriesName,
+                          std::string unit, const std::function<StepValue(const CapacityStep&)>& value,
+                          std::optional<Threshold> threshold = std::nullopt, int width = 430) {
+  svg::XyChart c;
+  c.id = std::move(id);
+  c.title = std::move(title);
+  c.xUnit = s.unit;
+  c.unit = std::move(unit);
+  c.width = width;
+  if (threshold) {
+    c.threshold = threshold->value;
+    c.thresholdLabel = threshold->label;
+  }
+  if (c.unit == "ratio") c.yMax = 1.0;
+  svg::XySeries series{std::move(seriesName), {}};
+  std::string why;  // of the first step without a number
+  bool any = false;
+  for (const CapacityStep* st : stepsByValue(s)) {
+    StepValue v = value(*st);
+    std::string at = formatKnobValue(st->value, s.unit) + ": ";
+    std::string verdict = st->held ? "held" : st->generatorLimited ? "generator-limited" : "did not hold";
+    if (v.y) any = true;
+    else if (why.empty()) why = v.note;
+    series.points.push_back({st->value, v.y, st->held, at + v.note + " (" + verdict + ")"});
+  }
+  if (!any) return svg::placeholder(c.id, c.title, why.empty() ? "no step was measured" : why, width, c.height);
+  c.series.push_back(std::move(series));
+  if (const CapacityStep* b = breakingStep(s))
+    c.mark = svg::XyMark{b->value, std::string(breakLabel(*b)),
+                         std::string(breakLabel(*b)) + " at " + formatKnobValue(b->value, s.unit) +
+                             (b->brokeBy.empty() ? "" : ": " + b->brokeBy)};
+  return svg::xyChart(c);
+}
+
+StepValue figureValue(const Figure* f, std::string_view key) {
+  if (!f) return {std::nullopt, notInStep(key)};
+  if (!f->available()) return {std::nullopt, f->unavailableReason};
+  return {f->value, formatFigureValue(*f)};
+}
+
+std::string capacityCharts(const CapacitySearch& s) {
+  std::ostringstream out;
+  std::vector<std::string> gateKeys;
+  // The hold gates, in the order the search judged them; every step was judged by the
+  // same list, so a gate is told apart by its text.
+  std::vector<scenario::Gate> gates;
+  for (const CapacityStep& st : s.steps)
+    for (const auto& g : st.gates)
+      if (std::none_of(gates.begin(), gates.end(), [&](const scenario::Gate& x) { return x.text == g.gate.text; }))
+        gates.push_back(g.gate);
+  for (std::size_t i = 0; i < gates.size(); ++i) {
+    const scenario::Gate& gate = gates[i];
+    std::string key = figureKey(gate.figure, gate.selector);
+    gateKeys.push_back(key);
+    std::string unit;
+    for (const CapacityStep& st : s.steps)
+      if (unit.empty()) unit = unitOf(st.figures, gate.figure);
+    std::string threshold = std::string(scenario::toString(gate.op)) + " " +
+                            (gate.thresholdText.empty() ? formatValue(gate.threshold, unit) : gate.thresholdText);
+    // Gate texts are long: their charts take the page's width.
+    out << "<figure class=\"wide\">"
+        << capacityChart(
+               s, capacityGateChartId(i + 1), "Gate: " + gate.text, key, unit,
+               [&](const CapacityStep& st) -> StepValue {
+                 for (const auto& g : st.gates)
+                   if (g.gate.text == gate.text) {
+                     if (g.measured) return {g.measured, formatValue(*g.measured, unit)};
+                     return {std::nullopt, g.reason.empty() ? "the gate had nothing to compare" : g.reason};
+                   }
+                 return {std::nullopt, "the step was not judged by this gate"};
+               },
+               Threshold{gate.threshold, threshold}, 920)
+        << "</figure>\n";
+  }
+  auto covered = [&](const std::string& key) { return std::find(gateKeys.begin(), gateKeys.end(), key) != gateKeys.end(); };
+  std::string pk = pressureKey(s.axis);
+  std::string pressureUnit, heapUnit = "bytes";
+  for (const CapacityStep& st : s.steps)
+    if (const Figure* f = stepFigures(st, s.axis).pressure; f && pressureUnit.empty()) pressureUnit = f->unit;
+  if (!covered(pk))
+    out << "<figure class=\"small\">"
+        << capacityChart(s, std::string(kChartCapacityPressure), "Axis pressure (" + s.axis + ")", pk, pressureUnit,
+                         [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).pressure, pk); })
+        << "</figure>\n";
+  if (!covered(std::string(kStepWriteQpsKey)))
+    out << "<figure class=\"small\">"
+        << capacityChart(s, std::string(kChartCapacityWriteQps), "Write QPS, all writes", std::string(kStepWriteQpsKey),
+                         "1/s",
+                         [&](const CapacityStep& st) {
+                           return figureValue(stepFigures(st, s.axis).writeQps, kStepWriteQpsKey);
+                         })
+        << "</figure>\n";
+  if (!covered(std::string(kStepHeapKey)))
+    out << "<figure class=\"small\">"
+        << capacityChart(s, std::string(kChartCapacityHeap), "Heap in use, all kube-apiservers", std::string(kStepHeapKey),
+                         heapUnit,
+                         [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).heap, kStepHeapKey); })
+        << "</figure>\n";
+  out << "<figure class=\"small\">"
+      << capacityChart(s, std::string(kChartCapacityClientP99), "Worst client p99 (from scheduled)",
+                       std::string(kStepClientP99Key), "s",
+                       [&](const CapacityStep& st) {
+                         const Figure* f = stepFigures(st, s.axis).clientP99;
+                         StepValue v = figureValue(f, kStepClientP99Key);
+                         if (v.y) v.note += ", " + verbResource(*f);
+                         return v;
+                       })
+      << "</figure>\n";
+  return out.str();
+}
+
+std::string capacitySection(const RunResult& r) {
+  const CapacitySearch& s = *r.capacity;
+  std::ostringstream out;
+  std::vector<const CapacityStep*> steps = stepsByValue(s);
+  out << "<section id=\"capacity\">\n<h2>Capacity</h2>\n<p class=\"lede\"><code>" << escape(s.knob) << "</code>"
+      << (s.unit.empty() ? "" : " (" + escape(s.unit) + ")") << " stepped on the " << escape(s.axis) << " axis";
+  if (!steps.empty()) {
+    std::size_t bisected = bisectionSteps(s);
+    out << ": " << steps.size() << (steps.size() == 1 ? " step" : " steps") << ", each held for a steady window"
+        << (bisected ? ", " + std::to_string(bisected) + " of them by bisection" : "");
+  }
+  out << ".";
+  if (s.held)
+    out << " The headline, gates and figures below are those of the last step that held ("
+        << escape(formatKnobValue(*s.held, s.unit)) << ").";
+  out << "</p>\n";
+  const char* resultClass = s.limit == CapacityLimit::kServer && s.held     ? "ok"
+                            : s.limit == CapacityLimit::kMaxReached && s.held ? "ok"
+                            : s.held                                          ? "warn"
+                                                                              : "bad";
+  out << "<table class=\"kv\"><tbody>\n<tr><th>result</th><td><span id=\"capacity-result\" class=\"pill " << resultClass
+      << "\">" << escape(capacityResultText(s)) << "</span></td></tr>\n<tr><th>limit</th><td>" << toString(s.limit)
+      << " <span class=\"why\">(" << escape(describeLimit(s.limit)) << ")</span></td></tr>\n";
+  if (!s.brokeBy.empty()) out << "<tr><th>broke by</th><td><code>" << escape(s.brokeBy) << "</code></td></tr>\n";
+  if (!s.detail.empty()) out << "<tr><th>detail</th><td>" << escape(s.detail) << "</td></tr>\n";
+  out << "</tbody></table>\n";
+  if (steps.empty()) return out.str() + "<p class=\"note\">No step was measured.</p>\n</section>\n";
+
+  auto cell = [](const Figure* f, std::string_view key, std::string extra = "") {
+    if (!f) return "<td class=\"num unavailable\">unavailable <span class=\"why\">(" + escape(notInStep(key)) + ")</span></td>";
+    if (!f->available())
+      return "<td class=\"num unavailable\">unavailable <span class=\"why\">(" + escape(f->unavailableReason) +
+             ")</span></td>";
+    return "<td class=\"num\">" + escape(formatFigureValue(*f)) +
+           (extra.empty() ? "" : " <span class=\"why\">" + escape(extra) + "</span>") + "</td>";
+  };
+  const CapacityStep* broke = breakingStep(s);
+  out << "<table class=\"capacity-steps\"><thead><tr><th class=\"num\">" << escape(s.unit.empty() ? "value" : s.unit)
+      << "</th><th>held</th><th class=\"num\" title=\"" << escape(pressureKey(s.axis))
+      << "\">pressure</th><th class=\"num\" title=\"write_qps\">writes</th><th class=\"num\" "
+         "title=\"lease_write_share\">lease share</th><th class=\"num\" title=\""
+      << escape(kStepClientP99Key) << "\">client p99</th><th class=\"num\" title=\"" << escape(kStepHeapKey)
+      << "\">heap</th><th>broke by</th></tr></thead><tbody>\n";
+  for (const CapacityStep* st : steps) {
+    StepFigures f = stepFigures(*st, s.axis);
+    std::string cls = st->held ? "held" : st->generatorLimited ? "generator-limited" : "not-held";
+    if (st == broke) cls += " break";
+    out << "<tr class=\"" << cls << "\"><td class=\"num\">" << escape(formatKnobValue(st->value, "")) << "</td><td class=\""
+        << (st->held ? "verdict-pass" : "verdict-fail") << "\">" << stepHeldText(*st)
+        << (st == broke ? " <span class=\"break-label\">&#8592; " + escape(breakLabel(*st)) + "</span>" : "") << "</td>"
+        << cell(f.pressure, pressureKey(s.axis)) << cell(f.writeQps, kStepWriteQpsKey)
+        << cell(f.leaseShare, kStepLeaseShareKey)
+        << cell(f.clientP99, kStepClientP99Key, f.clientP99 ? verbResource(*f.clientP99) : "") << cell(f.heap, kStepHeapKey)
+        << "<td class=\"broke-by\">"
+        << (st->held ? std::string()
+                     : "<span class=\"why\">" +
+                           escape(st->brokeBy.empty() ? "the step did not hold and recorded no reason" : st->brokeBy) +
+                           "</span>")
+        << "</td></tr>\n";
+  }
+  out << "</tbody></table>\n<p class=\"legend-line\">pressure: <code>" << escape(pressureKey(s.axis))
+      << "</code>; writes: <code>" << kStepWriteQpsKey << "</code>; lease share: <code>" << kStepLeaseShareKey
+      << "</code>; client p99: the worst <code>" << kStepClientP99Key
+      << "</code> of any verb and resource; heap: <code>" << kStepHeapKey << "</code>.</p>\n<div class=\"charts\">\n"
+      << capacityCharts(s) << "</div>\n</section>\n";
+  return out.str();
+}
+
 std::string kv(const std::vector<std::pair<std::string, std::string>>& rows) {
   std::ostringstream out;
   out << "<table class=\"kv\"><tbody>\n";
@@ -422,10 +620,19 @@ svg.chart text.placeholder-reason{font-size:12px;fill:#6b7280}
 details summary{cursor:pointer;color:var(--muted);margin:6px 0}
 pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
+table.capacity-steps tr.not-held td,table.capacity-steps tr.generator-limited td{background:#fff8f8}
+.break-label{color:var(--bad);font-weight:600;white-space:nowrap}
+table.capacity-steps td.broke-by{overflow-wrap:anywhere;min-width:12em}
+p.legend-line{color:var(--muted);font-size:12px;margin:0 0 8px}
+figure.wide{flex-basis:100%}
+svg.chart text.break-label{font-size:11px;font-weight:600;fill:var(--bad)}
+svg.chart text.threshold-label{font-size:11px;fill:var(--warn)}
 @media print{body{background:#fff}section{break-inside:avoid}}
 )";
 
 }  // namespace
+
+std::string_view reportStyle() { return kCss; }
 
 std::string renderHtml(const RunResult& r) {
   std::ostringstream out;
@@ -454,6 +661,7 @@ std::string renderHtml(const RunResult& r) {
       << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
 
   out << timelineSection(r);
+  if (r.capacity) out << capacitySection(r);
 
   Headline h = headline(r);
   if (!h.writes.empty())

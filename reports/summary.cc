@@ -5,6 +5,7 @@
 #include <cctype>
 #include <sstream>
 
+#include "reports/capacity_report.h"
 #include "reports/format.h"
 #include "reports/headline.h"
 
@@ -203,6 +204,69 @@ std::string workloadsLine(const RunResult& r) {
   return s;
 }
 
+// A capacity run: what was stepped, what it held, why it stopped, and the steps in
+// order of value with the figures the search is read by.
+std::string capacitySection(const CapacitySearch& s) {
+  const std::size_t W = kSummaryColumns;
+  std::string out = "## Capacity\n\n";
+  auto bullet = [&](const std::string& text) { out += wrapText("- " + text, W, "  "); };
+  std::vector<const CapacityStep*> steps = stepsByValue(s);
+  std::string knob = s.knob + (s.unit.empty() ? "" : " (" + s.unit + ")") + " on the " + s.axis + " axis";
+  if (!steps.empty()) {
+    std::size_t bisected = bisectionSteps(s);
+    knob += steps.size() == 1 ? ", 1 step at " + formatKnobValue(steps.front()->value, s.unit)
+                              : ", " + std::to_string(steps.size()) + " steps from " +
+                                    formatKnobValue(steps.front()->value, s.unit) + " to " +
+                                    formatKnobValue(steps.back()->value, s.unit);
+    if (bisected) knob += " (" + std::to_string(bisected) + " by bisection)";
+  }
+  bullet("knob: " + knob);
+  bullet("result: " + capacityResultText(s) +
+         (s.held && s.limit == CapacityLimit::kServer ? ", the largest value that held" : ""));
+  bullet("limit: " + std::string(toString(s.limit)) + " (" + describeLimit(s.limit) + ")");
+  if (!s.brokeBy.empty() && s.detail.find(s.brokeBy) == std::string::npos) bullet("broke by: " + s.brokeBy);
+  if (!s.detail.empty()) bullet("detail: " + s.detail);
+  if (s.held)
+    bullet("the headline, gates and figures below are those of the last step that held (" +
+           formatKnobValue(*s.held, s.unit) + ")");
+  out += "\n";
+  if (steps.empty()) return out + "No step was measured.\n\n";
+
+  out += wrapText("Each step held the knob at its value for a steady window; rows in order of value, each with "
+                  "that window's figures.",
+                  W, "") +
+         "\n";
+  NumberedNotes notes;
+  auto cell = [&](const Figure* f, std::string_view key) -> std::string {
+    if (!f) return "n/a " + notes.mark("n/a: " + notInStep(key));
+    if (!f->available()) return "n/a " + notes.mark("n/a: " + f->unavailableReason);
+    return formatFigureValue(*f);
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const CapacityStep* st : steps) {
+    StepFigures f = stepFigures(*st, s.axis);
+    std::string held(stepHeldText(*st));
+    if (!st->held)
+      held += " " + notes.mark("broke by: " + (st->brokeBy.empty() ? "the step did not hold and recorded no reason"
+                                                                   : st->brokeBy));
+    std::string p99 = cell(f.clientP99, kStepClientP99Key);
+    if (f.clientP99 && f.clientP99->available()) p99 += " " + verbResource(*f.clientP99);
+    rows.push_back({formatKnobValue(st->value, ""), held, cell(f.pressure, pressureKey(s.axis)),
+                    cell(f.writeQps, kStepWriteQpsKey), cell(f.leaseShare, kStepLeaseShareKey), p99,
+                    cell(f.heap, kStepHeapKey)});
+  }
+  // Short headers keep the table inside a terminal; the line under it names the figures.
+  out += markdownTable({s.unit.empty() ? "value" : s.unit, "held / broke by", "pressure", "writes", "leases",
+                        "client p99", "heap"},
+                       rows, {true, false, true, true, true, false, true}, W);
+  out += "\n" + wrapText("pressure: " + pressureKey(s.axis) + "; writes: " + std::string(kStepWriteQpsKey) +
+                             "; leases: " + std::string(kStepLeaseShareKey) + "; client p99: the worst " +
+                             std::string(kStepClientP99Key) + " of any verb and resource; heap: " +
+                             std::string(kStepHeapKey) + ".",
+                         W, "");
+  return out + notes.render() + "\n";
+}
+
 }  // namespace
 
 std::size_t displayWidth(std::string_view s) {
@@ -336,6 +400,7 @@ std::string renderSummary(const RunResult& r) {
     bullet("incidents: none");
   }
   out << "\n";
+  if (r.capacity) out << capacitySection(*r.capacity);
 
   Headline h = headline(r);
   out << "## Headline\n\n";

@@ -56,6 +56,12 @@ std::string tickLabel(double v, const Scale& s) {
   return buf + s.suffix;
 }
 
+// Columns of UTF-8 text (one per code point), for laying out legend entries.
+std::size_t displayWidthOf(std::string_view s) {
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char ch) { return (static_cast<unsigned char>(ch) & 0xC0) != 0x80; }));
+}
+
 std::string truncate(const std::string& s, std::size_t n) {
   if (s.size() <= n) return s;
   return s.substr(0, n - 1) + "…";
@@ -308,6 +314,120 @@ std::string barChart(const BarChart& c) {
       out << "<rect class=\"series bar\" x=\"" << num(x + 1) << "\" y=\"" << num(f.bottom - h) << "\" width=\""
           << num(std::max(1.0, barW - 2)) << "\" height=\"" << num(h) << "\" fill=\"" << colour(i) << "\"><title>"
           << escape(c.seriesNames[i] + " " + c.groupNames[g] + ": " + formatValue(*v, c.unit)) << "</title></rect>\n";
+    }
+  }
+  out << "</svg>\n";
+  return out.str();
+}
+
+std::string xyChart(const XyChart& c) {
+  std::ostringstream out;
+  open(out, c.id, "chart-xy", c.width, c.height, c.title);
+  auto usable = [](const XyPoint& p) { return p.y && std::isfinite(*p.y); };
+  double xmax = 0, ymax = 0;
+  for (const XySeries& se : c.series)
+    for (const XyPoint& p : se.points) {
+      if (std::isfinite(p.x)) xmax = std::max(xmax, p.x);
+      if (usable(p)) ymax = std::max(ymax, *p.y);
+    }
+  if (c.mark && std::isfinite(c.mark->x)) xmax = std::max(xmax, c.mark->x);
+  if (c.threshold && std::isfinite(*c.threshold)) ymax = std::max(ymax, *c.threshold);
+  if (c.yMax) ymax = std::max(ymax, *c.yMax);
+
+  // The legend in rows under the title: the series, then what the marks mean.
+  struct Entry {
+    std::string kind;  // "series", "held", "not-held", "mark", "threshold"
+    std::string text;
+    std::size_t colourIndex = 0;
+  };
+  std::vector<Entry> entries;
+  for (std::size_t i = 0; i < c.series.size(); ++i) entries.push_back({"series", truncate(c.series[i].name, 32), i});
+  bool anyHeld = false, anyNotHeld = false;
+  for (const XySeries& se : c.series)
+    for (const XyPoint& p : se.points) (p.filled ? anyHeld : anyNotHeld) = true;
+  if (anyHeld) entries.push_back({"held", "held", 0});
+  if (anyNotHeld) entries.push_back({"not-held", "did not hold", 0});
+  if (c.mark) entries.push_back({"mark", c.mark->label, 0});
+  if (c.threshold) entries.push_back({"threshold", c.thresholdLabel.empty() ? "threshold" : c.thresholdLabel, 0});
+  double lx = 0, ly = 30;
+  std::ostringstream leg;
+  for (const Entry& e : entries) {
+    double w = 30 + 6.5 * static_cast<double>(displayWidthOf(e.text));
+    if (lx > 0 && lx + w > c.width) lx = 0, ly += 18;
+    if (e.kind == "series")
+      leg << "<rect x=\"" << num(lx) << "\" y=\"" << num(ly) << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\""
+          << colour(e.colourIndex) << "\"/>\n";
+    else if (e.kind == "held" || e.kind == "not-held")
+      leg << "<circle class=\"legend-mark\" cx=\"" << num(lx + 6) << "\" cy=\"" << num(ly + 6) << "\" r=\"4\" fill=\""
+          << (e.kind == "held" ? "#4b5563" : "#ffffff") << "\" stroke=\"#4b5563\" stroke-width=\"2\"/>\n";
+    else if (e.kind == "mark")
+      leg << "<line class=\"legend-mark\" x1=\"" << num(lx + 6) << "\" x2=\"" << num(lx + 6) << "\" y1=\"" << num(ly - 1)
+          << "\" y2=\"" << num(ly + 13) << "\" stroke=\"#cf222e\" stroke-width=\"2\"/>\n";
+    else
+      leg << "<line class=\"legend-mark\" x1=\"" << num(lx) << "\" x2=\"" << num(lx + 12) << "\" y1=\"" << num(ly + 6)
+          << "\" y2=\"" << num(ly + 6) << "\" stroke=\"#9a6700\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n";
+    leg << "<text class=\"legend\" x=\"" << num(lx + 17) << "\" y=\"" << num(ly + 10) << "\">" << escape(e.text) << "</text>\n";
+    lx += w;
+  }
+  out << leg.str();
+
+  Scale sy = scaleFor(c.unit, ymax);
+  std::vector<double> yt = niceTicks(ymax / sy.divisor, 4);
+  // Knob values read as the steps table prints them: 1,200, not 1.2k.
+  std::vector<double> xt = niceTicks(xmax, 5);
+  Frame f{64, c.width - 16.0, ly + 30, c.height - 38.0, xt.back(), yt.back() * sy.divisor};
+  yAxis(out, f, yt, sy);
+  for (double t : xt)
+    out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 16)
+        << "\">" << escape(formatKnobValue(t, "")) << "</text>\n";
+  out << "<text class=\"axis-label\" text-anchor=\"end\" x=\"" << num(f.right) << "\" y=\"" << c.height - 4 << "\">"
+      << escape(c.xUnit.empty() ? "value" : c.xUnit) << "</text>\n";
+
+  // The threshold's label sits at the left end: the break is usually at the right.
+  if (c.threshold && std::isfinite(*c.threshold)) {
+    double y = f.y(*c.threshold);
+    out << "<g class=\"threshold\"><title>" << escape(c.thresholdLabel) << "</title><line x1=\"" << num(f.left) << "\" x2=\""
+        << num(f.right) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y)
+        << "\" stroke=\"#9a6700\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text class=\"threshold-label\" "
+           "text-anchor=\"start\" x=\""
+        << num(f.left + 4) << "\" y=\"" << num(y - 4) << "\">" << escape(c.thresholdLabel) << "</text></g>\n";
+  }
+  if (c.mark && std::isfinite(c.mark->x)) {
+    double x = f.x(c.mark->x);
+    bool nearRight = x + 8 + 6.5 * static_cast<double>(displayWidthOf(c.mark->label)) > f.right;
+    out << "<g class=\"break-mark\"><title>" << escape(c.mark->title.empty() ? c.mark->label : c.mark->title)
+        << "</title><line x1=\"" << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(f.top - 4) << "\" y2=\""
+        << num(f.bottom) << "\" stroke=\"#cf222e\" stroke-width=\"1.5\"/><text class=\"break-label\" text-anchor=\""
+        << (nearRight ? "end" : "start") << "\" x=\"" << num(nearRight ? x - 4 : x + 4) << "\" y=\"" << num(f.top + 8)
+        << "\" fill=\"#cf222e\">" << escape(c.mark->label) << "</text></g>\n";
+  }
+
+  for (std::size_t i = 0; i < c.series.size(); ++i) {
+    std::vector<XyPoint> pts = c.series[i].points;
+    std::stable_sort(pts.begin(), pts.end(), [](const XyPoint& a, const XyPoint& b) { return a.x < b.x; });
+    std::ostringstream d;
+    bool pen = false;
+    for (const XyPoint& p : pts) {
+      if (!usable(p) || !std::isfinite(p.x)) {
+        pen = false;  // no number: the line breaks here rather than pretend
+        continue;
+      }
+      d << (d.tellp() > 0 ? " " : "") << (pen ? "L" : "M") << num(f.x(p.x)) << " " << num(f.y(*p.y));
+      pen = true;
+    }
+    if (d.tellp() > 0)
+      out << "<path class=\"series line\" d=\"" << d.str() << "\" fill=\"none\" stroke=\"" << colour(i)
+          << "\" stroke-width=\"2\" stroke-linejoin=\"round\"><title>" << escape(c.series[i].name) << "</title></path>\n";
+    for (const XyPoint& p : pts) {
+      if (!std::isfinite(p.x)) continue;
+      if (!usable(p)) {
+        out << "<text class=\"na\" text-anchor=\"middle\" x=\"" << num(f.x(p.x)) << "\" y=\"" << num(f.bottom - 4)
+            << "\"><title>" << escape(p.note) << "</title>n/a</text>\n";
+        continue;
+      }
+      out << "<circle class=\"point " << (p.filled ? "held" : "not-held") << "\" cx=\"" << num(f.x(p.x)) << "\" cy=\""
+          << num(f.y(*p.y)) << "\" r=\"4\" fill=\"" << (p.filled ? colour(i) : "#ffffff") << "\" stroke=\"" << colour(i)
+          << "\" stroke-width=\"2\"><title>" << escape(p.note) << "</title></circle>\n";
     }
   }
   out << "</svg>\n";

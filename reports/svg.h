@@ -1,5 +1,6 @@
 // A small SVG chart writer for report.html: time charts (lines or stacked areas),
-// grouped bar charts and the placeholder a chart shows when its data is unavailable.
+// grouped bar charts, charts of a figure against a scenario knob, and the placeholder a
+// chart shows when its data is unavailable.
 // Every chart carries axes with tick labels, a title, a legend, and an id plus the
 // class "chart" so tests and readers can find it. No scripts, no external resources.
 #pragma once
@@ -57,6 +58,44 @@ struct BarChart {
   int height = 250;
 };
 std::string barChart(const BarChart& c);
+
+// A figure against a scenario knob (a capacity search's steps): x is the knob's value,
+// y the figure measured while the step held it. Points are joined by lines in x order;
+// a point that held is filled, one that did not is hollow, and one without a number is
+// an "n/a" mark on the x axis (its tooltip says why) where the line breaks.
+struct XyPoint {
+  double x = 0;
+  std::optional<double> y;  // nullopt (or non-finite): unavailable
+  bool filled = true;       // false: hollow (the step did not hold)
+  std::string note;         // the point's tooltip: its value in words, or why there is none
+};
+
+struct XySeries {
+  std::string name;
+  std::vector<XyPoint> points;  // any order: drawn sorted by x
+};
+
+// A vertical line across the plot at `x`, labelled: where the search broke.
+struct XyMark {
+  double x = 0;
+  std::string label = "broke";
+  std::string title;  // tooltip: why
+};
+
+struct XyChart {
+  std::string id;
+  std::string title;
+  std::string xUnit;  // the knob's unit, named under the x axis ("nodes")
+  std::string unit;   // the y figure's unit: "1/s", "bytes", "ratio", "s", ...
+  std::vector<XySeries> series;
+  std::optional<XyMark> mark;        // red, labelled
+  std::optional<double> threshold;   // a gate's threshold: a dashed horizontal line ...
+  std::string thresholdLabel;        // ... labelled with it ("<= 1s")
+  std::optional<double> yMax;        // e.g. 1 for a ratio, instead of the data's maximum
+  int width = 430;  // two side by side in the report's 900 px column
+  int height = 260;
+};
+std::string xyChart(const XyChart& c);
 
 // Same footprint as a chart, saying what is missing and why.
 std::string placeholder(const std::string& id, const std::string& title, const std::string& reason, int width = 920,

@@ -12,8 +12,10 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/capacity_report.h"
 #include "reports/html.h"
 #include "reports/result.h"
+#include "capacity_sample.h"
 #include "sample_result.h"
 
 namespace cpscale::reports {
@@ -106,6 +108,42 @@ TEST(ChromiumRenderTest, ReportRendersWithEveryChart) {
   // Text, charts and their palette: a blank or single-colour page has a handful.
   EXPECT_GT(img.distinctColours, 200u);
   EXPECT_GT(img.nonBackground, 0.05);
+  fs::remove_all(dir);
+}
+
+TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
+  std::string bin = chromium();
+  if (bin.empty()) GTEST_SKIP() << "chromium is not installed; run `make deps`";
+  fs::path dir = fs::temp_directory_path() / ("cpscale-chromium-capacity-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  writeRunOutputs(testing::capacityResult(), dir / "run");
+  fs::path html = fs::absolute(dir / "run" / std::string(kHtmlFile));
+  std::string dom = run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
+  ASSERT_NE(dom.find("</html>"), std::string::npos) << "chromium printed no DOM";
+  ASSERT_NE(dom.find("<section id=\"capacity\">"), std::string::npos);
+  // Every chart against the knob kept its line, its points and the break marker.
+  for (std::string id : {capacityGateChartId(1), std::string(kChartCapacityPressure), std::string(kChartCapacityHeap),
+                         std::string(kChartCapacityClientP99)}) {
+    auto at = dom.find("id=\"" + id + "\"");
+    ASSERT_NE(at, std::string::npos) << id;
+    std::string svg = dom.substr(at, dom.find("</svg>", at) - at);
+    EXPECT_NE(svg.find("class=\"series line\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("class=\"point held\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("class=\"point not-held\""), std::string::npos) << id;
+    EXPECT_NE(svg.find("class=\"break-mark\""), std::string::npos) << id;
+  }
+  // The capacity index is a page of the same family: it parses with its table whole.
+  writeCapacityIndexOutputs(testing::capacityIndex(), dir / "index");
+  fs::path index = fs::absolute(dir / "index" / std::string(kCapacityIndexHtmlFile));
+  std::string idom = run(chromiumCommand(bin, dir / "profile-index") + " --dump-dom file://" + index.string() + " 2>/dev/null");
+  ASSERT_NE(idom.find("</html>"), std::string::npos) << "chromium printed no DOM for the index";
+  EXPECT_NE(idom.find("id=\"measured-on\""), std::string::npos);
+  EXPECT_NE(idom.find("<a href=\"classic-ha/node/result.json\">"), std::string::npos);
+  if (const char* keep = std::getenv("CPSCALE_KEEP_CAPACITY_SCREENSHOT")) {
+    run(chromiumCommand(bin, dir / "profile-shot") + " --window-size=1280,2400 --screenshot=" + std::string(keep) +
+        " file://" + html.string() + " 2>/dev/null");
+    EXPECT_TRUE(fs::exists(keep));
+  }
   fs::remove_all(dir);
 }
 

@@ -1,10 +1,12 @@
 #include "reports/html.h"
 
+#include <fstream>
 #include <regex>
 
 #include <gtest/gtest.h>
 
 #include "reports/svg.h"
+#include "capacity_sample.h"
 #include "sample_result.h"
 
 namespace cpscale::reports {
@@ -196,6 +198,148 @@ TEST(HtmlTest, ControllersSectionOnlyWhenMeasured) {
                       "<td class=\"window\">run</td>"),
             std::string::npos)
       << node;
+}
+
+std::string capacitySection(const std::string& html) {
+  auto at = html.find("<section id=\"capacity\">");
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find("</section>", at) - at);
+}
+
+TEST(HtmlCapacityTest, StepsTableAndAChartPerFigureWithTheBreakMarked) {
+  std::string html = renderHtml(testing::capacityResult(testing::brokeAtStep3()));
+  if (const char* dump = std::getenv("CPSCALE_DUMP_CAPACITY_HTML")) std::ofstream(dump) << html;
+  std::string sec = capacitySection(html);
+  ASSERT_FALSE(sec.empty());
+  // After the run's phases, before the headline.
+  EXPECT_LT(html.find("<section id=\"timeline\">"), html.find("<section id=\"capacity\">"));
+  EXPECT_LT(html.find("<section id=\"capacity\">"), html.find("<section id=\"axis-node-bound\""));
+  EXPECT_NE(sec.find("<span id=\"capacity-result\" class=\"pill ok\">900 nodes</span>"), std::string::npos) << sec;
+  EXPECT_NE(sec.find("<tr><th>limit</th><td>server <span class=\"why\">"), std::string::npos) << sec;
+  // Rows in order of value, the bisection step (run last) between 600 and 1,200.
+  auto r300 = sec.find("<tr class=\"held\"><td class=\"num\">300</td>");
+  auto r900 = sec.find("<tr class=\"held\"><td class=\"num\">900</td>");
+  auto r1200 = sec.find("<tr class=\"not-held break\"><td class=\"num\">1,200</td><td class=\"verdict-fail\">no "
+                        "<span class=\"break-label\">&#8592; broke</span></td><td class=\"num\">1</td><td "
+                        "class=\"num\">120/s</td><td class=\"num\">70.0 %</td><td class=\"num\">1.80 s <span "
+                        "class=\"why\">PUT leases</span></td><td class=\"num\">320 MiB</td><td class=\"broke-by\"><span class=\"why\">"
+                        "client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s: measured "
+                        "1.8</span></td></tr>");
+  ASSERT_NE(r1200, std::string::npos) << sec;
+  EXPECT_LT(r300, r900);
+  EXPECT_LT(r900, r1200);
+  EXPECT_NE(sec.find("<td class=\"num unavailable\">unavailable <span class=\"why\">(kube-apiserver-1 did not answer a "
+                     "scrape in the window)</span></td>"),
+            std::string::npos)
+      << sec;
+  // A chart per hold gate (write_qps is one: it is not drawn twice), pressure, heap
+  // and the worst client p99; every one marks the break at 1,200 nodes.
+  EXPECT_EQ(chart(sec, kChartCapacityWriteQps), "");
+  for (std::string id : {capacityGateChartId(1), capacityGateChartId(2), std::string(kChartCapacityPressure),
+                         std::string(kChartCapacityHeap), std::string(kChartCapacityClientP99)}) {
+    std::string svg = chart(sec, id);
+    ASSERT_FALSE(svg.empty()) << id;
+    EXPECT_NE(svg.find("class=\"chart chart-xy\""), std::string::npos) << id;
+    EXPECT_EQ(count(svg, "<g class=\"break-mark\"><title>broke at 1,200 nodes: client_latency_p99"), 1) << id << svg;
+    EXPECT_NE(svg.find("fill=\"#cf222e\">broke</text>"), std::string::npos) << id;
+    EXPECT_EQ(count(svg, "class=\"point not-held\""), 1) << id;
+    EXPECT_NE(svg.find(">nodes</text>"), std::string::npos) << id;  // the x axis' unit
+  }
+  std::string gate = chart(sec, capacityGateChartId(1));
+  EXPECT_NE(gate.find("<title>Gate: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s</title>"),
+            std::string::npos);
+  EXPECT_EQ(count(gate, "class=\"point held\""), 3);
+  EXPECT_NE(gate.find("<g class=\"threshold\"><title>&lt;= 1s</title>"), std::string::npos) << gate;
+  EXPECT_NE(gate.find("<title>1,200 nodes: 1.80 s (did not hold)</title>"), std::string::npos) << gate;
+  // The step without a heap figure is an n/a mark saying why, and breaks the line.
+  std::string heap = chart(sec, kChartCapacityHeap);
+  EXPECT_NE(heap.find("<title>900 nodes: kube-apiserver-1 did not answer a scrape in the window (held)</title>n/a</text>"),
+            std::string::npos)
+      << heap;
+  EXPECT_EQ(count(heap, "class=\"point held\""), 2);
+  EXPECT_NE(chart(sec, kChartCapacityClientP99).find("<title>900 nodes: 400 ms, PUT leases (held)</title>"),
+            std::string::npos);
+}
+
+TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
+  std::string gen = capacitySection(renderHtml(testing::capacityResult(testing::generatorLimited())));
+  EXPECT_NE(gen.find("<span id=\"capacity-result\" class=\"pill warn\">generator-limited at 9,600 sessions/min (held "
+                     "4,800)</span>"),
+            std::string::npos)
+      << gen;
+  EXPECT_NE(gen.find("<tr class=\"generator-limited break\"><td class=\"num\">9,600</td>"), std::string::npos) << gen;
+  std::string p99 = chart(gen, kChartCapacityClientP99);
+  EXPECT_NE(p99.find("fill=\"#cf222e\">generator-limited</text>"), std::string::npos) << p99;
+  EXPECT_NE(p99.find(">sessions/min</text>"), std::string::npos) << p99;
+
+  RunResult max = testing::capacityResult(testing::reachedMax());
+  for (auto& st : max.capacity->steps)
+    std::erase_if(st.figures, [](const metrics::Figure& f) { return f.name == "apiserver_heap_inuse_bytes_all_replicas"; });
+  std::string top = capacitySection(renderHtml(max));
+  EXPECT_NE(top.find("class=\"pill ok\">at least 12,000 objects/kind</span>"), std::string::npos) << top;
+  EXPECT_EQ(top.find("break-mark"), std::string::npos) << top;
+  EXPECT_EQ(top.find("class=\"point not-held\""), std::string::npos);
+  EXPECT_NE(chart(top, kChartCapacityPressure)
+                .find("<title>3,000 objects/kind: the step&apos;s figures have no axis_pressure{axis=state} (held)</title>n/a"),
+            std::string::npos);
+  // No step has a number: one sentence saying why instead of an empty chart.
+  std::string heap = chart(top, kChartCapacityHeap);
+  EXPECT_NE(heap.find("chart-unavailable"), std::string::npos) << heap;
+  EXPECT_NE(heap.find(">the step&apos;s figures have no</text>"), std::string::npos) << heap;
+  EXPECT_NE(heap.find(">apiserver_heap_inuse_bytes_all_replicas</text>"), std::string::npos) << heap;
+
+  std::string none = capacitySection(renderHtml(testing::capacityResult(testing::noneHeld())));
+  EXPECT_NE(none.find("class=\"pill bad\">none held</span>"), std::string::npos) << none;
+  EXPECT_EQ(none.find("last step that held"), std::string::npos);
+  EXPECT_EQ(none.find("class=\"point held\""), std::string::npos);
+  EXPECT_EQ(count(chart(none, capacityGateChartId(1)), "<g class=\"break-mark\">"), 1);
+
+  EXPECT_EQ(renderHtml(testing::sampleResult()).find("<section id=\"capacity\">"), std::string::npos);
+}
+
+TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {
+  svg::XyChart c;
+  c.id = "chart-xy-test";
+  c.title = "client p99 against nodes";
+  c.xUnit = "nodes";
+  c.unit = "s";
+  // In the order they ran: the ladder, then a bisection step between 600 and 1,200.
+  c.series = {{"client p99", {{300, 0.1, true, "300 nodes: 100 ms"},
+                              {600, 0.2, true, "600 nodes: 200 ms"},
+                              {1200, 1.8, false, "1,200 nodes: 1.80 s"},
+                              {900, 0.4, true, "900 nodes: 400 ms"},
+                              {1500, std::nullopt, false, "no requests were measured"}}}};
+  c.mark = svg::XyMark{1200, "broke", "broke at 1,200 nodes"};
+  c.threshold = 1.0;
+  c.thresholdLabel = "<= 1s";
+  std::string s = svg::xyChart(c);
+  EXPECT_NE(s.find("id=\"chart-xy-test\" class=\"chart chart-xy\""), std::string::npos) << s;
+  EXPECT_NE(s.find("<title>client p99 against nodes</title>"), std::string::npos);
+  EXPECT_EQ(s.find("<script"), std::string::npos);
+  // Plot x 64..414 for 0..1,500 nodes; y 60..222 for 0..2 s (the legend is one row).
+  // One line through the points in x order: 300, 600, 900, 1,200.
+  EXPECT_NE(s.find("<path class=\"series line\" d=\"M134.0 213.9 L204.0 205.8 L274.0 189.6 L344.0 76.2\""),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(count(s, "class=\"point held\""), 3);
+  EXPECT_EQ(count(s, "class=\"point not-held\""), 1);
+  EXPECT_NE(s.find("<circle class=\"point not-held\" cx=\"344.0\" cy=\"76.2\" r=\"4\" fill=\"#ffffff\""),
+            std::string::npos)
+      << s;
+  // The step without a number says why where its point would be.
+  EXPECT_NE(s.find("<title>no requests were measured</title>n/a</text>"), std::string::npos) << s;
+  // The break: a red line at 1,200 nodes, labelled, and the gate's threshold.
+  EXPECT_NE(s.find("<g class=\"break-mark\"><title>broke at 1,200 nodes</title><line x1=\"344.0\" x2=\"344.0\""),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("fill=\"#cf222e\">broke</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find(">&lt;= 1s</text></g>"), std::string::npos) << s;
+  // Axes with ticks in the units a reader uses, the knob's unit under the x axis.
+  EXPECT_NE(s.find(">1,500</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find(">2 s</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find("class=\"axis-label\" text-anchor=\"end\" x=\"414.0\" y=\"256\">nodes</text>"), std::string::npos) << s;
+  for (const char* legend : {">client p99</text>", ">held</text>", ">did not hold</text>", ">broke</text>"})
+    EXPECT_NE(s.find(legend), std::string::npos) << legend;
 }
 
 TEST(SvgTest, NiceTicks) {

@@ -7,6 +7,7 @@
 
 #include "reports/format.h"
 #include "reports/summary.h"
+#include "capacity_sample.h"
 #include "sample_result.h"
 
 namespace cpscale::reports {
@@ -33,6 +34,15 @@ TEST(FormatTest, HumanUnits) {
   EXPECT_EQ(formatElapsed(0), "0s");
   EXPECT_EQ(formatElapsed(90), "1m30s");
   EXPECT_EQ(formatElapsed(3900), "1h05m");
+}
+
+TEST(FormatTest, KnobUnitsReadExactly) {
+  EXPECT_EQ(formatKnobValue(2400, "nodes"), "2,400 nodes");
+  EXPECT_EQ(formatKnobValue(2.5, "sessions/min"), "2.50 sessions/min");
+  EXPECT_EQ(formatKnobValue(4800, ""), "4,800");
+  // A capacity{...} figure carries the knob's unit: the number reads with it.
+  EXPECT_EQ(formatValue(12000, "objects/kind"), "12,000 objects/kind");
+  EXPECT_EQ(formatValue(0.5, ""), "0.500");
 }
 
 TEST(FormatTest, FigureKeyIsGateSyntax) {
@@ -321,6 +331,104 @@ TEST(SummaryTest, MarkdownTableBreaksLongCellsIntoContinuationRows) {
             "|   is_far_too_long              |         |\n")
       << t;
   EXPECT_EQ(wrapText("- one two three four", 10, "  "), "- one two\n  three\n  four\n");
+}
+
+void expectNarrow(const std::string& md) {
+  std::istringstream lines(md);
+  for (std::string line; std::getline(lines, line);) EXPECT_LE(displayWidth(line), kSummaryColumns) << line;
+}
+
+TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
+  std::string md = renderSummary(testing::capacityResult(testing::brokeAtStep3()));
+  if (const char* dump = std::getenv("CPSCALE_DUMP_CAPACITY_SUMMARY")) std::ofstream(dump) << md;
+  // Right after the title and the phases, before the headline.
+  auto at = md.find("- incidents: none\n\n## Capacity\n\n");
+  ASSERT_NE(at, std::string::npos) << md;
+  EXPECT_LT(at, md.find("## Headline"));
+  std::string cap = section(md, "## Capacity\n", "## Headline\n");
+  expectLines(cap, {
+      // clang-format off
+      "- knob: workloads.fleet.count (nodes) on the node axis, 4 steps from 300 nodes to 1,200 nodes (1 by",
+      "  bisection)",
+      "- result: 900 nodes, the largest value that held",
+      "- limit: server (a step failed a hold gate with the generator on schedule: the recipe's limit)",
+      "- detail: held at 900 nodes; broke at the next step on the server:",
+      "- the headline, gates and figures below are those of the last step that held (900 nodes)",
+      // In order of value: the bisection step (900, run last) before 1,200. The worst
+      // client p99 names its verb and resource; from-send latencies are not read.
+      "| nodes | held / broke by | pressure | writes | leases | client p99                 |    heap |",
+      "|   300 | yes             |    0.250 |   30/s | 70.0 % | 50.0 ms PATCH nodes/status | 230 MiB |",
+      "|   600 | yes             |    0.500 |   60/s | 70.0 % | 50.0 ms PATCH nodes/status | 260 MiB |",
+      "|   900 | yes             |    0.750 |   90/s | 70.0 % | 400 ms PUT leases          | n/a [1] |",
+      "| 1,200 | no [2]          |        1 |  120/s | 70.0 % | 1.80 s PUT leases          | 320 MiB |",
+      "- [1] n/a: kube-apiserver-1 did not answer a scrape in the window",
+      "- [2] broke by: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} <= 1s: measured",
+      "  1.8",
+      // clang-format on
+  });
+  // The detail says what broke: no separate line repeating it.
+  EXPECT_EQ(cap.find("- broke by:"), std::string::npos) << cap;
+  EXPECT_EQ(cap.find("99 s"), std::string::npos) << cap;
+  // The capacity figure reads with the knob's unit under All figures.
+  EXPECT_NE(section(md, "## All figures", "\n\n\n").find("| capacity{axis=node,knob=workloads.fleet.count}          | 900 nodes       |"),
+            std::string::npos);
+  expectNarrow(md);
+}
+
+TEST(SummaryCapacityTest, GeneratorLimitedIsNotACapacity) {
+  std::string md = renderSummary(testing::capacityResult(testing::generatorLimited()));
+  std::string cap = section(md, "## Capacity\n", "## Headline\n");
+  expectLines(cap, {
+      // clang-format off
+      "- result: generator-limited at 9,600 sessions/min (held 4,800)",
+      "- limit: generator (the generator fell behind its schedule: that step says nothing of the server, so",
+      "- broke by: the generator fell behind its own schedule (generator_limited_by_schedule): the step",
+      "|        4,800 | yes               |    0.500 |  160/s |  5.0 % | 60.0 ms POST         | 300 MiB |",
+      "|        9,600 | generator-limited |        1 |  320/s |  5.0 % | 200 ms POST sessions | 300 MiB |",
+      "|              |   [1]             |          |        |        |                      |         |",
+      "- [1] broke by: the generator fell behind its own schedule (generator_limited_by_schedule): the step",
+      // clang-format on
+  });
+  expectNarrow(md);
+}
+
+TEST(SummaryCapacityTest, ReachedTheMaxAndAStepWithoutPressure) {
+  std::string md = renderSummary(testing::capacityResult(testing::reachedMax()));
+  std::string cap = section(md, "## Capacity\n", "## Headline\n");
+  expectLines(cap, {
+      // clang-format off
+      "- result: at least 12,000 objects/kind",
+      "- limit: max (every step up to the search's max held: the capacity is at least the max)",
+      "|        3,000 | yes             |  n/a [1] |    5/s |  5.0 % | 50.0 ms PATCH  | 450 MiB |",
+      "|       12,000 | yes             |        1 |    5/s |  5.0 % | 50.0 ms PATCH  | 900 MiB |",
+      "- [1] n/a: the step's figures have no axis_pressure{axis=state}",
+      // clang-format on
+  });
+  EXPECT_EQ(cap.find("| no "), std::string::npos) << cap;
+  expectNarrow(md);
+}
+
+TEST(SummaryCapacityTest, NoStepHeld) {
+  std::string md = renderSummary(testing::capacityResult(testing::noneHeld()));
+  std::string cap = section(md, "## Capacity\n", "## Headline\n");
+  expectLines(cap, {
+      // clang-format off
+      "- knob: workloads.fleet.count (nodes) on the node axis, 1 step at 300 nodes",
+      "- result: none held",
+      "- detail: the first step (300 nodes) already broke:",
+      "|   300 | no [1]          |    0.250 |   30/s | 70.0 % | 2.50 s PUT leases | 230 MiB |",
+      "- [1] broke by: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} <= 1s: measured",
+      // clang-format on
+  });
+  // No step held: no claim about whose figures the headline shows.
+  EXPECT_EQ(cap.find("last step that held"), std::string::npos) << cap;
+  expectLines(section(md, "## All figures", "\n\n\n"),
+              {"| capacity{axis=node,knob=workloads.fleet.count}          | unavailable [3] | steady | apiserver |"});
+  expectNarrow(md);
+}
+
+TEST(SummaryCapacityTest, APlainRunHasNoCapacitySection) {
+  EXPECT_EQ(renderSummary(testing::sampleResult()).find("## Capacity"), std::string::npos);
 }
 
 }  // namespace
