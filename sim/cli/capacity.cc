@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "reports/capacity.h"
+#include "reports/capacity_report.h"
 #include "reports/format.h"
 #include "reports/result.h"
 #include "sim/cli/capacity_search.h"
@@ -199,8 +200,9 @@ int capacity(const Args& args) {
       index.searches.push_back(std::move(search));
     }
   }
-  reports::writeCapacityIndex(index, out / reports::kCapacityIndexFile);
-  std::cout << "Index: " << (out / reports::kCapacityIndexFile).string() << "\n";
+  reports::writeCapacityIndexOutputs(index, out);
+  std::cout << "\n" << reports::renderCapacityIndexMarkdown(index) << "\nIndex: "
+            << (out / reports::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";
   if (interrupted()) worst = std::max(worst, static_cast<int>(ExitCode::kUnavailable));
   return worst;
 }

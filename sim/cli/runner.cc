@@ -648,7 +648,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
           if (stepWorkloadsReady && !stepReady &&
               (scrapes.controllersSettled() || now >= *stepWorkloadsReady + settleLimit))
             stepReady = now;
-          if (stepReady && !stepStart) {
+          // Then `warmup`, as before the first window (churn sessions reach their new
+          // steady population).
+          if (stepReady && !stepStart && now >= *stepReady + sc.warmup) {
             const bool settled = scrapes.controllersSettled();
             stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true,
                                   settled ? "" : controllersBehind});

@@ -33,7 +33,8 @@ struct RunOptions {
   // A capacity search's ladder on this run (null: a plain run). The scenario holds
   // `steps.front()` (its knob already set to it); each next value is reached by growing
   // the knob's workload in place (Workload::growth), after which setup, the controllers'
-  // settling and a steady window of `capacity->hold` follow again. Each step's window is
+  // settling (at most capacity->settle), the scenario's warmup and a steady window of
+  // `capacity->hold` follow again. Each step's window is
   // judged by the capacity gates (judgeStep) as soon as it ends; the run stops after the
   // first step that does not hold. result.capacity holds the judged steps, each
   // window a phase "step/<value>", each growth a phase "grow/<value>"; the headline
