@@ -163,15 +163,7 @@ void writeCapacityIndex(const CapacityIndex& idx, const std::filesystem::path& p
 }
 
 CapacityIndex readCapacityIndex(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path.string(), "", "cannot be read (does it exist?)");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(path.string(), "", std::string("is not valid JSON: ") + e.what());
-  }
-  return capacityIndexFromJson(j, path.string());
+  return capacityIndexFromJson(readJsonFile(path), path.string());
 }
 
 }  // namespace cpscale::reports

@@ -190,4 +190,14 @@ void writeFile(const std::filesystem::path& path, std::string_view content) {
   }
 }
 
+json readJsonFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(path.string(), "", "cannot be read (does it exist?)");
+  try {
+    return json::parse(in);
+  } catch (const json::parse_error& e) {
+    throw ConfigError(path.string(), "", std::string("is not valid JSON: ") + e.what());
+  }
+}
+
 }  // namespace cpscale::reports::jsonio

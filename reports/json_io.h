@@ -124,6 +124,10 @@ bool sameAll(const std::vector<T>& a, const std::vector<T>& b, Eq eq) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), eq);
 }
 
+// The JSON document in `path`. Throws ConfigError naming the file when it cannot be
+// read or is not JSON.
+json readJsonFile(const std::filesystem::path& path);
+
 // Writes atomically (a temporary file renamed into place), creating parent directories.
 // Throws std::runtime_error naming the file.
 void writeFile(const std::filesystem::path& path, std::string_view content);

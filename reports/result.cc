@@ -214,15 +214,7 @@ void writeResult(const RunResult& r, const std::filesystem::path& path) {
 }
 
 RunResult readResult(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path.string(), "", "cannot be read (does it exist?)");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(path.string(), "", std::string("is not valid JSON: ") + e.what());
-  }
-  return fromJson(j, path.string());
+  return fromJson(readJsonFile(path), path.string());
 }
 
 void writeRunOutputs(const RunResult& r, const std::filesystem::path& dir) {

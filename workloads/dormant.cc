@@ -119,12 +119,7 @@ void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const 
 
 std::unique_ptr<Workload> DormantWorkload::growth(const std::string& field, double from, double to) const {
   if (field != "objectsPerKind") return nullptr;
-  checkGrowth(*this, field, from, to, 10'000'000, true);
-  if (from < static_cast<double>(params_.objectsPerKind)) {
-    throw ConfigError("workload '" + params_.name + "'", field,
-                      "cannot grow from " + std::to_string(static_cast<std::int64_t>(from)) + ": objects below " +
-                          std::to_string(params_.objectsPerKind) + " of each kind are this population's own");
-  }
+  checkGrowth(*this, field, from, to, 10'000'000, true, static_cast<double>(params_.objectsPerKind), "objects of each kind");
   DormantParams p = params_;
   p.firstObject = static_cast<std::int64_t>(from);
   p.objectsPerKind = static_cast<std::int64_t>(to);

@@ -182,12 +182,7 @@ void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::stri
 
 std::unique_ptr<Workload> KubeletFleet::growth(const std::string& field, double from, double to) const {
   if (field != "count") return nullptr;
-  checkGrowth(*this, field, from, to, static_cast<double>(kMaxCount), true);
-  if (from < static_cast<double>(params_.count)) {
-    throw ConfigError("workload '" + params_.name + "'", field,
-                      "cannot grow from " + std::to_string(static_cast<std::int64_t>(from)) + ": nodes below " +
-                          std::to_string(params_.count) + " are this fleet's own");
-  }
+  checkGrowth(*this, field, from, to, static_cast<double>(kMaxCount), true, static_cast<double>(params_.count), "nodes");
   KubeletFleetParams p = params_;
   p.firstIndex = static_cast<std::int64_t>(from);
   p.count = static_cast<std::int64_t>(to);

@@ -33,7 +33,8 @@ std::string number(double v) {
 
 }  // namespace
 
-void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole) {
+void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole,
+                 double own, std::string_view ownWhat) {
   const std::string where = "workload '" + w.name() + "'";
   if (!std::isfinite(from) || !std::isfinite(to)) throw ConfigError(where, field, "growth bounds must be finite numbers");
   if (whole && (from != std::floor(from) || to != std::floor(to))) {
@@ -44,6 +45,10 @@ void checkGrowth(const Workload& w, const std::string& field, double from, doubl
     throw ConfigError(where, field, "growth must go up: to (" + number(to) + ") must exceed from (" + number(from) + ")");
   }
   if (to > max) throw ConfigError(where, field, "cannot grow to " + number(to) + ": at most " + number(max));
+  if (from < own)
+    throw ConfigError(where, field,
+                      "cannot grow from " + number(from) + ": " + std::string(ownWhat) + " below " + number(own) +
+                          " are this workload's own");
 }
 
 }  // namespace cpscale::workloads

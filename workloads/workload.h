@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -113,7 +114,9 @@ using WorkloadPtr = std::unique_ptr<Workload>;
 WorkloadPtr makeWorkload(const YamlField& spec);
 
 // For growth(): throws ConfigError (where: "workload '<name>'", field: `field`) unless
-// 0 <= from < to <= max and, for a count (`whole`), both are whole numbers.
-void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole);
+// 0 <= from < to <= max, for a count (`whole`) both are whole numbers, and from >= own
+// (the base's own value: `ownWhat` below it, e.g. "nodes", belong to the base).
+void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole,
+                 double own = 0, std::string_view ownWhat = "");
 
 }  // namespace cpscale::workloads

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "reports/format.h"
+
 
 namespace cpscale::cli {
 
@@ -20,11 +22,10 @@ bool flagged(std::span<const metrics::Figure> figures, std::string_view name) {
   return f && f->value && *f->value != 0;
 }
 
-std::string describe(const scenario::GateResult& g) {
+// "client_latency_p99{...} <= 1s: measured 1.69 s", in the figure's unit.
+std::string describe(const scenario::GateResult& g, std::span<const metrics::Figure> figures) {
   if (!g.measured) return g.gate.text + ": " + (g.reason.empty() ? "unavailable" : g.reason);
-  std::ostringstream os;
-  os << g.gate.text << ": measured " << *g.measured;
-  return os.str();
+  return g.gate.text + ": measured " + reports::formatValue(*g.measured, reports::unitOf(figures, g.gate.figure));
 }
 
 }  // namespace
@@ -46,7 +47,7 @@ reports::CapacityStep judgeStep(double value, double startSeconds, double endSec
   } else {
     for (const auto& g : step.gates)
       if (!g.passed) {
-        step.brokeBy = describe(g);
+        step.brokeBy = describe(g, step.figures);
         break;
       }
   }
