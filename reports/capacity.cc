@@ -80,6 +80,24 @@ std::vector<metrics::Figure> pressureAtHeld(const CapacitySearch& s) {
   return out;
 }
 
+CapacitySearch indexEntry(const CapacitySearch& s) {
+  CapacitySearch out = s;
+  for (CapacityStep& step : out.steps) {
+    std::vector<metrics::Figure> kept;
+    for (metrics::Figure& f : step.figures) {
+      bool keep = f.name == "axis_pressure" || f.name == "lease_write_share" ||
+                  f.name == "apiserver_heap_inuse_bytes_all_replicas" || (f.name == "write_qps" && f.labels.empty()) ||
+                  (f.name == "client_latency_p99" && metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}));
+      for (const auto& g : step.gates) keep = keep || f.name == g.gate.figure;
+      if (!keep) continue;
+      f.overTime = {};
+      kept.push_back(std::move(f));
+    }
+    step.figures = std::move(kept);
+  }
+  return out;
+}
+
 nlohmann::json toJson(const CapacityStep& s) {
   json figures = json::array();
   for (const auto& f : s.figures) figures.push_back(figureJson(f));

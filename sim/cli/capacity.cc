@@ -197,7 +197,7 @@ int capacity(const Args& args) {
       worst = std::max(worst, res.exitCode);
       std::cout << plan.probe.name << " on " << profile.name << ": " << search.detail << "\n"
                 << "  " << (dir / reports::kHtmlFile).string() << "\n";
-      index.searches.push_back(std::move(search));
+      index.searches.push_back(reports::indexEntry(search));
     }
   }
   reports::writeCapacityIndexOutputs(index, out);

@@ -5,6 +5,8 @@
 #include <iostream>
 #include <random>
 
+#include "reports/capacity.h"
+#include "reports/capacity_report.h"
 #include "reports/compare.h"
 #include "reports/html.h"
 #include "reports/junit.h"
@@ -124,7 +126,8 @@ int run(const Args& args) {
 }
 
 int report(const Args& args) {
-  cxxopts::Options opts("cpscale report", "Render a run's reports from its result.json alone.");
+  cxxopts::Options opts("cpscale report",
+                        "Render a run's reports from its result.json alone (or a capacity index's pages from its capacity.json).");
   opts.add_options()("result", "result.json", cxxopts::value<std::string>())(
       "format", "md, html or junit (default: all three, next to the result)", cxxopts::value<std::string>())(
       "o,output", "file to write (default: stdout for one format)", cxxopts::value<std::string>())("h,help", "show this help");
@@ -135,6 +138,30 @@ int report(const Args& args) {
   const cxxopts::ParseResult& r = *parsed;
   if (!r.count("result")) throw ConfigError("command line", "RESULT.json", "a result file is required");
   fs::path path = r["result"].as<std::string>();
+  // A capacity index (cpscale capacity's capacity.json) renders as the index pages.
+  if (std::ifstream peek(path); peek) {
+    auto j = nlohmann::json::parse(peek, nullptr, false);
+    if (j.is_object() && j.value("kind", "") == reports::kCapacityIndexKind) {
+      reports::CapacityIndex idx = reports::readCapacityIndex(path);
+      if (r.count("format")) {
+        const std::string f = r["format"].as<std::string>();
+        if (f != "md" && f != "html")
+          throw ConfigError("command line", "--format", "a capacity index renders as md or html, not '" + f + "'");
+        std::string text = f == "md" ? reports::renderCapacityIndexMarkdown(idx) : reports::renderCapacityIndexHtml(idx);
+        if (r.count("output"))
+          std::ofstream(r["output"].as<std::string>()) << text;
+        else
+          std::cout << text;
+        return 0;
+      }
+      // The pages only: the index itself is the input, left as it is.
+      std::ofstream(path.parent_path() / "capacity.md") << reports::renderCapacityIndexMarkdown(idx);
+      std::ofstream(path.parent_path() / "capacity.html") << reports::renderCapacityIndexHtml(idx);
+      std::cout << "Wrote " << (path.parent_path() / "capacity.md").string() << ", "
+                << (path.parent_path() / "capacity.html").string() << "\n";
+      return 0;
+    }
+  }
   reports::RunResult res = reports::readResult(path);
   auto render = [&](const std::string& format) -> std::string {
     if (format == "md") return reports::renderSummary(res);
