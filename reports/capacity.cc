@@ -88,7 +88,7 @@ CapacitySearch indexEntry(const CapacitySearch& s) {
       bool keep = f.name == "axis_pressure" || f.name == "lease_write_share" ||
                   f.name == "apiserver_heap_inuse_bytes_all_replicas" || (f.name == "write_qps" && f.labels.empty()) ||
                   (f.name == "client_latency_p99" && metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}));
-      for (const auto& g : step.gates) keep = keep || f.name == g.gate.figure;
+      for (const auto& g : step.gates) keep = keep || metrics::findFigure({&f, 1}, g.gate.figure, g.gate.selector);
       if (!keep) continue;
       f.overTime = {};
       kept.push_back(std::move(f));

@@ -76,7 +76,7 @@ std::vector<metrics::Figure> pressureAtHeld(const CapacitySearch& s);
 // A search as the index keeps it: every step with its verdict and gates, but of its
 // figures only those the index and classify read (axis_pressure, write_qps{},
 // lease_write_share, apiserver_heap_inuse_bytes_all_replicas, the scheduled-send
-// client_latency_p99 and each hold gate's figure), without their series over time.
+// client_latency_p99 and what each hold gate's selector picks), without their series over time.
 // The search's own result.json keeps everything.
 CapacitySearch indexEntry(const CapacitySearch& s);
 

@@ -178,3 +178,32 @@ TEST(CapacityIndexTest, WritesJsonMarkdownAndHtml) {
 
 }  // namespace
 }  // namespace cpscale::reports
+
+namespace cpscale::reports {
+namespace {
+
+// The index keeps what it and classify read, without series; the search's result keeps
+// the rest.
+TEST(CapacityIndexEntry, KeepsTheReadFiguresWithoutTheirSeries) {
+  CapacitySearch s = testing::brokeAtStep3();
+  s.steps[0].figures.push_back(metrics::Figure::measured("etcd_db_total_size_bytes", {}, 1, "bytes",
+                                                         metrics::Source::kEtcd));
+  s.steps[0].figures[0].overTime.push(engine::TimePoint{}, 1.0);
+  const CapacitySearch e = indexEntry(s);
+  ASSERT_EQ(e.steps.size(), s.steps.size());
+  std::vector<std::string> names;
+  for (const auto& f : e.steps[0].figures) {
+    names.push_back(f.name + (f.labels.empty() ? "" : "{" + f.labels.front().value + "}"));
+    EXPECT_TRUE(f.overTime.empty()) << f.name;
+  }
+  EXPECT_EQ(std::count(names.begin(), names.end(), "etcd_db_total_size_bytes"), 0);
+  EXPECT_NE(metrics::findFigure(e.steps[0].figures, "axis_pressure"), nullptr);
+  // Of the latencies, only those from the scheduled send.
+  for (const auto& f : e.steps[0].figures)
+    if (f.name == "client_latency_p99") EXPECT_NE(metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}), nullptr);
+  EXPECT_EQ(e.held, s.held);
+  EXPECT_EQ(pressureAtHeld(e).size(), pressureAtHeld(s).size());
+}
+
+}  // namespace
+}  // namespace cpscale::reports

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sim/common/error.h"
 
@@ -54,6 +55,54 @@ TEST_F(ScenarioTest, ShippedScenariosLoad) {
     ++n;
   }
   EXPECT_GE(n, 6) << "smoke, node-bound, node-bound-realistic, churn-bound, state-bound and state-per-kind must ship";
+}
+
+TEST_F(ScenarioTest, ShippedIndexScenariosEachStepOneAxis) {
+  std::map<std::string, std::string> axisOf;
+  for (const auto& entry : fs::directory_iterator(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "index")) {
+    SCOPED_TRACE(entry.path());
+    Scenario s = loadScenario(entry.path());
+    ASSERT_TRUE(s.capacity.has_value());
+    EXPECT_EQ(s.capacity->axis, entry.path().stem().string());
+    EXPECT_FALSE(s.capacity->gates.empty());
+    EXPECT_GT(capacityLadder(*s.capacity).size(), 2u);
+    axisOf[s.capacity->axis] = s.capacity->knob;
+  }
+  EXPECT_EQ(axisOf, (std::map<std::string, std::string>{{"node", "workloads.fleet.count"},
+                                                         {"churn", "workloads.sessions.sessionsPerMinute"},
+                                                         {"state", "workloads.platform.objectsPerKind"}}));
+}
+
+TEST_F(ScenarioTest, CapacityBlockIsValidatedNamingTheField) {
+  const std::string base = std::string(kMinimal);
+  auto withCapacity = [&](const std::string& block) { return base + "capacity:\n" + block; };
+  // Defaults: the axis from the workload's kind, hold = duration, the scenario's gates.
+  Scenario s = loadScenario(write(withCapacity("  knob: workloads.fleet.count\n  start: 100\n  max: 800\n")));
+  ASSERT_TRUE(s.capacity);
+  EXPECT_EQ(s.capacity->axis, "node");
+  EXPECT_EQ(s.capacity->unit, "nodes");
+  EXPECT_EQ(s.capacity->field, "count");
+  EXPECT_EQ(s.capacity->hold, std::chrono::seconds(30));
+  EXPECT_EQ(s.capacity->gates.size(), 2u);
+  EXPECT_EQ(capacityLadder(*s.capacity), (std::vector<double>{100, 200, 400, 800}));
+
+  std::string e = errorOf(withCapacity("  knob: duration\n  start: 1\n  max: 2\n"));
+  EXPECT_NE(e.find("field 'capacity.knob'"), std::string::npos) << e;
+  EXPECT_NE(e.find("workloads.<name>.<field>"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.nodes.count\n  start: 1\n  max: 2\n"));
+  EXPECT_NE(e.find("no workload named 'nodes' (the scenario has fleet)"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  factor: 1\n  max: 20\n"));
+  EXPECT_NE(e.find("field 'capacity.factor': must be > 1"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  max: 5\n"));
+  EXPECT_NE(e.find("field 'capacity.max': must be >= start"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  max: 20\n  axis: disk\n"));
+  EXPECT_NE(e.find("'disk' is not an axis"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  max: 20\n  gates: [\"capacity >> 3\"]\n"));
+  EXPECT_NE(e.find("capacity.gates[0]"), std::string::npos) << e;
+  // --set reaches the block like any field.
+  s = loadScenario(write(withCapacity("  knob: workloads.fleet.count\n  start: 100\n  max: 800\n")),
+                   {{"capacity.max", "300"}});
+  EXPECT_EQ(capacityLadder(*s.capacity), (std::vector<double>{100, 200, 300}));
 }
 
 TEST_F(ScenarioTest, ReadsFieldsAndGates) {
