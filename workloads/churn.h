@@ -101,7 +101,10 @@ class ChurnWorkload final : public Workload {
   std::vector<kube::GroupVersionResource> resources() const override;
   // "sessionsPerMinute": sessions arriving at to - from, see the top of this header.
   std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
-  std::vector<std::string> growableFields() const override { return {"sessionsPerMinute"}; }
+  // None with maxSessions: a running base cannot share its cap on the total.
+  std::vector<std::string> growableFields() const override {
+    return params_.maxSessions > 0 ? std::vector<std::string>{} : std::vector<std::string>{"sessionsPerMinute"};
+  }
   const ChurnParams& params() const { return params_; }
   // The filled CRD for a target (labels are added at install).
   nlohmann::json crdFor(const ChurnTarget& t) const;

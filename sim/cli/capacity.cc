@@ -44,14 +44,6 @@ std::string machineDescription() {
   return os.str();
 }
 
-// A knob value as --set takes it.
-std::string setValue(double v) {
-  std::ostringstream os;
-  os.precision(15);
-  os << v;
-  return os.str();
-}
-
 }  // namespace
 
 int capacity(const Args& args) {
@@ -147,7 +139,7 @@ int capacity(const Args& args) {
       // its own on a fresh plane.
       StepRunner runSteps = [&](const std::vector<double>& values) {
         std::vector<scenario::Override> ov = overrides;
-        ov.push_back({spec.knob, setValue(values.front())});
+        ov.push_back({spec.knob, knobText(values.front())});
         scenario::Scenario sc = scenario::loadScenario(plan.path, ov);
         RunOptions ro;
         ro.runId = runId + "-" + std::to_string(++runs);
@@ -161,8 +153,8 @@ int capacity(const Args& args) {
         ro.steps = values;
         if (ro.progress)
           std::cerr << "cpscale capacity: " << plan.probe.name << " on " << profile.name << ": " << spec.knob << " "
-                    << setValue(values.front())
-                    << (values.size() > 1 ? " .. " + setValue(values.back()) : std::string()) << "\n";
+                    << knobText(values.front())
+                    << (values.size() > 1 ? " .. " + knobText(values.back()) : std::string()) << "\n";
         reports::RunResult res = executeRun(sc, ro);
         StepsOutcome o;
         if (res.capacity) o.steps = res.capacity->steps;

@@ -10,12 +10,6 @@ namespace cpscale::cli {
 
 namespace {
 
-// A knob value as a reader writes it: 1200, 2.5.
-std::string num(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
 
 bool flagged(std::span<const metrics::Figure> figures, std::string_view name) {
   const metrics::Figure* f = metrics::findFigure(figures, name);
@@ -98,13 +92,13 @@ reports::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const
       if (mid <= low || mid >= high) break;
       StepsOutcome one = run({mid});
       if (one.steps.empty()) {
-        bisectNote = "bisection stopped at " + num(mid) + ": " + one.detail;
+        bisectNote = "bisection stopped at " + knobText(mid) + ": " + one.detail;
         break;
       }
       const reports::CapacityStep& st = one.steps.front();
       s.steps.push_back(st);
       if (st.generatorLimited) {
-        bisectNote = "bisection stopped at " + num(mid) + ": the generator fell behind";
+        bisectNote = "bisection stopped at " + knobText(mid) + ": the generator fell behind";
         break;
       }
       if (st.held) {
@@ -122,28 +116,35 @@ reports::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const
   switch (s.limit) {
     case reports::CapacityLimit::kServer:
       if (s.held)
-        d << "held at " << num(*s.held) << unit << "; broke at the next step on the server: " << s.brokeBy;
+        d << "held at " << knobText(*s.held) << unit << "; broke at the next step on the server: " << s.brokeBy;
       else
-        d << "the first step (" << num(ladder.front()) << unit << ") already broke: " << s.brokeBy;
+        d << "the first step (" << knobText(ladder.front()) << unit << ") already broke: " << s.brokeBy;
       break;
     case reports::CapacityLimit::kGenerator:
-      d << "the generator, not the server, was the limit at " << num(broken->value) << unit
-        << (s.held ? "; the recipe held at least " + num(*s.held) + unit : std::string())
+      d << "the generator, not the server, was the limit at " << knobText(broken->value) << unit
+        << (s.held ? "; the recipe held at least " + knobText(*s.held) + unit : std::string())
         << " (run the generator on more cores or in shards to find the server's limit)";
       break;
     case reports::CapacityLimit::kMaxReached:
-      d << "every step held up to the search's max (" << num(ladder.back()) << unit
+      d << "every step held up to the search's max (" << knobText(ladder.back()) << unit
         << "): capacity is at least that";
       break;
     case reports::CapacityLimit::kInterrupted:
     case reports::CapacityLimit::kFailed:
       d << "the search stopped: " << ladderRun.detail;
-      if (s.held) d << " (it held " << num(*s.held) << unit << " before)";
+      if (s.held) d << " (it held " << knobText(*s.held) << unit << " before)";
       break;
   }
   if (!bisectNote.empty()) d << "; " << bisectNote;
   s.detail = d.str();
   return s;
+}
+
+std::string knobText(double v) {
+  std::ostringstream os;
+  os.precision(15);
+  os << v;
+  return os.str();
 }
 
 metrics::Figure capacityFigure(const reports::CapacitySearch& s) {

@@ -43,6 +43,9 @@ using StepRunner = std::function<StepsOutcome(const std::vector<double>& values)
 reports::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const StepRunner& run,
                                        const std::string& profile, const std::string& scenario, bool whole = true);
 
+// A knob value as --set takes it and phase names show it: "1200", "2.5", "1000000".
+std::string knobText(double v);
+
 // capacity{axis, knob} (the knob's unit): the largest value that held; unavailable,
 // with the reason, when none did or the search could not tell (generator-limited first
 // step, interrupted). `atLeast` label "true" when every step held (the max was reached).

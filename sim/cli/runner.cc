@@ -341,13 +341,6 @@ std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrape
   return out;
 }
 
-// A knob value as a phase name shows it: "step/1200".
-std::string knobText(double v) {
-  std::ostringstream os;
-  os << v;
-  return os.str();
-}
-
 }  // namespace
 
 nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
@@ -383,14 +376,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     if (knobIndex == sc.workloads.size())
       throw ConfigError(spec.where, "capacity.knob", "no workload named '" + spec.workload + "'");
     for (std::size_t k = 1; k < opt.steps.size(); ++k) {
+      // The scenario checked the field grows in place (readCapacity); growth() checks the values.
       auto g = sc.workloads[knobIndex]->growth(spec.field, opt.steps[k - 1], opt.steps[k]);
-      if (!g) {
-        std::string fields;
-        for (const auto& f : sc.workloads[knobIndex]->growableFields()) fields += (fields.empty() ? "" : ", ") + f;
-        throw ConfigError(spec.where, "capacity.knob",
-                          "'" + spec.field + "' of a " + sc.workloads[knobIndex]->kind() +
-                              " workload cannot grow in place (it can: " + (fields.empty() ? "none" : fields) + ")");
-      }
+      if (!g) throw ConfigError(spec.where, "capacity.knob", "'" + spec.field + "' cannot grow in place");
       growth.push_back(std::move(g));
     }
   }
@@ -572,7 +560,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     std::atomic<std::size_t> grownTo{0};
     std::vector<reports::CapacityStep> judged;
     std::vector<reports::Phase> stepPhases;
-    std::optional<engine::TimePoint> stepReady, stepWorkloadsReady, stepStart;
+    // The stage being set up: the scenario's (step 0) or a growth's, from growStart.
+    std::optional<engine::TimePoint> stageWorkloadsReady, stageReady, stepStart;
+    bool stageSettled = true;
     engine::TimePoint growStart{};
     std::size_t boundariesAsked = 0, stepStartBoundary = 0;
     // A capacity step waits for the controllers only so long: a controller-manager that
@@ -611,8 +601,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       phaseLog.expect(sc.workers);
       ++step;
       growStart = now;
-      stepWorkloadsReady.reset();
-      stepReady.reset();
+      stageWorkloadsReady.reset();
+      stageReady.reset();
       stepStart.reset();
       counters.phase = 0;
       grownTo = step;
@@ -639,75 +629,56 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             return cut(now, member + " exited during the run");
           }
         }
-        if (stepped && step > 0) {
-          // A growth step: its setup, the controllers settling, then its window.
-          if (!stepWorkloadsReady && phaseLog.setupComplete()) {
-            stepWorkloadsReady = now;
-            scrapes.startSettling();
+        // The current stage (the scenario's setup, or a capacity step's growth): its
+        // workloads' setup, the controllers settling (at most settleLimit), warmup,
+        // then its window.
+        if (!stageWorkloadsReady && phaseLog.setupComplete()) {
+          stageWorkloadsReady = now;
+          scrapes.startSettling();
+        }
+        if (stageWorkloadsReady && !stageReady &&
+            (scrapes.controllersSettled() || now >= *stageWorkloadsReady + settleLimit)) {
+          stageReady = now;
+          stageSettled = scrapes.controllersSettled();
+          if (step == 0) {
+            tl.workloadsReady = stageWorkloadsReady;
+            tl.ready = now;
+            tl.settledInTime = stageSettled;
           }
-          if (stepWorkloadsReady && !stepReady &&
-              (scrapes.controllersSettled() || now >= *stepWorkloadsReady + settleLimit))
-            stepReady = now;
-          // Then `warmup`, as before the first window (churn sessions reach their new
-          // steady population).
-          if (stepReady && !stepStart && now >= *stepReady + sc.warmup) {
-            const bool settled = scrapes.controllersSettled();
+        }
+        if (stageReady && !stepStart && now >= *stageReady + sc.warmup) {
+          stepStart = now;
+          counters.phase = 1;
+          scrapes.scrapeAtBoundary();
+          stepStartBoundary = ++boundariesAsked;
+          if (step == 0) {
+            tl.steadyStart = now;
+            pool.setSteadyStart(now);
+          } else {
             stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true,
-                                  settled ? "" : controllersBehind});
-            stepStart = now;
-            pool.beginWindow(2 * step, now);
-            counters.phase = 1;
-            scrapes.scrapeAtBoundary();
-            stepStartBoundary = ++boundariesAsked;
+                                  stageSettled ? "" : controllersBehind});
           }
-          if (!stepWorkloadsReady && now >= growStart + sc.setupTimeout) {
-            stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), false,
-                                  "setup did not finish"});
-            return cut(now, "growing " + opt.capacity->knob + " to " + knobText(opt.steps[step]) +
-                                " did not finish its setup within " + formatDuration(sc.setupTimeout));
-          }
-          if (stepStart && now >= *stepStart + opt.capacity->hold && !endStep(now)) {
+          if (stepped) pool.beginWindow(2 * step, now);
+        }
+        if (!stageWorkloadsReady && now >= growStart + sc.setupTimeout) {
+          if (step == 0)
+            return cut(now, "setup did not finish within " + formatDuration(sc.setupTimeout) + " (" +
+                                std::to_string(phaseLog.setupPending()) + " of " +
+                                std::to_string(sc.workers * sc.workloads.size()) +
+                                " workload instances still setting up; see the workloads' summaries)");
+          stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), false,
+                                "setup did not finish"});
+          return cut(now, "growing " + opt.capacity->knob + " to " + knobText(opt.steps[step]) +
+                              " did not finish its setup within " + formatDuration(sc.setupTimeout));
+        }
+        if (stepStart && now >= *stepStart + (stepped ? opt.capacity->hold : sc.duration)) {
+          if (!stepped) return cut(now, "");
+          if (!endStep(now)) {
             tl.end = now;
             pool.stop();
             return;
           }
-          std::this_thread::sleep_for(10ms);
-          continue;
         }
-        if (!tl.workloadsReady && phaseLog.setupComplete()) {
-          tl.workloadsReady = now;
-          scrapes.startSettling();
-        }
-        if (tl.workloadsReady && !tl.ready) {
-          if (scrapes.controllersSettled()) {
-            tl.ready = now;
-          } else if (now >= *tl.workloadsReady + settleLimit) {
-            tl.ready = now;
-            tl.settledInTime = false;
-          }
-        }
-        if (tl.ready && !tl.steadyStart && now >= *tl.ready + sc.warmup) {
-          tl.steadyStart = now;
-          pool.setSteadyStart(now);
-          counters.phase = 1;
-          scrapes.scrapeAtBoundary();
-          stepStartBoundary = ++boundariesAsked;
-          if (stepped) {
-            stepStart = now;
-            pool.beginWindow(0, now);
-          }
-        }
-        if (!tl.workloadsReady && now >= engine::TimePoint{sc.setupTimeout})
-          return cut(now, "setup did not finish within " + formatDuration(sc.setupTimeout) + " (" +
-                              std::to_string(phaseLog.setupPending()) + " of " +
-                              std::to_string(sc.workers * sc.workloads.size()) +
-                              " workload instances still setting up; see the workloads' summaries)");
-        if (stepped && stepStart && now >= *stepStart + opt.capacity->hold && !endStep(now)) {
-          tl.end = now;
-          pool.stop();
-          return;
-        }
-        if (!stepped && tl.steadyStart && now >= *tl.steadyStart + sc.duration) return cut(now, "");
         std::this_thread::sleep_for(10ms);
       }
     });

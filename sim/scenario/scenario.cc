@@ -165,6 +165,14 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
     for (const auto& wl : s.workloads) known += (known.empty() ? "" : ", ") + wl->name();
     throw knob.error("no workload named '" + c.workload + "' (the scenario has " + known + ")");
   }
+  // Only a field the workload grows in place can be stepped on one plane.
+  const auto fields = w->growableFields();
+  if (std::find(fields.begin(), fields.end(), c.field) == fields.end()) {
+    std::string can;
+    for (const auto& g : fields) can += (can.empty() ? "" : ", ") + g;
+    throw knob.error("'" + c.field + "' of this " + w->kind() + " workload cannot grow in place (it can: " +
+                     (can.empty() ? "none" : can) + ")");
+  }
   c.axis = axisOfKind(w->kind());
   if (auto a = f.get("axis")) {
     c.axis = a->asString();

@@ -193,6 +193,20 @@ TEST_F(ExitCodesTest, ClassifyClassifiesEachFixtureAndItsJsonIsValid) {
   EXPECT_NE(o.output.find("Rung: classic\n"), std::string::npos) << o.output;
 }
 
+// `report` renders a capacity index's pages from its capacity.json: the shipped one
+// reads back, and an index asked for a format it has not is bad input.
+TEST_F(ExitCodesTest, ReportRendersTheShippedCapacityIndex) {
+  const std::string index = CPSCALE_SOURCE_DIR "/reports/examples/index/capacity.json";
+  Outcome o = cpscale({"report", index, "--format", "md"});
+  ASSERT_EQ(o.exitCode, 0) << o.output;
+  EXPECT_NE(o.output.find("# Capacity index"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("| classic "), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find(" nodes"), std::string::npos) << o.output;
+  o = cpscale({"report", index, "--format", "junit"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--format"), std::string::npos) << o.output;
+}
+
 TEST_F(ExitCodesTest, ClassifyBadInputIsExitTwoNamingTheFile) {
   const std::string result = kClassify + "/node-bound.json";
   std::string garbled = write("garbled.json", "{\"kind\": \"CapacityIndex\", ");

@@ -91,6 +91,10 @@ TEST_F(ScenarioTest, CapacityBlockIsValidatedNamingTheField) {
   EXPECT_NE(e.find("workloads.<name>.<field>"), std::string::npos) << e;
   e = errorOf(withCapacity("  knob: workloads.nodes.count\n  start: 1\n  max: 2\n"));
   EXPECT_NE(e.find("no workload named 'nodes' (the scenario has fleet)"), std::string::npos) << e;
+  e = errorOf(withCapacity("  knob: workloads.fleet.nodeImages\n  start: 10\n  max: 20\n"));
+  EXPECT_NE(e.find("field 'capacity.knob': 'nodeImages' of this kubelets workload cannot grow in place (it can: count)"),
+            std::string::npos)
+      << e;
   e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  factor: 1\n  max: 20\n"));
   EXPECT_NE(e.find("field 'capacity.factor': must be > 1"), std::string::npos) << e;
   e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  max: 5\n"));
