@@ -1,0 +1,129 @@
+// The cost model's parameters, fitted from live probes on one machine by
+// `cpscale calibrate` (calibrate.h) and read by `cpscale simulate`. A calibration is a
+// versioned JSON file that records where it was measured (machine, versions, profile),
+// every parameter with its 95 % confidence interval and the fit's quality, and the
+// model's measured error against live runs (validation), so a simulated figure can say
+// how far it is to be trusted.
+//
+// Units: CPU in core-seconds, time in seconds, memory in bytes, rates per second.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace cpscale::model {
+
+inline constexpr int kCalibrationVersion = 1;
+
+// One fitted parameter: its estimate and 95 % confidence interval (equal to the value
+// when it was set, not fitted).
+struct Param {
+  double value = 0;
+  double low = 0;
+  double high = 0;
+  static Param fixed(double v) { return {v, v, v}; }
+};
+
+// How well one regression explains its observations.
+struct FitQuality {
+  std::string name;       // "apiserver_cpu", "etcd_cpu", "heap", "generator_cpu", ...
+  std::size_t observations = 0;
+  std::size_t parameters = 0;
+  double r2 = 0;           // coefficient of determination
+  double residualStd = 0;  // in the fitted quantity's unit
+};
+
+// What the control plane writes by itself with no load: leader-election and identity
+// leases, endpoint reconciling, ... (per second, for the whole plane).
+struct BackgroundRate {
+  std::string resource;  // as apiserver_request_total labels it: "leases", "endpointslices"
+  std::string group;     // "" for core, e.g. "coordination.k8s.io"
+  std::string verb;      // "PUT", "PATCH", "POST", "GET", ...
+  double perSecond = 0;
+};
+
+// Measured disagreement between the model and the live plane on this machine, one
+// entry per compared figure: relative error |model - live| / live.
+struct ValidationEntry {
+  std::string figure;     // "write_qps{resource=leases}", "lease_write_share", ...
+  double live = 0;
+  double model = 0;
+  double relativeError = 0;
+  double tolerance = 0;   // what the validation test allows
+};
+
+struct Calibration {
+  int version = kCalibrationVersion;
+  // Where and when it was measured.
+  std::string measuredAt;  // RFC 3339
+  std::string host;
+  int cpus = 0;
+  std::string cpuModel;
+  std::string kubernetesVersion;
+  std::string etcdVersion;
+  std::string profile;     // the profile the probes ran on
+  std::filesystem::path source;  // the file it was read from (not written)
+
+  // The host the plane ran on. shared: kube-apiserver, etcd and the load generator
+  // competed for the same `hostCores` (the local plane); the model then queues all of
+  // their work at one pool. Otherwise each apiserver replica has `apiserverCores` and
+  // each etcd `etcdCores` of its own and the generator is not modelled.
+  double hostCores = 2;
+  bool sharedHost = true;
+  double apiserverCores = 2;
+  double etcdCores = 1;
+
+  // CPU per request served by a kube-apiserver replica, by class (core-seconds).
+  Param apiserverIdleCores;       // with no load (per replica)
+  Param apiserverCpuLeaseWrite;   // PUT/PATCH leases
+  Param apiserverCpuWrite;        // other POST/PUT/PATCH/DELETE
+  Param apiserverCpuRead;         // GET/LIST
+  Param apiserverCpuWatchEvent;   // per watch event sent to one watcher
+  // etcd: CPU per committed proposal, and its idle CPU.
+  Param etcdIdleCores;
+  Param etcdCpuPerProposal;
+  // The load generator's CPU per request (only on a shared host).
+  Param generatorCpuPerRequest;
+
+  // Latency of an unloaded request, by class (seconds): handler, admission, etcd
+  // round trip and fsync included, no queueing.
+  Param latencyRead;
+  Param latencyWrite;
+
+  // kube-apiserver heap (go_memstats_heap_inuse_bytes), per replica:
+  //   heapBase + sum over objects of (heapPerObject + heapPerObjectByte * json bytes)
+  // with a measured per-resource override where the probes had one.
+  Param heapBaseBytes;
+  Param heapPerObject;
+  Param heapPerObjectByte;
+  std::map<std::string, double> heapBytesPerObjectByResource;  // "leases", "nodes", "<plural>.<group>"
+  // RSS over heap (process_resident_memory_bytes / heap inuse).
+  double rssOverHeap = 1.6;
+
+  // etcd: db size growth per write (bytes), its size with no data, and fsync latency.
+  Param etcdDbBaseBytes;
+  Param etcdDbBytesPerWrite;
+  Param etcdFsyncSeconds;
+
+  std::vector<BackgroundRate> background;
+  std::vector<FitQuality> fits;
+  std::vector<ValidationEntry> validation;
+};
+
+// The calibration that ships with cpscale, measured on the machine described in it
+// (profiles/calibration/default.json under the source tree).
+std::filesystem::path defaultCalibrationPath();
+
+nlohmann::json toJson(const Calibration& c);
+// Throws ConfigError naming the file and the field for a missing or bad field, or a
+// version this build does not read.
+Calibration calibrationFromJson(const nlohmann::json& j, const std::filesystem::path& file);
+Calibration readCalibration(const std::filesystem::path& file);
+void writeCalibration(const Calibration& c, const std::filesystem::path& file);
+
+}  // namespace cpscale::model
