@@ -68,6 +68,10 @@ class Simulator : public Scheduler {
   // once if none is running. Safe from any thread; in paced mode it takes effect when
   // the idle hook returns (make the hook wakeable, e.g. Transport::wakeup()).
   virtual void stop() = 0;
+  // Whether run()/runUntil() is executing (an event, or the idle hook, is on the stack).
+  // Code that may be called both from events and from outside the loop (a transport's
+  // poll in virtual time) asks this before driving the engine itself.
+  virtual bool running() const = 0;
   // Live one-shot events plus armed timers (cancelled ones are not counted).
   virtual std::size_t pending() const = 0;
   virtual const SimulatorStats& stats() const = 0;

@@ -139,6 +139,11 @@ void SimulatorBase::dispatch(const QueuedEvent& e) {
 
 void SimulatorBase::loop(bool bounded, TimePoint until) {
   const std::int64_t end = until.time_since_epoch().count();
+  struct Depth {
+    int& d;
+    explicit Depth(int& x) : d(x) { ++d; }
+    ~Depth() { --d; }
+  } depth(loopDepth_);
   while (!stopRequested()) {
     if (!dropStale()) {
       if (!bounded) return;

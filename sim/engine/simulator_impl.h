@@ -23,6 +23,7 @@ class SimulatorBase : public Simulator {
   void run() override { loop(false, TimePoint{}); }
   void runUntil(TimePoint t) override { loop(true, t); }
   void stop() override { stopRequested_.store(true, std::memory_order_relaxed); }
+  bool running() const override { return loopDepth_ > 0; }
   std::size_t pending() const override { return liveOneShots_ + armedTimers_; }
   // From the engine's thread, or from any thread once run()/runUntil() has returned.
   const SimulatorStats& stats() const override {
@@ -88,6 +89,7 @@ class SimulatorBase : public Simulator {
   std::size_t armedTimers_ = 0;
   std::uint64_t seq_ = 0;
   std::int64_t now_ = 0;
+  int loopDepth_ = 0;  // run()/runUntil() calls on the stack
   std::atomic<bool> stopRequested_{false};
   // Events that ran on time, not yet added to stats_.lag: recording a zero per event
   // cost more than the rest of a fire, and a histogram does not care about order.

@@ -403,5 +403,15 @@ TEST(PacedSimulator, BehindScheduleRunsBestEffortAndRecordsLag) {
   EXPECT_EQ(sim.stats().lag.max(), std::uint64_t{9'000'000});
 }
 
+TEST(SimulatorRunning, TrueOnlyInsideTheLoop) {
+  VirtualSimulator sim;
+  EXPECT_FALSE(sim.running());
+  bool inside = false;
+  sim.scheduleAfter(std::chrono::seconds(1), [&] { inside = sim.running(); });
+  sim.runUntil(TimePoint{std::chrono::seconds(2)});
+  EXPECT_TRUE(inside);
+  EXPECT_FALSE(sim.running());
+}
+
 }  // namespace
 }  // namespace cpscale::engine
