@@ -22,6 +22,7 @@
 // for bit.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -47,12 +48,29 @@ struct ModelOptions {
   std::vector<ModelEtcd> etcds{{"main", {}}};
   std::uint64_t seed = 1;
   std::string kubernetesVersion = "v1.36.3";  // what /version answers ("-model" appended)
+  // Unix time (ns) of the scheduler's TimePoint 0: creationTimestamps and
+  // process_start_time_seconds are this plus virtual time.
+  std::int64_t epochUnixNanos = 0;
+  // What each resource's watch history keeps for watches resuming from a
+  // resourceVersion (older ones are answered 410 Expired): every change of the last
+  // `watchHistory`, and at least the last `watchHistoryMin`.
+  engine::Duration watchHistory = std::chrono::seconds(75);
+  std::size_t watchHistoryMin = 100;
+  // kube-apiserver's --request-timeout: a request that would wait longer is answered
+  // 504 Timeout at this age.
+  engine::Duration requestTimeout = std::chrono::seconds(60);
+  // The sliding window over which the cost model measures each pool's load.
+  engine::Duration loadWindow = std::chrono::seconds(2);
 };
 
 struct ModelMember {
   std::string name;  // "kube-apiserver-0", "etcd-main"
   std::string role;  // "kube-apiserver" or "etcd"
   std::string url;   // "model://kube-apiserver-0"
+  // etcd only, as metrics::TargetInfo wants them: the cluster ("main") and the
+  // resources routed to it (empty for the main cluster).
+  std::string etcdCluster;
+  std::vector<std::string> etcdResources;
 };
 
 // What the model did over the run, for tests and the report.
@@ -63,6 +81,8 @@ struct ModelStats {
   std::uint64_t watchEventsSent = 0;   // events delivered to simulated watchers
   std::size_t objects = 0;             // objects in the store (unweighted)
   std::size_t watchers = 0;            // open watches
+  std::uint64_t timeouts = 0;          // answered 504: queued beyond requestTimeout
+  std::uint64_t backgroundRequests = 0;  // the plane's own (calibration.background)
 };
 
 class ModelPlane {

@@ -1,0 +1,1099 @@
+#include "sim/model/model_plane.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/random.h"
+#include "sim/engine/simulator.h"
+#include "sim/model/cpu_pool.h"
+#include "sim/model/member_metrics.h"
+#include "sim/model/object_store.h"
+
+namespace cpscale::model {
+
+using engine::Duration;
+using engine::TimePoint;
+using nlohmann::json;
+
+namespace {
+
+double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
+Duration fromSeconds(double s) {
+  return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(std::max(0.0, s)));
+}
+
+int hex(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string percentDecode(std::string_view s, bool plusIsSpace) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2])));
+      i += 2;
+    } else if (s[i] == '+' && plusIsSpace) {
+      out.push_back(' ');
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+// A request path taken apart as kube-apiserver's request-info resolver does.
+struct Route {
+  bool resource = false;  // an API resource path (else non-resource: /metrics, /readyz, ...)
+  std::string path;       // without the query
+  std::string group, version, resourceName, ns, name, sub;
+  std::vector<std::pair<std::string, std::string>> query;
+  std::string verb;  // as apiserver_request_total labels it
+  bool watch = false;
+
+  std::string param(std::string_view k) const {
+    for (const auto& [key, v] : query)
+      if (key == k) return v;
+    return {};
+  }
+  bool has(std::string_view k) const {
+    for (const auto& [key, v] : query)
+      if (key == k) return true;
+    return false;
+  }
+};
+
+Route parseRoute(const kube::HttpRequest& req) {
+  Route r;
+  std::string_view full = req.path;
+  std::size_t q = full.find('?');
+  r.path = std::string(full.substr(0, q));
+  if (q != std::string_view::npos) {
+    std::string_view qs = full.substr(q + 1);
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= qs.size(); ++i) {
+      if (i == qs.size() || qs[i] == '&') {
+        std::string_view kv = qs.substr(start, i - start);
+        start = i + 1;
+        if (kv.empty()) continue;
+        std::size_t eq = kv.find('=');
+        r.query.emplace_back(percentDecode(kv.substr(0, eq), true),
+                             eq == std::string_view::npos ? std::string() : percentDecode(kv.substr(eq + 1), true));
+      }
+    }
+  }
+  std::vector<std::string> segs;
+  {
+    std::string_view p = r.path;
+    std::size_t start = 0;
+    for (std::size_t i = 0; i <= p.size(); ++i) {
+      if (i == p.size() || p[i] == '/') {
+        if (i > start) segs.push_back(percentDecode(p.substr(start, i - start), false));
+        start = i + 1;
+      }
+    }
+  }
+  std::size_t rest = 0;
+  if (segs.size() >= 3 && segs[0] == "api") {
+    r.version = segs[1];
+    rest = 2;
+  } else if (segs.size() >= 4 && segs[0] == "apis") {
+    r.group = segs[1];
+    r.version = segs[2];
+    rest = 3;
+  } else {
+    r.verb = req.method;
+    return r;  // non-resource, or discovery
+  }
+  std::vector<std::string> parts(segs.begin() + static_cast<std::ptrdiff_t>(rest), segs.end());
+  if (parts.size() >= 3 && parts[0] == "namespaces" &&
+      !(parts.size() == 3 && (parts[2] == "status" || parts[2] == "finalize"))) {
+    r.ns = parts[1];
+    parts.erase(parts.begin(), parts.begin() + 2);
+  }
+  r.resource = true;
+  r.resourceName = parts[0];
+  if (parts.size() > 1) r.name = parts[1];
+  if (parts.size() > 2) r.sub = parts[2];
+  r.watch = r.param("watch") == "true" || r.param("watch") == "1";
+  if (req.method == "GET") {
+    r.verb = !r.name.empty() ? "GET" : r.watch ? "WATCH" : "LIST";
+  } else if (req.method == "DELETE") {
+    r.verb = r.name.empty() ? "DELETECOLLECTION" : "DELETE";
+  } else {
+    r.verb = req.method;
+  }
+  return r;
+}
+
+bool isWrite(std::string_view verb) {
+  return verb == "POST" || verb == "PUT" || verb == "PATCH" || verb == "DELETE" || verb == "DELETECOLLECTION";
+}
+
+std::optional<std::string> header(const kube::HttpRequest& req, std::string_view name) {
+  for (const auto& h : req.headers) {
+    if (h.name.size() != name.size()) continue;
+    bool same = true;
+    for (std::size_t i = 0; i < name.size() && same; ++i) {
+      same = std::tolower(static_cast<unsigned char>(h.name[i])) == std::tolower(static_cast<unsigned char>(name[i]));
+    }
+    if (same) return h.value;
+  }
+  return std::nullopt;
+}
+
+kube::HttpResponse response(int status, std::string body, std::string contentType = "application/json") {
+  kube::HttpResponse r;
+  r.status = status;
+  r.body = std::move(body);
+  r.httpVersion = "2";
+  r.headers.push_back({"content-type", std::move(contentType)});
+  return r;
+}
+
+std::string watchLine(std::string_view type, std::string_view object) {
+  std::string line;
+  line.reserve(object.size() + 32);
+  line += R"({"type":")";
+  line += type;
+  line += R"(","object":)";
+  line += object;
+  line += "}\n";
+  return line;
+}
+
+}  // namespace
+
+class ModelTransport;
+
+// An open watch: the store's filters plus where its events go.
+struct ModelWatch : Watcher {
+  ModelTransport* transport = nullptr;
+  kube::RequestId id = 0;
+  std::size_t replica = 0;
+  Table* table = nullptr;
+  std::function<bool(std::string_view)> onChunk;
+  bool bookmarks = false;
+  TimePoint opened{};
+};
+
+struct Pending {
+  kube::HttpRequest req;
+  kube::ResponseHandler done;
+  Route route;
+  std::string labelsKey;
+  std::size_t replica = 0;
+  TimePoint submitted{};
+  TimePoint due{};
+  engine::EventId event = 0;
+  bool mutating = false;
+  bool serverTimeout = false;  // answered 504 at requestTimeout
+  bool clientTimeout = false;  // the client gives up at its timeout
+  std::unique_ptr<ModelWatch> watch;  // set once a stream is open
+};
+
+class ModelTransport final : public kube::Transport {
+ public:
+  enum class Kind { kClient, kApiserver, kEtcd };
+  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server)
+      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)) {}
+  ~ModelTransport() override;
+
+  kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
+  void cancel(kube::RequestId id) override;
+  std::size_t poll(Duration maxWait) override;
+  std::size_t inFlight() const override { return pending_.size(); }
+  void wakeup() override {}
+  const std::string& server() const override { return server_; }
+
+  ModelPlane::Impl* impl_;
+  Kind kind_;
+  std::size_t member_;
+  double weight_;
+  std::string server_;
+  std::map<kube::RequestId, Pending> pending_;
+  kube::RequestId next_ = 0;
+  std::size_t handled_ = 0;
+};
+
+class ModelPlane::Impl {
+ public:
+  struct Apiserver {
+    std::string name;
+    ApiserverMetrics metrics;
+    CpuPool* pool = nullptr;
+    double cpu = 0;  // charged core-seconds (idle apart)
+  };
+  struct Etcd {
+    ModelEtcd spec;
+    std::string member;
+    CpuPool* pool = nullptr;
+    double cpu = 0;
+    EtcdCounters counters;
+    std::string serverId;
+  };
+
+  Impl(engine::Scheduler& sched, ModelOptions options);
+  ~Impl();
+
+  // ---- requests ----
+  void admit(ModelTransport& t, kube::RequestId id);
+  void execute(ModelTransport& t, kube::RequestId id);
+  kube::HttpResponse handle(ModelTransport& t, Pending& p, int& code);
+  kube::HttpResponse handleResource(ModelTransport& t, Pending& p);
+  kube::HttpResponse handleNonResource(ModelTransport& t, Pending& p);
+  kube::HttpResponse handleEtcd(ModelTransport& t, const Pending& p);
+  kube::HttpResponse discovery(const Route& r);
+
+  // ---- watches ----
+  void openWatch(ModelTransport& t, kube::RequestId id);
+  void endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark);
+  void onChange(Table& table, const Change& c);
+  void onRemoved(Table& table);
+  // Sends one line; false when the consumer refused it (the watch is then closed).
+  bool send(ModelWatch& w, const std::string& line);
+  bool deliver(ModelWatch& w, const Change& c, std::string* lines);
+  void bury(std::unique_ptr<ModelWatch> w);
+  void flushGraveyard();
+
+  // ---- cost model ----
+  enum class Class { kLeaseWrite, kWrite, kRead };
+  double cpuOf(Class c) const;
+  // Charges one request standing for `w` to replica `replica` (and etcd for writes);
+  // returns its modelled latency in seconds.
+  double charge(std::size_t replica, Class cls, const std::string& tableKey, double w);
+  std::size_t etcdFor(std::string_view key) const;
+  std::size_t etcdFor(const Table& t);
+  void countWrite(std::size_t etcd, double writes, double puts);
+
+  // ---- background ----
+  void startBackground();
+  void background(std::size_t i);
+
+  // ---- exposition ----
+  double elapsed() const { return seconds(sched_.now() - start_); }
+  double heapBytes() const;
+  std::string apiserverText(std::size_t i) const;
+  std::string etcdText(std::size_t i) const;
+
+  engine::Scheduler& sched_;
+  ModelOptions options_;
+  const Calibration& cal_;
+  ObjectStore store_;
+  std::vector<std::unique_ptr<CpuPool>> pools_;
+  std::vector<Apiserver> apis_;
+  std::vector<Etcd> etcds_;
+  std::size_t mainEtcd_ = 0;
+  std::vector<std::size_t> etcdOfTable_;  // by table index
+  engine::RandomStream rng_;
+  std::size_t roundRobin_ = 0;
+  std::size_t backgroundRoundRobin_ = 0;
+  std::vector<engine::EventId> backgroundEvents_;
+  TimePoint start_{};
+  ModelStats stats_;
+  std::set<ModelTransport*> transports_;
+  int fanout_ = 0;  // fan-outs on the stack: closed watches wait in the graveyard
+  std::vector<std::unique_ptr<ModelWatch>> graveyard_;
+};
+
+// ---- the transport -------------------------------------------------------------
+
+ModelTransport::~ModelTransport() {
+  if (impl_ == nullptr) return;
+  impl_->transports_.erase(this);
+  for (auto& [id, p] : pending_) {
+    if (p.event != 0) impl_->sched_.cancel(p.event);
+    if (p.watch) {
+      --impl_->stats_.watchers;
+      impl_->bury(std::move(p.watch));
+    }
+  }
+}
+
+kube::RequestId ModelTransport::submit(kube::HttpRequest req, kube::ResponseHandler done) {
+  const kube::RequestId id = ++next_;
+  Pending& p = pending_[id];
+  p.req = std::move(req);
+  p.done = std::move(done);
+  if (impl_ != nullptr) impl_->admit(*this, id);
+  return id;
+}
+
+void ModelTransport::cancel(kube::RequestId id) {
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  kube::HttpResponse aborted;
+  aborted.outcome = kube::TransportOutcome::kAborted;
+  aborted.detail = "cancelled";
+  if (it->second.watch && impl_ != nullptr) {
+    impl_->endWatch(*this, id, std::move(aborted), false);
+    return;
+  }
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (impl_ != nullptr) {
+    if (p.event != 0) impl_->sched_.cancel(p.event);
+    if (!p.route.watch && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+  }
+  ++handled_;
+  p.done(std::move(aborted));
+}
+
+std::size_t ModelTransport::poll(Duration maxWait) {
+  const std::size_t before = handled_;
+  if (impl_ == nullptr) {
+    // The plane is gone: what was pending will never be answered.
+    std::vector<kube::RequestId> ids;
+    for (const auto& [id, p] : pending_) ids.push_back(id);
+    for (kube::RequestId id : ids) {
+      auto it = pending_.find(id);
+      if (it == pending_.end()) continue;
+      Pending p = std::move(it->second);
+      pending_.erase(it);
+      kube::HttpResponse r;
+      r.outcome = kube::TransportOutcome::kConnectFailed;
+      r.detail = "the model plane is gone";
+      ++handled_;
+      p.done(std::move(r));
+    }
+    return handled_ - before;
+  }
+  // Responses are scheduled events: from outside the engine's loop (a synchronous
+  // call during setup), waiting means running the engine up to the next answer.
+  // From inside an event the loop is already running them; never re-enter it.
+  auto* sim = dynamic_cast<engine::Simulator*>(&impl_->sched_);
+  if (sim == nullptr || sim->running()) return 0;
+  TimePoint target = sim->now() + std::max(Duration::zero(), maxWait);
+  for (const auto& [id, p] : pending_) {
+    if (!p.route.watch && p.due < target) target = std::max(p.due, sim->now());
+  }
+  sim->runUntil(target);
+  return handled_ - before;
+}
+
+// ---- the plane -------------------------------------------------------------------
+
+ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
+    : sched_(sched),
+      options_(std::move(options)),
+      cal_(options_.calibration),
+      store_(StoreOptions{options_.watchHistoryMin, options_.watchHistory, 200'000,
+                          engine::streamSeed(options_.seed, "model/store")}),
+      rng_(engine::streamSeed(options_.seed, "model/plane")),
+      start_(sched.now()) {
+  if (options_.apiservers == 0) throw std::invalid_argument("the model plane needs at least one apiserver");
+  if (options_.etcds.empty()) options_.etcds.push_back({"main", {}});
+  auto pool = [&](const std::string& name, double cores, double idle) {
+    CpuPoolOptions o;
+    o.cores = std::max(cores, 1e-3);
+    o.idleCores = idle;
+    o.window = options_.loadWindow;
+    o.seed = engine::streamSeed(options_.seed, "model/pool/" + name);
+    pools_.push_back(std::make_unique<CpuPool>(o));
+    return pools_.back().get();
+  };
+  CpuPool* shared = nullptr;
+  if (cal_.sharedHost) {
+    shared = pool("host", cal_.hostCores,
+                  cal_.apiserverIdleCores.value * static_cast<double>(options_.apiservers) +
+                      cal_.etcdIdleCores.value * static_cast<double>(options_.etcds.size()));
+  }
+  for (std::size_t i = 0; i < options_.apiservers; ++i) {
+    Apiserver a;
+    a.name = "kube-apiserver-" + std::to_string(i);
+    a.pool = shared ? shared : pool(a.name, cal_.apiserverCores, cal_.apiserverIdleCores.value);
+    apis_.push_back(std::move(a));
+  }
+  bool haveMain = false;
+  for (std::size_t i = 0; i < options_.etcds.size(); ++i) {
+    Etcd e;
+    e.spec = options_.etcds[i];
+    e.member = "etcd-" + e.spec.name;
+    e.pool = shared ? shared : pool(e.member, cal_.etcdCores, cal_.etcdIdleCores.value);
+    char id[24];
+    std::snprintf(id, sizeof id, "%016llx",
+                  static_cast<unsigned long long>(engine::streamSeed(options_.seed, e.member)));
+    e.serverId = id;
+    if (e.spec.resources.empty() && !haveMain) {
+      mainEtcd_ = i;
+      haveMain = true;
+    }
+    etcds_.push_back(std::move(e));
+  }
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  store_.bootstrap();
+  store_.setChangeSink([this](Table& t, const Change& c) { onChange(t, c); });
+  store_.setRemovedSink([this](Table& t) { onRemoved(t); });
+  startBackground();
+}
+
+ModelPlane::Impl::~Impl() {
+  for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
+  for (ModelTransport* t : transports_) {
+    for (auto& [id, p] : t->pending_) {
+      if (p.event != 0) sched_.cancel(p.event);
+      p.event = 0;
+    }
+    t->impl_ = nullptr;
+  }
+  // Watches outlive the store in their transports: unlink them while the lists exist.
+  for (const auto& table : store_.tables()) table->watchers.clear();
+}
+
+std::size_t ModelPlane::Impl::etcdFor(std::string_view key) const {
+  for (std::size_t i = 0; i < etcds_.size(); ++i) {
+    for (const auto& r : etcds_[i].spec.resources)
+      if (r == key) return i;
+  }
+  return mainEtcd_;
+}
+
+std::size_t ModelPlane::Impl::etcdFor(const Table& t) {
+  while (etcdOfTable_.size() <= t.index) {
+    etcdOfTable_.push_back(etcdFor(store_.tables()[etcdOfTable_.size()]->type.key()));
+  }
+  return etcdOfTable_[t.index];
+}
+
+double ModelPlane::Impl::cpuOf(Class c) const {
+  switch (c) {
+    case Class::kLeaseWrite: return cal_.apiserverCpuLeaseWrite.value;
+    case Class::kWrite: return cal_.apiserverCpuWrite.value;
+    case Class::kRead: return cal_.apiserverCpuRead.value;
+  }
+  return 0;
+}
+
+double ModelPlane::Impl::charge(std::size_t replica, Class cls, const std::string& tableKey, double w) {
+  const TimePoint now = sched_.now();
+  Apiserver& a = apis_[replica];
+  const double apiCpu = cpuOf(cls) * w;
+  double wait = a.pool->arrive(now, apiCpu, w);
+  a.cpu += apiCpu;
+  const bool write = cls != Class::kRead;
+  if (write) {
+    Etcd& e = etcds_[etcdFor(tableKey)];
+    const double etcdCpu = cal_.etcdCpuPerProposal.value * w;
+    if (cal_.sharedHost) {
+      e.pool->charge(now, etcdCpu);
+    } else {
+      wait += e.pool->arrive(now, etcdCpu, w);
+    }
+    e.cpu += etcdCpu;
+  }
+  if (cal_.sharedHost) a.pool->charge(now, cal_.generatorCpuPerRequest.value * w);
+  // latencyWrite is the unloaded write as measured: etcd's round trip and fsync are in it.
+  return (write ? cal_.latencyWrite.value : cal_.latencyRead.value) + wait;
+}
+
+void ModelPlane::Impl::countWrite(std::size_t etcd, double writes, double puts) {
+  EtcdCounters& c = etcds_[etcd].counters;
+  c.proposals += writes;
+  c.writes += writes;
+  c.puts += puts;
+}
+
+void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
+  Pending& p = t.pending_.at(id);
+  const TimePoint now = sched_.now();
+  p.submitted = now;
+  p.route = parseRoute(p.req);
+  double latency;
+  if (t.kind_ == ModelTransport::Kind::kEtcd) {
+    latency = cal_.latencyRead.value;
+  } else {
+    p.replica = t.kind_ == ModelTransport::Kind::kApiserver ? t.member_ : roundRobin_++ % apis_.size();
+    const Route& r = p.route;
+    RequestLabels l;
+    if (r.resource) {
+      l.group = r.group;
+      l.version = r.version;
+      l.resource = r.resourceName;
+      l.subresource = r.sub;
+      l.verb = r.verb;
+      l.dryRun = r.has("dryRun");
+      l.scope = !r.name.empty() || r.verb == "POST" ? "resource" : !r.ns.empty() ? "namespace" : "cluster";
+    } else {
+      l.component = "";
+      l.subresource = r.path;
+      l.verb = p.req.method;
+    }
+    p.labelsKey = l.key();
+    const bool write = r.resource && isWrite(r.verb);
+    p.mutating = write;
+    const Class cls = !write ? Class::kRead
+                      : (r.group == "coordination.k8s.io" && r.resourceName == "leases" &&
+                         (r.verb == "PUT" || r.verb == "PATCH"))
+                          ? Class::kLeaseWrite
+                          : Class::kWrite;
+    latency = charge(p.replica, cls, r.group + "/" + r.resourceName, t.weight_);
+    if (!r.watch) apis_[p.replica].metrics.inflight(write, t.weight_);
+  }
+  ModelTransport* tp = &t;
+  if (p.route.watch && t.kind_ != ModelTransport::Kind::kEtcd) {
+    p.due = now + fromSeconds(latency);
+    p.event = sched_.scheduleAt(p.due, [tp, id] {
+      if (tp->impl_) tp->impl_->openWatch(*tp, id);
+    });
+    return;
+  }
+  double answerAt = latency;
+  if (t.kind_ != ModelTransport::Kind::kEtcd && latency > seconds(options_.requestTimeout)) {
+    answerAt = seconds(options_.requestTimeout);
+    p.serverTimeout = true;
+  }
+  if (p.req.timeout > Duration::zero() && seconds(p.req.timeout) < answerAt) {
+    answerAt = seconds(p.req.timeout);
+    p.clientTimeout = true;
+  }
+  p.due = now + fromSeconds(answerAt);
+  p.event = sched_.scheduleAt(p.due, [tp, id] {
+    if (tp->impl_) tp->impl_->execute(*tp, id);
+  });
+}
+
+void ModelPlane::Impl::execute(ModelTransport& t, kube::RequestId id) {
+  auto it = t.pending_.find(id);
+  if (it == t.pending_.end()) return;
+  Pending p = std::move(it->second);
+  t.pending_.erase(it);
+  const TimePoint now = sched_.now();
+  store_.setNow(now, options_.epochUnixNanos);
+  int code = 0;
+  kube::HttpResponse resp;
+  if (t.kind_ == ModelTransport::Kind::kEtcd) {
+    resp = handleEtcd(t, p);
+  } else {
+    if (p.serverTimeout) {
+      code = 504;
+      ++stats_.timeouts;
+      resp = response(504, statusBody(504, "Timeout", "request did not complete within the allowed duration"));
+    } else {
+      resp = handle(t, p, code);
+    }
+    Apiserver& a = apis_[p.replica];
+    a.metrics.request(p.labelsKey, code, seconds(now - p.submitted), t.weight_);
+    a.metrics.inflight(p.mutating, -t.weight_);
+  }
+  ++stats_.requests;
+  if (p.clientTimeout) {
+    resp = kube::HttpResponse{};
+    resp.outcome = kube::TransportOutcome::kTimeout;
+    resp.detail = "no answer within the request's timeout";
+  }
+  ++t.handled_;
+  p.done(std::move(resp));
+}
+
+kube::HttpResponse ModelPlane::Impl::handle(ModelTransport& t, Pending& p, int& code) {
+  kube::HttpResponse r = p.route.resource ? handleResource(t, p) : handleNonResource(t, p);
+  code = r.status;
+  return r;
+}
+
+kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& p) {
+  const Route& r = p.route;
+  const double w = t.weight_;
+  Table* table = store_.find(r.group, r.version, r.resourceName);
+  if (table == nullptr) {
+    return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+  }
+  if ((!table->type.namespaced && !r.ns.empty()) ||
+      (table->type.namespaced && r.ns.empty() && (!r.name.empty() || r.verb == "POST"))) {
+    // A cluster-scoped resource under a namespace, or a namespaced object without one.
+    return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+  }
+  const bool dryRun = r.has("dryRun");
+  StoreResult res;
+  const std::string& verb = r.verb;
+  if (verb == "GET") {
+    res = store_.get(*table, r.ns, r.name, r.sub);
+  } else if (verb == "LIST" || verb == "DELETECOLLECTION") {
+    ListQuery q;
+    q.labelSelector = r.param("labelSelector");
+    q.fieldSelector = r.param("fieldSelector");
+    q.shardSelector = r.param("shardSelector");
+    q.continueToken = r.param("continue");
+    if (std::string l = r.param("limit"); !l.empty()) q.limit = std::strtoll(l.c_str(), nullptr, 10);
+    if (verb == "LIST") {
+      res = store_.list(*table, r.ns, q);
+      // Serialising the items: one watch event's worth of CPU each.
+      const double cpu = cal_.apiserverCpuWatchEvent.value * static_cast<double>(res.items) * w;
+      apis_[p.replica].pool->charge(sched_.now(), cpu);
+      apis_[p.replica].cpu += cpu;
+    } else {
+      res = store_.removeCollection(*table, r.ns, q, p.req.body);
+      if (res.items > 1) {
+        const double cpu = cal_.apiserverCpuWrite.value * static_cast<double>(res.items - 1) * w;
+        apis_[p.replica].pool->charge(sched_.now(), cpu);
+        apis_[p.replica].cpu += cpu;
+        Etcd& e = etcds_[etcdFor(*table)];
+        const double etcdCpu = cal_.etcdCpuPerProposal.value * static_cast<double>(res.items - 1) * w;
+        e.pool->charge(sched_.now(), etcdCpu);
+        e.cpu += etcdCpu;
+      }
+    }
+  } else if (verb == "POST") {
+    if (!r.name.empty()) {
+      return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+    }
+    res = store_.create(*table, r.ns, p.req.body, w, dryRun);
+    if (res.reason == "AlreadyExists") ++stats_.alreadyExists;
+  } else if (verb == "PUT") {
+    res = store_.update(*table, r.ns, r.name, r.sub, p.req.body, w, dryRun);
+    if (res.reason == "Conflict") ++stats_.conflicts;
+  } else if (verb == "PATCH") {
+    std::string ct = header(p.req, "content-type").value_or("application/merge-patch+json");
+    ObjectStore::PatchKind kind;
+    if (ct.starts_with("application/merge-patch+json")) {
+      kind = ObjectStore::PatchKind::kMerge;
+    } else if (ct.starts_with("application/strategic-merge-patch+json")) {
+      kind = ObjectStore::PatchKind::kStrategic;
+    } else if (ct.starts_with("application/json-patch+json")) {
+      kind = ObjectStore::PatchKind::kJson;
+    } else {
+      return response(415, statusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format: " + ct));
+    }
+    res = store_.patch(*table, r.ns, r.name, r.sub, kind, p.req.body, w, dryRun);
+    if (res.reason == "Conflict") ++stats_.conflicts;
+  } else if (verb == "DELETE") {
+    res = store_.remove(*table, r.ns, r.name, p.req.body);
+  } else {
+    return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+  }
+  if (res.weightedWrites > 0) countWrite(etcdFor(*table), res.weightedWrites, res.weightedPuts);
+  return response(res.status, std::move(res.body));
+}
+
+kube::HttpResponse ModelPlane::Impl::discovery(const Route& r) {
+  if (r.path == "/api") {
+    return response(200, R"({"kind":"APIVersions","versions":["v1"],"serverAddressByClientCIDRs":[]})");
+  }
+  if (r.path == "/apis") {
+    std::map<std::string, std::set<std::string>> groups;
+    for (const auto& t : store_.tables()) {
+      if (t->served && !t->type.group.empty()) groups[t->type.group].insert(t->type.versions.begin(), t->type.versions.end());
+    }
+    json list = {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", json::array()}};
+    for (const auto& [g, vs] : groups) {
+      json versions = json::array();
+      for (const auto& v : vs) versions.push_back({{"groupVersion", g + "/" + v}, {"version", v}});
+      list["groups"].push_back({{"name", g}, {"versions", versions}, {"preferredVersion", versions.front()}});
+    }
+    return response(200, list.dump());
+  }
+  // /api/v1, /apis/<group>/<version>
+  std::string group, version;
+  if (r.path.starts_with("/api/")) {
+    version = r.path.substr(5);
+  } else if (r.path.starts_with("/apis/")) {
+    std::string gv = r.path.substr(6);
+    std::size_t slash = gv.find('/');
+    if (slash == std::string::npos) return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+    group = gv.substr(0, slash);
+    version = gv.substr(slash + 1);
+  }
+  json resources = json::array();
+  for (const auto& t : store_.tables()) {
+    if (!t->served || t->type.group != group || !t->type.serves(version)) continue;
+    resources.push_back({{"name", t->type.resource},
+                         {"singularName", ""},
+                         {"namespaced", t->type.namespaced},
+                         {"kind", t->type.kind},
+                         {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}});
+    if (t->type.statusSubresource) {
+      resources.push_back({{"name", t->type.resource + "/status"},
+                           {"singularName", ""},
+                           {"namespaced", t->type.namespaced},
+                           {"kind", t->type.kind},
+                           {"verbs", {"get", "patch", "update"}}});
+    }
+  }
+  if (resources.empty()) return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+  json list = {{"kind", "APIResourceList"},
+               {"apiVersion", "v1"},
+               {"groupVersion", group.empty() ? version : group + "/" + version},
+               {"resources", resources}};
+  return response(200, list.dump());
+}
+
+kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending& p) {
+  const Route& r = p.route;
+  if (p.req.method != "GET") {
+    return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+  }
+  if (r.path == "/metrics") return response(200, apiserverText(p.replica), "text/plain; version=0.0.4; charset=utf-8");
+  if (r.path == "/readyz" || r.path == "/healthz" || r.path == "/livez" || r.path.starts_with("/readyz/") ||
+      r.path.starts_with("/healthz/") || r.path.starts_with("/livez/")) {
+    return response(200, "ok", "text/plain; charset=utf-8");
+  }
+  if (r.path == "/version") {
+    std::string v = options_.kubernetesVersion;
+    std::string major = "1", minor = "0";
+    if (v.size() > 1 && v[0] == 'v') {
+      std::size_t dot = v.find('.', 1);
+      major = v.substr(1, dot - 1);
+      if (dot != std::string::npos) minor = v.substr(dot + 1, v.find('.', dot + 1) - dot - 1);
+    }
+    json j = {{"major", major},       {"minor", minor},          {"gitVersion", v + "-model"},
+              {"gitCommit", "model"}, {"gitTreeState", "clean"}, {"buildDate", "1970-01-01T00:00:00Z"},
+              {"goVersion", "model"}, {"compiler", "gc"},        {"platform", "linux/amd64"}};
+    return response(200, j.dump());
+  }
+  if (r.path == "/debug/pprof/heap") {
+    // The runtime.MemStats block a Go heap profile written with debug=1 ends with.
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# HeapInuse = %.0f\n",
+                  heapBytes());
+    return response(200, buf, "text/plain; charset=utf-8");
+  }
+  if (r.path == "/api" || r.path == "/apis" || r.path.starts_with("/api/") || r.path.starts_with("/apis/")) {
+    return discovery(r);
+  }
+  return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+}
+
+kube::HttpResponse ModelPlane::Impl::handleEtcd(ModelTransport& t, const Pending& p) {
+  const Route& r = p.route;
+  if (r.path == "/metrics") return response(200, etcdText(t.member_), "text/plain; version=0.0.4; charset=utf-8");
+  if (r.path == "/health" || r.path == "/readyz" || r.path == "/livez") {
+    return response(200, R"({"health":"true","reason":""})");
+  }
+  if (r.path == "/version") return response(200, R"({"etcdserver":"3.6.16-model","etcdcluster":"3.6.0"})");
+  return response(404, "404 page not found\n", "text/plain; charset=utf-8");
+}
+
+// ---- watches ---------------------------------------------------------------------
+
+void ModelPlane::Impl::bury(std::unique_ptr<ModelWatch> w) {
+  if (!w) return;
+  if (fanout_ > 0) {
+    w->dead = true;
+    graveyard_.push_back(std::move(w));
+  }
+  // Otherwise destroyed here, which unlinks it from its resource's list.
+}
+
+void ModelPlane::Impl::flushGraveyard() {
+  if (fanout_ == 0) graveyard_.clear();
+}
+
+bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line) {
+  if (w.dead) return false;
+  Apiserver& a = apis_[w.replica];
+  const ResourceType& type = w.table->type;
+  a.metrics.watchEvents(type.group, type.version, type.resource, 1);
+  const double cpu = cal_.apiserverCpuWatchEvent.value;
+  a.pool->charge(sched_.now(), cpu);
+  a.cpu += cpu;
+  ++stats_.watchEventsSent;
+  if (!w.onChunk || w.onChunk(line)) return !w.dead;
+  if (w.dead) return false;  // it cancelled itself from inside the consumer
+  kube::HttpResponse aborted;
+  aborted.outcome = kube::TransportOutcome::kAborted;
+  aborted.detail = "aborted by the body consumer";
+  endWatch(*w.transport, w.id, std::move(aborted), false);
+  return false;
+}
+
+// lines: the three lines of this change (ADDED, MODIFIED, DELETED), built on first use.
+bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* lines) {
+  if (w.dead || c.rv <= w.sentRv) return !w.dead;
+  w.sentRv = c.rv;
+  const bool now = w.selects(c.ns, c.name, c.labels, c.uidHash, *c.object);
+  const bool before = c.type == ChangeType::kModified ? w.selects(c.ns, c.name, c.oldLabels, c.uidHash, *c.object) : now;
+  ChangeType type;
+  if (c.type == ChangeType::kModified) {
+    if (!now && !before) return true;
+    type = now && before ? ChangeType::kModified : now ? ChangeType::kAdded : ChangeType::kDeleted;
+  } else {
+    if (!now) return true;
+    type = c.type;
+  }
+  std::string& line = lines[static_cast<int>(type)];
+  if (line.empty()) line = watchLine(toString(type), *c.object);
+  return send(w, line);
+}
+
+void ModelPlane::Impl::onChange(Table& table, const Change& c) {
+  if (table.watchers.empty()) return;
+  ++fanout_;
+  std::string lines[3];
+  for (Watcher& base : table.watchers) deliver(static_cast<ModelWatch&>(base), c, lines);
+  --fanout_;
+  flushGraveyard();
+}
+
+void ModelPlane::Impl::onRemoved(Table& table) {
+  // The resource is gone (its CRD was deleted): its watches end as the server ends them.
+  std::vector<std::pair<ModelTransport*, kube::RequestId>> ends;
+  for (Watcher& base : table.watchers) {
+    auto& w = static_cast<ModelWatch&>(base);
+    if (!w.dead) ends.emplace_back(w.transport, w.id);
+  }
+  for (auto [t, id] : ends) endWatch(*t, id, response(200, ""), false);
+}
+
+void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
+  auto it = t.pending_.find(id);
+  if (it == t.pending_.end()) return;
+  Pending& p = it->second;
+  p.event = 0;
+  const Route& r = p.route;
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  auto refuse = [&](kube::HttpResponse resp) {
+    Pending done = std::move(it->second);
+    t.pending_.erase(it);
+    apis_[done.replica].metrics.request(done.labelsKey, resp.status, seconds(sched_.now() - done.submitted), t.weight_);
+    ++stats_.requests;
+    ++t.handled_;
+    done.done(std::move(resp));
+  };
+  Table* table = p.route.resource ? store_.find(r.group, r.version, r.resourceName) : nullptr;
+  if (table == nullptr) {
+    refuse(response(404, statusBody(404, "NotFound", "the server could not find the requested resource")));
+    return;
+  }
+  auto w = std::make_unique<ModelWatch>();
+  std::string error;
+  auto labels = LabelSelector::parse(r.param("labelSelector"), &error);
+  auto fields = labels ? FieldSelector::parse(r.param("fieldSelector"), &error) : std::nullopt;
+  std::optional<ShardRange> shard;
+  if (fields && r.has("shardSelector")) {
+    shard = ShardRange::parse(r.param("shardSelector"), &error);
+    if (!shard) fields.reset();
+  }
+  if (!labels || !fields) {
+    refuse(response(400, statusBody(400, "BadRequest", "unable to parse requirement: " + error)));
+    return;
+  }
+  w->ns = table->type.namespaced ? r.ns : "";
+  w->labels = std::move(*labels);
+  w->fields = std::move(*fields);
+  w->shard = shard;
+  w->transport = &t;
+  w->id = id;
+  w->replica = p.replica;
+  w->table = table;
+  w->onChunk = std::move(p.req.onBodyChunk);
+  w->bookmarks = r.param("allowWatchBookmarks") == "true";
+  w->opened = sched_.now();
+  double timeout = 0;
+  if (std::string ts = r.param("timeoutSeconds"); !ts.empty()) timeout = std::strtod(ts.c_str(), nullptr);
+  // Without one, kube-apiserver ends a watch after a random [1, 2) x --min-request-timeout.
+  if (timeout <= 0) timeout = 1800 * (1 + rng_.uniform());
+  const std::string rvText = r.param("resourceVersion");
+  ModelWatch& watch = *w;
+  p.watch = std::move(w);
+  table->watchers.push_back(watch);
+  ++stats_.watchers;
+  ModelTransport* tp = &t;
+  p.event = sched_.scheduleAt(sched_.now() + fromSeconds(timeout), [tp, id] {
+    if (tp->impl_) tp->impl_->endWatch(*tp, id, response(200, ""), true);
+  });
+
+  ++fanout_;
+  if (rvText.empty() || rvText == "0") {
+    // The current state first, as synthetic ADDED events.
+    for (const StoredObject* o : store_.selected(*table, watch)) {
+      if (!send(watch, watchLine("ADDED", *o->text))) break;
+    }
+    watch.sentRv = store_.revision();
+  } else {
+    const std::uint64_t from = std::strtoull(rvText.c_str(), nullptr, 10);
+    auto changes = store_.changesSince(*table, from);
+    if (!changes) {
+      const std::string status = statusBody(
+          410, "Expired",
+          "too old resource version: " + rvText + " (" + std::to_string(table->compactedRv) + ")");
+      if (send(watch, watchLine("ERROR", status))) endWatch(t, id, response(200, ""), false);
+    } else {
+      watch.sentRv = from;
+      for (const Change* c : *changes) {
+        std::string lines[3];
+        if (!deliver(watch, *c, lines)) break;
+      }
+      if (!watch.dead) watch.sentRv = std::max(watch.sentRv, store_.revision());
+    }
+  }
+  --fanout_;
+  flushGraveyard();
+}
+
+void ModelPlane::Impl::endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark) {
+  auto it = t.pending_.find(id);
+  if (it == t.pending_.end() || !it->second.watch) return;
+  ModelWatch& w = *it->second.watch;
+  if (bookmark && w.bookmarks && !w.dead) {
+    // Before the timeout ends it, the apiserver tells the watcher how far it has come.
+    const ResourceType& type = w.table->type;
+    w.sentRv = std::max(w.sentRv, store_.revision());
+    const std::string object = R"({"kind":")" + type.kind + R"(","apiVersion":")" + type.apiVersion() +
+                               R"(","metadata":{"resourceVersion":")" + std::to_string(w.sentRv) + R"("}})";
+    ++fanout_;
+    const bool alive = send(w, watchLine("BOOKMARK", object));
+    --fanout_;
+    if (!alive) {
+      flushGraveyard();
+      return;  // the consumer refused it and the stream ended with that
+    }
+    it = t.pending_.find(id);
+    if (it == t.pending_.end()) return;
+  }
+  Pending p = std::move(it->second);
+  t.pending_.erase(it);
+  if (p.event != 0) sched_.cancel(p.event);
+  const double open = seconds(sched_.now() - p.submitted);
+  const int code = resp.ok() ? resp.status : 200;
+  apis_[p.replica].metrics.request(p.labelsKey, code == 0 ? 200 : code, open, t.weight_);
+  ++stats_.requests;
+  --stats_.watchers;
+  bury(std::move(p.watch));
+  flushGraveyard();
+  ++t.handled_;
+  p.done(std::move(resp));
+}
+
+// ---- background ------------------------------------------------------------------
+
+void ModelPlane::Impl::startBackground() {
+  backgroundEvents_.assign(cal_.background.size(), 0);
+  for (std::size_t i = 0; i < cal_.background.size(); ++i) {
+    const BackgroundRate& b = cal_.background[i];
+    if (!(b.perSecond > 0)) continue;
+    const double period = 1 / b.perSecond;
+    // A fixed phase per rate, so the plane's own writes do not all land at once.
+    backgroundEvents_[i] = sched_.scheduleAt(start_ + fromSeconds(period * rng_.uniform()), [this, i] { background(i); });
+  }
+}
+
+void ModelPlane::Impl::background(std::size_t i) {
+  const BackgroundRate& b = cal_.background[i];
+  const std::size_t replica = backgroundRoundRobin_++ % apis_.size();
+  std::string resource = b.resource, sub;
+  if (auto slash = resource.find('/'); slash != std::string::npos) {
+    sub = resource.substr(slash + 1);
+    resource = resource.substr(0, slash);
+  }
+  const bool write = isWrite(b.verb);
+  const Class cls = !write                                                                        ? Class::kRead
+                    : b.group == "coordination.k8s.io" && resource == "leases" && b.verb != "POST" ? Class::kLeaseWrite
+                                                                                                    : Class::kWrite;
+  const std::string key = b.group + "/" + resource;
+  const double latency = charge(replica, cls, key, 1);
+  RequestLabels l;
+  l.group = b.group;
+  l.version = "v1";
+  l.resource = resource;
+  l.subresource = sub;
+  l.verb = b.verb;
+  l.scope = b.verb == "LIST" || b.verb == "WATCH" ? "namespace" : "resource";
+  apis_[replica].metrics.request(l.key(), b.verb == "POST" ? 201 : 200, latency, 1);
+  if (write) countWrite(etcdFor(key), 1, b.verb == "DELETE" ? 0 : 1);
+  ++stats_.backgroundRequests;
+  backgroundEvents_[i] = sched_.scheduleAfter(fromSeconds(1 / b.perSecond), [this, i] { background(i); });
+}
+
+// ---- exposition ------------------------------------------------------------------
+
+double ModelPlane::Impl::heapBytes() const {
+  double heap = cal_.heapBaseBytes.value;
+  const auto& byResource = cal_.heapBytesPerObjectByResource;
+  for (const auto& t : store_.tables()) {
+    if (t->weightedObjects == 0 && t->weightedBytes == 0) continue;
+    auto it = byResource.find(t->type.qualified());
+    if (it == byResource.end()) it = byResource.find(t->type.resource);
+    if (it != byResource.end()) {
+      heap += t->weightedObjects * it->second;
+    } else {
+      heap += t->weightedObjects * cal_.heapPerObject.value + t->weightedBytes * cal_.heapPerObjectByte.value;
+    }
+  }
+  return heap;
+}
+
+std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
+  ApiserverMetrics::Process p;
+  p.heapBytes = heapBytes();
+  p.rssBytes = p.heapBytes * cal_.rssOverHeap;
+  p.cpuSeconds = cal_.apiserverIdleCores.value * elapsed() + apis_[i].cpu;
+  p.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());
+  return apis_[i].metrics.exposition(p, store_);
+}
+
+std::string ModelPlane::Impl::etcdText(std::size_t i) const {
+  const Etcd& e = etcds_[i];
+  EtcdExposition x;
+  for (const auto& t : store_.tables()) {
+    if (etcdFor(t->type.key()) == i) x.keys += t->weightedObjects;
+  }
+  x.dbBytes = cal_.etcdDbBaseBytes.value + cal_.etcdDbBytesPerWrite.value * e.counters.writes;
+  x.cpuSeconds = cal_.etcdIdleCores.value * elapsed() + e.cpu;
+  x.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());
+  x.serverId = e.serverId;
+  return etcdExposition(e.counters, x);
+}
+
+// ---- ModelPlane ------------------------------------------------------------------
+
+ModelPlane::ModelPlane(engine::Scheduler& scheduler, ModelOptions options)
+    : impl_(std::make_unique<Impl>(scheduler, std::move(options))) {}
+
+ModelPlane::~ModelPlane() = default;
+
+kube::TransportPtr ModelPlane::clientTransport(double weight) {
+  if (!(weight > 0)) throw std::invalid_argument("a client's weight must be positive");
+  std::string server;
+  for (const auto& a : impl_->apis_) server += (server.empty() ? "" : ", ") + std::string("model://") + a.name;
+  auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kClient, 0, weight, server);
+  impl_->transports_.insert(t.get());
+  return t;
+}
+
+kube::TransportPtr ModelPlane::memberTransport(const std::string& member) {
+  for (std::size_t i = 0; i < impl_->apis_.size(); ++i) {
+    if (impl_->apis_[i].name == member) {
+      auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kApiserver, i, 1, "model://" + member);
+      impl_->transports_.insert(t.get());
+      return t;
+    }
+  }
+  for (std::size_t i = 0; i < impl_->etcds_.size(); ++i) {
+    if (impl_->etcds_[i].member == member) {
+      auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kEtcd, i, 1, "model://" + member);
+      impl_->transports_.insert(t.get());
+      return t;
+    }
+  }
+  throw std::invalid_argument("the model plane has no member '" + member + "'");
+}
+
+std::vector<ModelMember> ModelPlane::members() const {
+  std::vector<ModelMember> out;
+  for (const auto& a : impl_->apis_) out.push_back({a.name, "kube-apiserver", "model://" + a.name});
+  for (const auto& e : impl_->etcds_) {
+    out.push_back({e.member, "etcd", "model://" + e.member, e.spec.name, e.spec.resources});
+  }
+  return out;
+}
+
+const ModelOptions& ModelPlane::options() const { return impl_->options_; }
+
+ModelStats ModelPlane::stats() const {
+  ModelStats s = impl_->stats_;
+  s.objects = impl_->store_.objects();
+  return s;
+}
+
+}  // namespace cpscale::model

@@ -1,0 +1,52 @@
+// A model plane on a virtual simulator with a calibration small enough to reason
+// about, and an ApiClient over its client transport: the client the workloads use.
+#pragma once
+
+#include <memory>
+
+#include "sim/engine/simulator_impl.h"
+#include "sim/kube/api_client.h"
+#include "sim/model/model_plane.h"
+
+namespace cpscale::model::testing {
+
+inline Calibration smallCalibration() {
+  Calibration c;
+  c.sharedHost = false;
+  c.apiserverCores = 2;
+  c.etcdCores = 1;
+  c.apiserverIdleCores = Param::fixed(0.05);
+  c.apiserverCpuLeaseWrite = Param::fixed(0.0004);
+  c.apiserverCpuWrite = Param::fixed(0.001);
+  c.apiserverCpuRead = Param::fixed(0.0005);
+  c.apiserverCpuWatchEvent = Param::fixed(0.00005);
+  c.etcdIdleCores = Param::fixed(0.02);
+  c.etcdCpuPerProposal = Param::fixed(0.0002);
+  c.generatorCpuPerRequest = Param::fixed(0.0001);
+  c.latencyRead = Param::fixed(0.002);
+  c.latencyWrite = Param::fixed(0.006);
+  c.heapBaseBytes = Param::fixed(100e6);
+  c.heapPerObject = Param::fixed(1000);
+  c.heapPerObjectByte = Param::fixed(2);
+  c.heapBytesPerObjectByResource["leases"] = 3000;
+  c.rssOverHeap = 1.5;
+  c.etcdDbBaseBytes = Param::fixed(1e6);
+  c.etcdDbBytesPerWrite = Param::fixed(500);
+  c.etcdFsyncSeconds = Param::fixed(0.002);
+  return c;
+}
+
+struct Harness {
+  explicit Harness(ModelOptions o = {}, double weight = 1) {
+    if (o.calibration.latencyRead.value == 0) o.calibration = smallCalibration();
+    plane = std::make_unique<ModelPlane>(sim, std::move(o));
+    transport = plane->clientTransport(weight);
+    api = std::make_unique<kube::ApiClient>(*transport, sim.clock(), sim);
+  }
+  engine::VirtualSimulator sim;
+  std::unique_ptr<ModelPlane> plane;
+  kube::TransportPtr transport;
+  std::unique_ptr<kube::ApiClient> api;
+};
+
+}  // namespace cpscale::model::testing

@@ -1,0 +1,82 @@
+#include <gtest/gtest.h>
+
+#include "sim/model/object_store.h"
+#include "sim/model/selectors.h"
+
+namespace cpscale::model {
+namespace {
+
+TEST(LabelSelector, EqualityInAndExists) {
+  LabelSet labels = {{"app", "web"}, {"cpscale.io/run", "r1"}, {"tier", "front"}};
+  auto match = [&](std::string_view s) {
+    auto sel = LabelSelector::parse(s);
+    EXPECT_TRUE(sel.has_value()) << s;
+    return sel && sel->matches(labels);
+  };
+  EXPECT_TRUE(match(""));
+  EXPECT_TRUE(match("app=web"));
+  EXPECT_TRUE(match("app==web,cpscale.io/run=r1"));
+  EXPECT_FALSE(match("app=db"));
+  EXPECT_TRUE(match("app!=db"));
+  EXPECT_FALSE(match("app!=web"));
+  EXPECT_TRUE(match("tier in (front, back)"));
+  EXPECT_FALSE(match("tier notin (front,back)"));
+  EXPECT_TRUE(match("tier"));
+  EXPECT_FALSE(match("!tier"));
+  EXPECT_TRUE(match("!missing,app in (web)"));
+  EXPECT_FALSE(LabelSelector::parse("app in front").has_value());
+}
+
+TEST(FieldSelector, MetadataAndOtherFields) {
+  auto sel = FieldSelector::parse("metadata.name=a,metadata.namespace!=kube-system");
+  ASSERT_TRUE(sel);
+  EXPECT_TRUE(sel->metadataOnly());
+  EXPECT_TRUE(sel->matches("a", "default", nullptr));
+  EXPECT_FALSE(sel->matches("b", "default", nullptr));
+  EXPECT_FALSE(sel->matches("a", "kube-system", nullptr));
+  auto node = FieldSelector::parse("spec.nodeName=n1");
+  ASSERT_TRUE(node);
+  EXPECT_FALSE(node->metadataOnly());
+  EXPECT_TRUE(node->matches("p", "ns", [](std::string_view f) -> std::optional<std::string> {
+    return f == "spec.nodeName" ? std::optional<std::string>("n1") : std::nullopt;
+  }));
+}
+
+TEST(ShardRange, ParsesKep5866Ranges) {
+  auto r = ShardRange::parse("shardRange(object.metadata.uid, 0x0, 0x8000000000000000)");
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->contains(0));
+  EXPECT_TRUE(r->contains(0x7fffffffffffffffull));
+  EXPECT_FALSE(r->contains(0x8000000000000000ull));
+  auto last = ShardRange::parse("shardRange(object.metadata.uid, 0x8000000000000000, 0xffffffffffffffff)");
+  ASSERT_TRUE(last);
+  EXPECT_TRUE(last->contains(~0ull));
+  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.name, 0, 1)").has_value());
+  EXPECT_EQ(fnv1a64(""), 14695981039346656037ull);
+}
+
+TEST(StrategicMergePatch, MergesConditionsByTypeAndDropsDirectives) {
+  nlohmann::json node = nlohmann::json::parse(R"({"status":{"conditions":[
+      {"type":"MemoryPressure","status":"False","lastHeartbeatTime":"t0"},
+      {"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"t0"}],
+      "images":[{"names":["a"]}]}})");
+  strategicMergePatch(node, nlohmann::json::parse(R"({"status":{
+      "$setElementOrder/conditions":[{"type":"MemoryPressure"},{"type":"Ready"}],
+      "conditions":[{"type":"MemoryPressure","lastHeartbeatTime":"t1"},{"type":"Ready","lastHeartbeatTime":"t1"}]}})"));
+  const auto& c = node["status"]["conditions"];
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[1]["type"], "Ready");
+  EXPECT_EQ(c[1]["status"], "True");  // kept: merged by type, not replaced
+  EXPECT_EQ(c[1]["lastHeartbeatTime"], "t1");
+  EXPECT_FALSE(node["status"].contains("$setElementOrder/conditions"));
+  EXPECT_EQ(node["status"]["images"].size(), 1u);
+  // A new condition is appended; $patch: delete removes one; null removes a field.
+  strategicMergePatch(node, nlohmann::json::parse(R"({"status":{"conditions":[
+      {"type":"DiskPressure","status":"False"},{"type":"MemoryPressure","$patch":"delete"}],"images":null}})"));
+  ASSERT_EQ(node["status"]["conditions"].size(), 2u);
+  EXPECT_EQ(node["status"]["conditions"][1]["type"], "DiskPressure");
+  EXPECT_FALSE(node["status"].contains("images"));
+}
+
+}  // namespace
+}  // namespace cpscale::model
