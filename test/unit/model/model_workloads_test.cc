@@ -1,0 +1,89 @@
+// The workloads against the model, as `cpscale simulate` runs them: every request they
+// make is one the model answers as kube-apiserver would (no failures, no conflicts on
+// their own objects, watches that sync and follow).
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "sim/common/yaml_reader.h"
+#include "test/unit/model/model_harness.h"
+#include "workloads/cleanup.h"
+#include "workloads/workload.h"
+
+namespace cpscale::model {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+std::unique_ptr<workloads::Workload> workload(const std::string& yaml) {
+  return workloads::makeWorkload(loadYamlString(yaml, "test.yaml"));
+}
+
+TEST(ModelWorkloads, KubeletFleetRegistersRenewsAndWatchesItsNodes) {
+  testing::Harness h;
+  auto w = workload(
+      "kind: kubelets\nname: fleet\ncount: 50\nregistrationQps: 1000\npodsPerNode: 2\nevents: true\n"
+      "statusChangeProbability: 0.1\n");
+  w->prepare(*h.api, h.sim.clock(), "r1");
+  workloads::WorkloadContext ctx{h.sim, *h.api, "r1", 7};
+  auto inst = w->start(ctx);
+  h.sim.runFor(5min);
+  json s = inst->summary();
+  EXPECT_EQ(s["nodesRegistered"], 50) << s.dump();
+  EXPECT_EQ(s["leasesCreated"], 50);
+  EXPECT_EQ(s["setupComplete"], true);
+  EXPECT_GE(s["leaseRenewals"].get<int>(), 50 * 25);
+  EXPECT_EQ(s["leaseRenewalFailures"], 0);
+  EXPECT_EQ(s["leaseConflicts"], 0);
+  EXPECT_GT(s["statusPatches"].get<int>(), 0);
+  EXPECT_EQ(s["statusFailures"], 0);
+  EXPECT_EQ(s["podsCreated"], 100);
+  EXPECT_EQ(s["podFailures"], 0);
+  EXPECT_GT(s["eventsCreated"].get<int>(), 0);
+  EXPECT_EQ(s["eventFailures"], 0);
+  // The node watch synced and sees every node Ready (the status patches keep it so).
+  EXPECT_EQ(s["nodeLifecycle"]["notReadyTransitions"], 0) << s.dump();
+  EXPECT_EQ(s["nodeLifecycle"]["watchErrors"], 0);
+  EXPECT_GT(s["nodeLifecycle"]["watchEvents"].get<int>(), 0);
+  inst->stop();
+  inst.reset();
+  h.sim.runFor(1s);
+
+  // And cleanup finds and removes all of it.
+  auto result = workloads::cleanupRun(*h.api, h.sim.clock(), "r1", w->resources(), {});
+  EXPECT_TRUE(result.errors.empty()) << result.errors.front();
+  EXPECT_TRUE(result.remaining.empty());
+  EXPECT_GT(result.totalDeleted(), 150);
+}
+
+TEST(ModelWorkloads, ChurnAndDormantWithShardedWatchers) {
+  testing::Harness h;
+  auto churn = workload("kind: churn\nname: churn\nsessionsPerMinute: 120\nnamespaces: 2\n");
+  auto dormant = workload(
+      "kind: dormant\nname: dormant\ncrdKinds: 2\nobjectsPerKind: 50\nconfigMaps: 20\nnamespaces: 2\n"
+      "updatesPerSecond: 2\nwatchers:\n  perKind: 4\n  shards: 2\n  timeout: 30s\n  pageSize: 20\n");
+  churn->prepare(*h.api, h.sim.clock(), "r2");
+  dormant->prepare(*h.api, h.sim.clock(), "r2");
+  workloads::WorkloadContext ctx{h.sim, *h.api, "r2", 3};
+  auto a = churn->start(ctx);
+  auto b = dormant->start(ctx);
+  h.sim.runFor(3min);
+  json c = a->summary(), d = b->summary();
+  EXPECT_GT(c["sessionsCreated"].get<int>(), 100) << c.dump();
+  EXPECT_EQ(c["createFailures"], 0) << c.dump();
+  EXPECT_EQ(c["writeFailures"], 0) << c.dump();
+  EXPECT_GT(c["deletes"].get<int>(), 0) << c.dump();
+  EXPECT_EQ(d["complete"], true) << d.dump();
+  EXPECT_EQ(d["createFailures"], 0);
+  EXPECT_EQ(d["updateFailures"], 0);
+  EXPECT_EQ(d["watchersSynced"], 8);
+  EXPECT_EQ(d["watchErrors"], 0) << d.dump();
+  EXPECT_GT(d["watchEvents"].get<int>(), 0);
+  // Watchers re-watch from their bookmarks when the server ends the stream.
+  EXPECT_GT(d["watchStreams"].get<int>(), 8);
+  EXPECT_GT(d["watchBookmarks"].get<int>(), 0);
+}
+
+}  // namespace
+}  // namespace cpscale::model
