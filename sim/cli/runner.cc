@@ -330,6 +330,7 @@ std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrape
   add(metrics::apiserverRequestFigures(slice));
   add(metrics::leaseShareFigures(slice));
   add(metrics::apiserverMemoryFigures(slice));
+  add(metrics::cpuFigures(slice));
   add(metrics::etcdFigures(slice));
   add(metrics::controllerFigures(slice));
   add(metrics::serverLatencyFigures(slice));

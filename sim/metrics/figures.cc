@@ -124,6 +124,10 @@ constexpr std::string_view kResourceObjects = "apiserver_resource_objects";
 constexpr std::string_view kStorageObjects = "apiserver_storage_objects";
 constexpr std::string_view kProposals = "etcd_server_proposals_committed_total";
 constexpr std::string_view kLeaseResource = "coordination.k8s.io/leases";
+constexpr std::string_view kCpu = "process_cpu_seconds_total";
+constexpr std::string_view kFsync = "etcd_disk_wal_fsync_duration_seconds";
+constexpr std::string_view kFsyncSum = "etcd_disk_wal_fsync_duration_seconds_sum";
+constexpr std::string_view kFsyncCount = "etcd_disk_wal_fsync_duration_seconds_count";
 
 Labels withLabel(Labels labels, std::string_view name, std::string_view value) {
   labels.push_back(Label{std::string(name), std::string(value)});
@@ -529,6 +533,20 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
   std::vector<engine::TimePoint> rounds = roundsOf(targets);
   gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
                          replicas.staleAfterMissedScrapes);
+  // The heap after a forced GC is in the scrapes only where the scraper read the
+  // target's heap profile (the local plane): elsewhere one figure says so.
+  const bool afterGc = std::any_of(apis.begin(), apis.end(), [](const TargetScrapes* t) {
+    return !t->history.seriesNamed(kHeapInuseAfterGc).empty();
+  });
+  if (afterGc) {
+    gaugePerTargetAndTotal(out, apis, kHeapInuseAfterGc, "apiserver_heap_inuse_after_gc_bytes", "bytes",
+                           Source::kApiserver, "apiserver", rounds, replicas.staleAfterMissedScrapes);
+  } else {
+    out.push_back(Figure::unavailable("apiserver_heap_inuse_after_gc_bytes", {}, "bytes", Source::kApiserver,
+                                      apis.empty() ? "no kube-apiserver target was scraped"
+                                                   : "the heap after a forced GC is read from a kube-apiserver's heap "
+                                                     "profile, which cpscale fetches only from the local plane"));
+  }
   gaugePerTargetAndTotal(out, apis, kRss, "apiserver_rss_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
                          replicas.staleAfterMissedScrapes);
   for (const TargetScrapes* t : apis) {
@@ -582,6 +600,7 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
     std::string why = whyNoRoleData(etcds, TargetRole::kEtcd, 1);
     for (const Rate& r : rates) out.push_back(Figure::unavailable(std::string(r.figure), {}, "1/s", Source::kEtcd, why));
     out.push_back(Figure::unavailable("etcd_lease_renewals", {}, "count", Source::kEtcd, why));
+    out.push_back(Figure::unavailable("etcd_wal_fsync_seconds_mean", {}, "s", Source::kEtcd, why));
     for (const Gauge& g : gauges) {
       out.push_back(Figure::unavailable(std::string(g.figure), {}, std::string(g.unit), Source::kEtcd, why));
     }
@@ -610,6 +629,20 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
                                      Source::kEtcd, counterRates(c)));
       if (renewals) out.push_back(Figure::measured("etcd_lease_renewals", self, total, "count", Source::kEtcd));
     }
+    {
+      // Mean WAL fsync over the window: increase of the histogram's _sum over its _count.
+      const auto& sums = h.seriesNamed(kFsyncSum);
+      const auto& counts = h.seriesNamed(kFsyncCount);
+      std::string why = h.scrapes() < 2                    ? tooFewScrapes(*t, 2)
+                        : sums.empty() || counts.empty() ? std::string(kFsync) + " is not exposed by etcd " + t->info.name
+                                                         : "";
+      double n = why.empty() ? totalIncrease(h.counter(counts.front())) : 0;
+      if (why.empty() && n <= 0) why = "etcd " + t->info.name + " did not fsync its WAL in the window";
+      if (!why.empty()) out.push_back(Figure::unavailable("etcd_wal_fsync_seconds_mean", self, "s", Source::kEtcd, why));
+      else
+        out.push_back(Figure::measured("etcd_wal_fsync_seconds_mean", self, totalIncrease(h.counter(sums.front())) / n,
+                                       "s", Source::kEtcd));
+    }
   }
   for (const Gauge& g : gauges) {
     gaugePerTargetAndTotal(out, etcds, g.metric, std::string(g.figure), std::string(g.unit), Source::kEtcd, "etcd",
@@ -617,6 +650,58 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
     // A sum across etcd members or clusters of these is not a figure anyone reads.
     std::erase_if(out, [&](const Figure& f) { return f.name.starts_with(std::string(g.figure) + "_all_replicas"); });
   }
+  return out;
+}
+
+namespace {
+
+// One role's CPU per target and in total (see cpuFigures).
+void cpuOfRole(std::vector<Figure>& out, std::span<const TargetScrapes> targets, TargetRole role, Source source,
+               const std::string& figure) {
+  auto ts = ofRole(targets, role);
+  const std::string total = figure + "_all_replicas";
+  if (ts.empty()) {
+    std::string why = whyNoRoleData(ts, role, 2);
+    out.push_back(Figure::unavailable(figure, {}, "cores", source, why));
+    out.push_back(Figure::unavailable(total, {}, "cores", source, why));
+    return;
+  }
+  std::vector<TimeSeries> counters;
+  std::string totalWhy;
+  for (const TargetScrapes* t : ts) {
+    const ScrapeHistory& h = t->history;
+    std::string cluster = t->info.etcdCluster.empty() ? t->info.name : t->info.etcdCluster;
+    Labels self = role == TargetRole::kEtcd ? sortedLabels({{"etcd", t->info.name}, {"cluster", cluster}})
+                                            : sortedLabels({{"apiserver", t->info.name}});
+    const auto& ids = h.seriesNamed(kCpu);
+    std::string why = h.scrapes() < 2 ? tooFewScrapes(*t, 2)
+                      : ids.empty()   ? std::string(kCpu) + " is not exposed by " + roleName(role) + " " + t->info.name
+                                      : "";
+    if (!why.empty()) {
+      out.push_back(Figure::unavailable(figure, self, "cores", source, why));
+      totalWhy += (totalWhy.empty() ? "" : "; ") + why;
+      continue;
+    }
+    TimeSeries c = h.counter(ids.front());
+    const double span = seconds(h.time(h.scrapes() - 1) - h.time(0));
+    out.push_back(Figure::measured(figure, self, totalIncrease(c) / span, "cores", source, counterRates(c)));
+    counters.push_back(std::move(c));
+  }
+  if (!totalWhy.empty()) {
+    out.push_back(Figure::unavailable(total, {}, "cores", source, totalWhy));
+    return;
+  }
+  auto window = windowOf(ts);
+  out.push_back(Figure::measured(total, {}, sumTotals(counters) / seconds(window->second - window->first), "cores",
+                                 source, sumCounterRates(counters)));
+}
+
+}  // namespace
+
+std::vector<Figure> cpuFigures(std::span<const TargetScrapes> targets) {
+  std::vector<Figure> out;
+  cpuOfRole(out, targets, TargetRole::kApiserver, Source::kApiserver, "apiserver_cpu_cores");
+  cpuOfRole(out, targets, TargetRole::kEtcd, Source::kEtcd, "etcd_cpu_cores");
   return out;
 }
 
@@ -698,6 +783,7 @@ std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const Rep
   append(leaseShareFigures(targets));
   append(apiserverMemoryFigures(targets, replicas));
   append(bytesPerObjectFigures(targets));
+  append(cpuFigures(targets));
   append(etcdFigures(targets, replicas));
   append(controllerFigures(targets));
   append(serverLatencyFigures(targets));

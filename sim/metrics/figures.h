@@ -97,7 +97,10 @@ struct ReplicaOptions {
   std::size_t staleAfterMissedScrapes = 2;
 };
 
-// Per apiserver: heap in use (go_memstats_heap_inuse_bytes) and RSS
+// Per apiserver: heap in use (go_memstats_heap_inuse_bytes), the heap in use right
+// after a forced GC where the scraper read it from the heap profile
+// (apiserver_heap_inuse_after_gc_bytes, cpscale_heap_inuse_after_gc_bytes: the local
+// plane; otherwise one unavailable figure says so) and RSS
 // (process_resident_memory_bytes), last value and peak, over time; their totals across
 // apiserver replicas (without the replicas that stopped answering, see
 // ReplicaOptions); objects per (group, resource) (apiserver_resource_objects, or
@@ -109,8 +112,19 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
 
 // (Then bytesPerObjectFigures, in sim/metrics/bytes_per_object.h.)
 
+// Per kube-apiserver and etcd member, the CPU its process used, in cores: the rate of
+// process_cpu_seconds_total over the window (and per scrape interval over time):
+// apiserver_cpu_cores{apiserver} and etcd_cpu_cores{etcd, cluster}, with their sums
+// apiserver_cpu_cores_all_replicas{} and etcd_cpu_cores_all_replicas{} over the
+// window of all the role's targets (unavailable unless every target's is measured).
+// A role without targets (a user's etcd), a target with fewer than two scrapes or
+// without the family: unavailable, with the reason.
+std::vector<Figure> cpuFigures(std::span<const TargetScrapes> targets);
+
 // Per etcd member: proposals committed per second, db size and in-use size (last and
-// peak), keys, lease renewals per second and in total, has_leader. Without an etcd
+// peak), keys, lease renewals per second and in total, has_leader, and the mean WAL
+// fsync over the window (etcd_wal_fsync_seconds_mean, from
+// etcd_disk_wal_fsync_duration_seconds' _sum and _count). Without an etcd
 // target (a user's cluster whose etcd is not reachable) each figure is present but
 // unavailable, with that reason.
 std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
@@ -126,8 +140,8 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
 
 // Every figure above, in that order (apiserverRequestFigures after writeFigures),
-// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures, and
-// controllerFigures (controller_figures.h) after etcd's.
+// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures,
+// cpuFigures after those, and controllerFigures (controller_figures.h) after etcd's.
 std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
 
 // Building blocks the figure files share.

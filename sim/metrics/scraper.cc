@@ -22,6 +22,7 @@ bool isFigureFamily(std::string_view family) {
       "apiserver_flowcontrol_rejected_requests_total",
       "watch_cache_capacity",
       "process_resident_memory_bytes",
+      "process_cpu_seconds_total",
       "process_start_time_seconds",
       "go_memstats_heap_inuse_bytes",
       "etcd_server_proposals_committed_total",
@@ -35,6 +36,7 @@ bool isFigureFamily(std::string_view family) {
       "etcd_debugging_mvcc_keys_total",
       "etcd_debugging_lease_renewed_total",
       "etcd_mvcc_put_total",
+      "etcd_disk_wal_fsync_duration_seconds",
       // Which etcd member answered, when the scrape goes through a load balancer.
       "etcd_server_id",
       // kube-controller-manager and kube-scheduler (controller_figures.h).

@@ -113,6 +113,9 @@ struct Calibration {
   std::vector<BackgroundRate> background;
   std::vector<FitQuality> fits;
   std::vector<ValidationEntry> validation;
+  // What was set rather than fitted, or fitted with a caveat, and why (optional in the
+  // file): a calibration says where its numbers did not come from a fit.
+  std::vector<std::string> notes;
 };
 
 // The calibration that ships with cpscale, measured on the machine described in it

@@ -7,6 +7,8 @@
 #include "test/unit/metrics/scrapes.h"
 
 #include <cmath>
+#include <fstream>
+#include <sstream>
 
 namespace cpscale::metrics {
 namespace {
@@ -511,6 +513,113 @@ TEST(Figures, AReplicaThatStoppedAnsweringDropsOutOfTheTotals) {
   EXPECT_EQ(valueOf(apiserverMemoryFigures(ts, patient), "apiserver_heap_inuse_bytes_all_replicas"), 100);
   patient.staleAfterMissedScrapes = 4;
   EXPECT_EQ(valueOf(apiserverMemoryFigures(ts, patient), "apiserver_heap_inuse_bytes_all_replicas"), 1100);
+}
+
+std::string cpuBody(double seconds) {
+  return "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + std::to_string(seconds) + "\n";
+}
+
+TEST(Figures, CpuCoresPerTargetAndAcrossReplicasFromTheRateOfProcessCpu) {
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, cpuBody(10)}, {10, cpuBody(15)}, {20, cpuBody(25)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, cpuBody(100)}, {10, cpuBody(102)}, {20, cpuBody(104)}}));
+  ts.push_back(etcd("main", {}, {{0, cpuBody(1)}, {10, cpuBody(3)}, {20, cpuBody(4)}}));
+  auto figs = cpuFigures(ts);
+  const Figure* a0 = findFigure(figs, "apiserver_cpu_cores", {{"apiserver", "api-0"}});
+  ASSERT_TRUE(a0 && a0->value);
+  EXPECT_DOUBLE_EQ(*a0->value, 0.75);  // 15 s of CPU over 20 s
+  EXPECT_EQ(a0->unit, "cores");
+  EXPECT_EQ(a0->source, Source::kApiserver);
+  EXPECT_EQ(a0->overTime.values, (std::vector<double>{0.5, 1.0}));  // per scrape interval
+  EXPECT_DOUBLE_EQ(valueOf(figs, "apiserver_cpu_cores_all_replicas"), 0.95);
+  EXPECT_EQ(findFigure(figs, "apiserver_cpu_cores_all_replicas")->overTime.values, (std::vector<double>{0.7, 1.2}));
+  const Figure* e = findFigure(figs, "etcd_cpu_cores", {{"etcd", "main"}, {"cluster", "main"}});
+  ASSERT_TRUE(e && e->value);
+  EXPECT_DOUBLE_EQ(*e->value, 0.15);
+  EXPECT_EQ(e->source, Source::kEtcd);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "etcd_cpu_cores_all_replicas"), 0.15);
+  // allFigures carries them.
+  auto all = allFigures(ts);
+  EXPECT_NE(findFigure(all, "apiserver_cpu_cores", {{"apiserver", "api-1"}}), nullptr);
+}
+
+TEST(Figures, CpuCoresUnavailableWithTheReason) {
+  // No etcd target; an apiserver without the family; one with a single scrape.
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, memBody(1, 1)}, {10, memBody(1, 1)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, cpuBody(1)}}));
+  auto figs = cpuFigures(ts);
+  const Figure* a0 = findFigure(figs, "apiserver_cpu_cores", {{"apiserver", "api-0"}});
+  ASSERT_TRUE(a0 && !a0->value);
+  EXPECT_NE(a0->unavailableReason.find("process_cpu_seconds_total is not exposed by kube-apiserver api-0"),
+            std::string::npos);
+  const Figure* a1 = findFigure(figs, "apiserver_cpu_cores", {{"apiserver", "api-1"}});
+  ASSERT_TRUE(a1 && !a1->value);
+  EXPECT_NE(a1->unavailableReason.find("answered 1 scrape"), std::string::npos) << a1->unavailableReason;
+  const Figure* total = findFigure(figs, "apiserver_cpu_cores_all_replicas");
+  ASSERT_TRUE(total && !total->value);
+  const Figure* e = findFigure(figs, "etcd_cpu_cores");
+  ASSERT_TRUE(e && !e->value);
+  EXPECT_NE(e->unavailableReason.find("no etcd target was scraped"), std::string::npos);
+  EXPECT_EQ(e->source, Source::kEtcd);
+}
+
+TEST(Figures, CpuAndFsyncFromRealScrapes) {
+  // The pinned binaries' own exposition carries both families the figures read.
+  auto read = [](const char* file) {
+    std::ifstream in(std::string(CPSCALE_METRICS_FIXTURES) + "/" + file);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  const std::string api = read("kube-apiserver.prom"), e = read("etcd.prom");
+  ASSERT_FALSE(api.empty());
+  ASSERT_FALSE(e.empty());
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("kube-apiserver-0", TargetRole::kApiserver, {{0, api}, {10, api}}));
+  ts.push_back(etcd("etcd-main", {}, {{0, e}, {10, e}}));
+  auto figs = cpuFigures(ts);
+  EXPECT_EQ(valueOf(figs, "apiserver_cpu_cores", {{"apiserver", "kube-apiserver-0"}}), 0);
+  EXPECT_EQ(valueOf(figs, "etcd_cpu_cores", {{"etcd", "etcd-main"}}), 0);
+  // The same scrape twice: no fsync in between, which the figure says.
+  auto etcdFigs = etcdFigures(ts);
+  const Figure* fsync = findFigure(etcdFigs, "etcd_wal_fsync_seconds_mean", {{"etcd", "etcd-main"}});
+  ASSERT_TRUE(fsync && !fsync->value);
+  EXPECT_NE(fsync->unavailableReason.find("did not fsync"), std::string::npos) << fsync->unavailableReason;
+}
+
+TEST(Figures, WalFsyncMeanOverTheWindow) {
+  auto body = [](double sum, double count) {
+    return "# TYPE etcd_disk_wal_fsync_duration_seconds histogram\n"
+           "etcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count) +
+           "\netcd_disk_wal_fsync_duration_seconds_sum " + std::to_string(sum) +
+           "\netcd_disk_wal_fsync_duration_seconds_count " + std::to_string(count) + "\n";
+  };
+  std::vector<TargetScrapes> ts;
+  ts.push_back(etcd("main", {}, {{0, body(1.0, 100)}, {10, body(1.5, 200)}}));
+  EXPECT_DOUBLE_EQ(valueOf(etcdFigures(ts), "etcd_wal_fsync_seconds_mean", {{"etcd", "main"}}), 0.005);
+  auto noEtcd = etcdFigures(twoApiservers());
+  const Figure* none = findFigure(noEtcd, "etcd_wal_fsync_seconds_mean");
+  ASSERT_TRUE(none && !none->value);
+}
+
+TEST(Figures, HeapAfterGcWhereTheScraperReadIt) {
+  auto body = [](double heap, double afterGc) {
+    return memBody(heap, heap) + "# TYPE cpscale_heap_inuse_after_gc_bytes gauge\ncpscale_heap_inuse_after_gc_bytes " +
+           std::to_string(afterGc) + "\n";
+  };
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, body(300, 100)}, {10, body(400, 120)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_after_gc_bytes", {{"apiserver", "api-0"}}), 120);
+  EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_after_gc_bytes_all_replicas"), 120);
+  // Not read (a user's cluster): one figure says why.
+  std::vector<TargetScrapes> plain;
+  plain.push_back(target("api-0", TargetRole::kApiserver, {{0, memBody(1, 1)}}));
+  auto plainFigs = apiserverMemoryFigures(plain);
+  const Figure* f = findFigure(plainFigs, "apiserver_heap_inuse_after_gc_bytes");
+  ASSERT_TRUE(f && !f->value);
+  EXPECT_NE(f->unavailableReason.find("local plane"), std::string::npos);
 }
 
 }  // namespace

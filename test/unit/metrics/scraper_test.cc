@@ -86,6 +86,9 @@ TEST_F(ScraperTest, ScrapesEveryTargetEachIntervalAndKeepsGoingOnFailure) {
 TEST(Scraper, KeepsWhatTellsProcessesAndReplicasApart) {
   EXPECT_TRUE(isFigureFamily("process_start_time_seconds"));
   EXPECT_TRUE(isFigureFamily("etcd_server_id"));
+  // CPU (cpuFigures) and etcd's WAL fsync (etcdFigures), which the calibration fits.
+  EXPECT_TRUE(isFigureFamily("process_cpu_seconds_total"));
+  EXPECT_TRUE(isFigureFamily("etcd_disk_wal_fsync_duration_seconds"));
   // Every family the controller figures read is kept.
   for (const char* f : {"workqueue_depth", "workqueue_adds_total", "node_collector_evictions_total",
                         "node_collector_unhealthy_nodes_in_zone", "taint_eviction_controller_pod_deletions_total",

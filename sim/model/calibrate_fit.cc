@@ -1,0 +1,716 @@
+#include "sim/model/calibrate_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "reports/json_io.h"
+#include "sim/common/error.h"
+#include "sim/model/fit.h"
+
+namespace cpscale::model {
+
+namespace fs = std::filesystem;
+using metrics::Figure;
+using metrics::Label;
+using metrics::Labels;
+using metrics::labelValue;
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::string_view toString(ProbeKind k) {
+  switch (k) {
+    case ProbeKind::kIdle: return "idle";
+    case ProbeKind::kNode: return "node";
+    case ProbeKind::kChurn: return "churn";
+    case ProbeKind::kState: return "state";
+  }
+  return "idle";
+}
+
+std::optional<ProbeKind> parseProbeKind(std::string_view s) {
+  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState})
+    if (toString(k) == s) return k;
+  return std::nullopt;
+}
+
+// ---- probe files ----
+
+namespace {
+constexpr std::string_view kProbeKindName = "CalibrationProbe";
+}
+
+void writeProbeFile(const ProbeResult& p, const fs::path& dir) {
+  json seconds = json::array(), cpu = json::array(), requests = json::array(), steady = json::array();
+  for (const GeneratorSample& s : p.generator) {
+    seconds.push_back(s.seconds);
+    cpu.push_back(s.cpuSeconds);
+    requests.push_back(s.requests);
+    steady.push_back(s.steady);
+  }
+  json j = {{"kind", kProbeKindName},
+            {"name", p.name},
+            {"probe", std::string(toString(p.kind))},
+            {"generator", {{"seconds", seconds}, {"cpuSeconds", cpu}, {"requests", requests}, {"steady", steady}}}};
+  reports::jsonio::writeFile(dir / kProbeFile, j.dump(1) + "\n");
+}
+
+ProbeResult readProbe(const fs::path& dir) {
+  using reports::jsonio::Reader;
+  const fs::path file = dir / kProbeFile;
+  json j = reports::jsonio::readJsonFile(file);
+  Reader root(j, file.string());
+  root.object();
+  if (std::string k = root.at("kind").str(); k != kProbeKindName)
+    root.at("kind").fail("is '" + k + "', not a " + std::string(kProbeKindName));
+  ProbeResult p;
+  p.name = root.at("name").str();
+  std::string kind = root.at("probe").str();
+  auto parsed = parseProbeKind(kind);
+  if (!parsed) root.at("probe").fail("is '" + kind + "' (one of idle, node, churn, state)");
+  p.kind = *parsed;
+  Reader g = root.at("generator");
+  Reader seconds = g.at("seconds"), cpu = g.at("cpuSeconds"), requests = g.at("requests"), steady = g.at("steady");
+  const std::size_t n = seconds.array().size();
+  for (const Reader* r : {&cpu, &requests, &steady})
+    if (r->array().size() != n) r->fail("has " + std::to_string(r->raw().size()) + " entries for " + std::to_string(n) + " samples");
+  for (std::size_t i = 0; i < n; ++i) {
+    GeneratorSample s{seconds.at(i).num(), cpu.at(i).num(), requests.at(i).unsignedInteger(), steady.at(i).boolean()};
+    if (!p.generator.empty() && s.seconds <= p.generator.back().seconds) seconds.at(i).fail("times must strictly increase");
+    p.generator.push_back(s);
+  }
+  p.result = reports::readResult(dir / reports::kResultFile);
+  return p;
+}
+
+std::vector<ProbeResult> readProbes(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ConfigError(dir.string(), "", "is not a directory of calibration probes");
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && fs::exists(e.path() / kProbeFile)) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  if (dirs.empty())
+    throw ConfigError(dir.string(), "", "holds no probe (a subdirectory with " + std::string(kProbeFile) + ")");
+  std::vector<ProbeResult> out;
+  for (const auto& d : dirs) out.push_back(readProbe(d));
+  return out;
+}
+
+// ---- the fit ----
+
+namespace {
+
+using Figures = std::vector<Figure>;
+using Time = std::optional<engine::TimePoint>;
+
+// One measured window: a probe's steady window, or one step of a probe run as a ladder.
+struct Win {
+  const ProbeResult* probe = nullptr;
+  std::string label;
+  Figures figures;
+};
+
+std::string numberText(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::vector<Win> windowsOf(const ProbeResult& p) {
+  std::vector<Win> out;
+  if (p.result.capacity && !p.result.capacity->steps.empty()) {
+    for (const reports::CapacityStep& s : p.result.capacity->steps)
+      out.push_back({&p, p.name + " step " + numberText(s.value), s.figures});
+    return out;
+  }
+  Win w{&p, p.name, {}};
+  for (const Figure& f : p.result.figures)
+    if (f.window == metrics::Window::kSteady) w.figures.push_back(f);
+  if (!w.figures.empty()) out.push_back(std::move(w));
+  return out;
+}
+
+// The figure with exactly these labels (sorted by name), measured or not.
+const Figure* exact(const Figures& fs, std::string_view name, const Labels& labels) {
+  for (const Figure& f : fs)
+    if (f.name == name && f.labels == labels) return &f;
+  return nullptr;
+}
+
+Labels labels(std::initializer_list<std::pair<std::string_view, std::string_view>> kv) {
+  return metrics::sortedLabels(kv);
+}
+
+// Measured figures of this name whose labels hold every (name, value) given.
+std::vector<const Figure*> named(const Figures& fs, std::string_view name, const Labels& having = {}) {
+  std::vector<const Figure*> out;
+  for (const Figure& f : fs) {
+    if (f.name != name || !f.value) continue;
+    bool all = std::all_of(having.begin(), having.end(), [&](const Label& l) { return labelValue(f.labels, l.name) == l.value; });
+    if (all) out.push_back(&f);
+  }
+  return out;
+}
+
+// A figure's rate over the scrape interval ending at t: the point at t (to a
+// millisecond); 0 before the series' first point (a counter series appears on its
+// first increment) or after its last; the covering interval's rate in a gap. Without
+// a time, or for a figure without a series, its value over the window. 0 for a figure
+// that is missing or unavailable.
+double valueAt(const Figure* f, Time t) {
+  if (!f || !f->value) return 0;
+  if (!t || f->overTime.empty()) return *f->value;
+  const auto& ts = f->overTime.times;
+  auto it = std::lower_bound(ts.begin(), ts.end(), *t - 1ms);
+  if (it == ts.end()) return 0;
+  const std::size_t i = static_cast<std::size_t>(it - ts.begin());
+  if (*it <= *t + 1ms) return f->overTime.values[i];
+  return i == 0 ? 0 : f->overTime.values[i];
+}
+
+double sumAt(const std::vector<const Figure*>& fs, Time t) {
+  double s = 0;
+  for (const Figure* f : fs) s += valueAt(f, t);
+  return s;
+}
+
+// The times of a figure's series, or one "time" standing for its window's mean.
+std::vector<Time> timesOf(const Figure& f) {
+  if (f.overTime.empty()) return {Time{}};
+  return {f.overTime.times.begin(), f.overTime.times.end()};
+}
+
+// The values of a gauge figure over its window (its series, else its value).
+std::vector<double> samplesOf(const Figure& f) {
+  if (!f.overTime.empty()) return f.overTime.values;
+  if (f.value) return {*f.value};
+  return {};
+}
+
+bool isWrite(std::string_view verb) { return metrics::isWriteVerb(verb); }
+bool isRead(std::string_view verb) { return verb == "GET" || verb == "LIST"; }
+
+struct Design {
+  std::vector<std::string> names;
+  std::vector<std::vector<double>> x;
+  std::vector<double> y;
+  void add(std::vector<double> row, double v) {
+    if (!std::isfinite(v) || !std::all_of(row.begin(), row.end(), [](double d) { return std::isfinite(d); })) return;
+    x.push_back(std::move(row));
+    y.push_back(v);
+  }
+};
+
+struct Fitted {
+  std::map<std::string, Param> params;  // by regressor name ("intercept" too)
+  FitResult fit;
+};
+
+Param toParam(const Coefficient& c) { return {c.value, std::min(c.low, c.value), std::max(c.high, c.value)}; }
+
+// Fits the design, first dropping regressors no observation exercised (held at 0,
+// noted). Every coefficient non-negative. FitError names the fit.
+Fitted fitDesign(Design d, const std::string& what, double confidence, std::vector<std::string>& notes) {
+  std::vector<std::size_t> keep;
+  Fitted out;
+  for (std::size_t j = 0; j < d.names.size(); ++j) {
+    bool exercised = std::any_of(d.x.begin(), d.x.end(), [&](const auto& row) { return std::fabs(row[j]) > 1e-12; });
+    if (exercised) {
+      keep.push_back(j);
+    } else {
+      out.params[d.names[j]] = Param::fixed(0);
+      notes.push_back(what + ": " + d.names[j] + " was not exercised by any probe; held at 0");
+    }
+  }
+  std::vector<std::string> names;
+  for (std::size_t j : keep) names.push_back(d.names[j]);
+  std::vector<std::vector<double>> x;
+  for (const auto& row : d.x) {
+    std::vector<double> r;
+    for (std::size_t j : keep) r.push_back(row[j]);
+    x.push_back(std::move(r));
+  }
+  FitOptions o;
+  o.confidence = confidence;
+  o.nonNegative.assign(names.size(), true);
+  o.interceptNonNegative = true;
+  try {
+    out.fit = fitLeastSquares(x, d.y, names, o);
+  } catch (const FitError& e) {
+    throw FitError(what + ": " + e.what());
+  }
+  for (const Coefficient& c : out.fit.coefficients) out.params[c.name] = toParam(c);
+  if (!out.fit.note.empty()) notes.push_back(what + ": " + out.fit.note);
+  return out;
+}
+
+FitQuality quality(const std::string& name, const FitResult& f) {
+  return {name, f.observations, f.parameters, f.r2, f.residualStd};
+}
+
+// Mean and its confidence interval over samples; a single sample is its own interval.
+Param meanParam(const std::vector<double>& v, double confidence) {
+  if (v.empty()) return {};
+  double sum = 0;
+  for (double x : v) sum += x;
+  const double mean = sum / static_cast<double>(v.size());
+  if (v.size() < 2) return Param::fixed(mean);
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  const double se = std::sqrt(ss / static_cast<double>(v.size() - 1) / static_cast<double>(v.size()));
+  const double h = tQuantile(confidence, v.size() - 1) * se;
+  return {mean, mean - h, mean + h};
+}
+
+// Mean with the range of the values as its interval (values that are not samples of
+// one quantity: per-window or per-kind measurements).
+Param rangeParam(const std::vector<double>& v) {
+  if (v.empty()) return {};
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {sum / static_cast<double>(v.size()), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+}
+
+// The apiserver's heap in a window: after a forced GC where the scraper read it, else
+// go_memstats_heap_inuse_bytes.
+const Figure* heapFigure(const Figures& fs, const std::string& apiserver) {
+  const Figure* gc = exact(fs, "apiserver_heap_inuse_after_gc_bytes", labels({{"apiserver", apiserver}}));
+  if (gc && gc->value) return gc;
+  const Figure* h = exact(fs, "apiserver_heap_inuse_bytes", labels({{"apiserver", apiserver}}));
+  return h && h->value ? h : nullptr;
+}
+
+// ---- the fits ----
+
+void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  Design d;
+  d.names = {"leaseWrites", "otherWrites", "reads", "watchEvents"};
+  for (const Win& w : wins) {
+    const auto cpus = named(w.figures, "apiserver_cpu_cores", labels({}));
+    std::vector<const Figure*> perReplica;
+    for (const Figure* f : cpus)
+      if (!labelValue(f->labels, "apiserver").empty()) perReplica.push_back(f);
+    if (perReplica.empty()) continue;
+    const Figure* allWrites = exact(w.figures, "write_qps", {});
+    std::vector<const Figure*> leaseWrites;
+    for (const Figure* f : named(w.figures, "write_qps", labels({{"group", "coordination.k8s.io"}, {"resource", "leases"}}))) {
+      std::string_view verb = labelValue(f->labels, "verb");
+      if (verb == "PUT" || verb == "PATCH" || verb == "APPLY") leaseWrites.push_back(f);
+    }
+    const auto replicaWrites = named(w.figures, "apiserver_write_qps");
+    for (const Figure* cpu : perReplica) {
+      const std::string api(labelValue(cpu->labels, "apiserver"));
+      const Labels self = labels({{"apiserver", api}});
+      const Figure* requests = exact(w.figures, "apiserver_request_qps", self);
+      const Figure* writes = exact(w.figures, "apiserver_write_qps", self);
+      const auto watch = named(w.figures, "apiserver_watch_events_total_per_second", self);
+      for (Time t : timesOf(*cpu)) {
+        // write_qps sums every replica: this replica's share of it by its own writes.
+        double share = 1;
+        if (perReplica.size() > 1) {
+          const double all = sumAt(replicaWrites, t);
+          share = all > 0 ? valueAt(writes, t) / all : 1.0 / static_cast<double>(perReplica.size());
+        }
+        const double lease = sumAt(leaseWrites, t) * share;
+        const double other = std::max(0.0, valueAt(allWrites, t) * share - lease);
+        const double reads = std::max(0.0, valueAt(requests, t) - valueAt(writes, t));
+        d.add({lease, other, reads, sumAt(watch, t)}, valueAt(cpu, t));
+      }
+    }
+  }
+  if (d.y.empty())
+    throw FitError("apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
+  Fitted f = fitDesign(std::move(d), "apiserver CPU", o.confidence, c.notes);
+  c.apiserverIdleCores = f.params.at("intercept");
+  c.apiserverCpuLeaseWrite = f.params.at("leaseWrites");
+  c.apiserverCpuWrite = f.params.at("otherWrites");
+  c.apiserverCpuRead = f.params.at("reads");
+  c.apiserverCpuWatchEvent = f.params.at("watchEvents");
+  c.fits.push_back(quality("apiserver_cpu", f.fit));
+}
+
+void fitEtcdCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  Design d;
+  d.names = {"proposals"};
+  for (const Win& w : wins) {
+    for (const Figure* cpu : named(w.figures, "etcd_cpu_cores")) {
+      std::string_view member = labelValue(cpu->labels, "etcd");
+      if (member.empty()) continue;
+      const auto proposals = named(w.figures, "etcd_proposals_committed_per_second", labels({{"etcd", member}}));
+      for (Time t : timesOf(*cpu)) d.add({sumAt(proposals, t)}, valueAt(cpu, t));
+    }
+  }
+  if (d.y.empty()) throw FitError("etcd CPU: no probe window has etcd_cpu_cores{etcd}");
+  Fitted f = fitDesign(std::move(d), "etcd CPU", o.confidence, c.notes);
+  c.etcdIdleCores = f.params.at("intercept");
+  c.etcdCpuPerProposal = f.params.at("proposals");
+  c.fits.push_back(quality("etcd_cpu", f.fit));
+}
+
+void fitGeneratorCpu(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& o, Calibration& c) {
+  Design d;
+  d.names = {"requests"};
+  double cpu = 0, requests = 0;
+  for (const ProbeResult& p : probes) {
+    for (std::size_t i = 1; i < p.generator.size(); ++i) {
+      const GeneratorSample& a = p.generator[i - 1];
+      const GeneratorSample& b = p.generator[i];
+      if (!a.steady || !b.steady || b.seconds <= a.seconds || b.requests < a.requests) continue;
+      const double dt = b.seconds - a.seconds;
+      d.add({static_cast<double>(b.requests - a.requests) / dt}, (b.cpuSeconds - a.cpuSeconds) / dt);
+      cpu += b.cpuSeconds - a.cpuSeconds;
+      requests += static_cast<double>(b.requests - a.requests);
+    }
+  }
+  if (requests <= 0)
+    throw FitError("generator CPU: no probe recorded a completed request in its steady window (probe.json samples)");
+  try {
+    Fitted f = fitDesign(d, "generator CPU", o.confidence, c.notes);
+    c.generatorCpuPerRequest = f.params.at("requests");
+    c.fits.push_back(quality("generator_cpu", f.fit));
+  } catch (const FitError& e) {
+    c.generatorCpuPerRequest = Param::fixed(cpu / requests);
+    c.notes.push_back(std::string(e.what()) + "; generatorCpuPerRequest is the steady windows' CPU over their requests");
+  }
+}
+
+// The windows by load (the apiservers' CPU, else their write rate), least first.
+std::vector<const Win*> byLoad(const std::vector<Win>& wins) {
+  auto load = [](const Win& w) {
+    if (const Figure* f = exact(w.figures, "apiserver_cpu_cores_all_replicas", {}); f && f->value) return *f->value;
+    double s = 0;
+    for (const Figure* f : named(w.figures, "apiserver_cpu_cores"))
+      if (!labelValue(f->labels, "apiserver").empty()) s += *f->value;
+    if (s > 0) return s;
+    return valueAt(exact(w.figures, "write_qps", {}), {});
+  };
+  std::vector<const Win*> out;
+  for (const Win& w : wins) out.push_back(&w);
+  std::stable_sort(out.begin(), out.end(), [&](const Win* a, const Win* b) { return load(*a) < load(*b); });
+  return out;
+}
+
+Param unloadedLatency(const std::vector<Win>& wins, bool (*inClass)(std::string_view), const std::string& cls,
+                      std::vector<std::string>& notes) {
+  const auto sorted = byLoad(wins);
+  for (const Win* w : sorted) {
+    double weighted = 0, weights = 0;
+    std::vector<double> p50s;
+    for (const Figure* f : named(w->figures, "client_latency_p50", labels({{"measured_from", "sent"}}))) {
+      std::string_view verb = labelValue(f->labels, "verb");
+      if (!inClass(verb)) continue;
+      double n = 0;
+      for (const Figure* r : named(w->figures, "client_requests",
+                                   labels({{"resource", labelValue(f->labels, "resource")}, {"verb", verb}})))
+        n += *r->value;
+      if (n <= 0) continue;
+      weighted += n * *f->value;
+      weights += n;
+      p50s.push_back(*f->value);
+    }
+    if (weights > 0) {
+      Param p = rangeParam(p50s);
+      p.value = weighted / weights;
+      notes.push_back("latency" + cls + ": the generator's p50 from the sent time in " + w->label +
+                      ", weighted by requests; the interval is the range over request kinds");
+      return p;
+    }
+  }
+  for (const Win* w : sorted) {
+    std::vector<double> p50s;
+    for (const Figure* f : named(w->figures, "server_latency_p50"))
+      if (inClass(labelValue(f->labels, "verb"))) p50s.push_back(*f->value);
+    if (!p50s.empty()) {
+      notes.push_back("latency" + cls + ": the apiserver's p50 (histogram buckets) in " + w->label +
+                      ", no generator request of the class was measured; the interval is the range over request kinds");
+      return rangeParam(p50s);
+    }
+  }
+  throw FitError("unloaded " + cls + " latency: no probe window measured a " + cls + " request");
+}
+
+// The dormant workload's fixed payload size of a state probe.
+double payloadBytes(const ProbeResult& p) {
+  const json& cfg = p.result.scenario.effectiveConfig;
+  if (cfg.is_object() && cfg.contains("workloads") && cfg["workloads"].is_array()) {
+    for (const json& w : cfg["workloads"]) {
+      if (!w.is_object() || w.value("kind", "") != "dormant") continue;
+      if (w.contains("objectBytes") && w["objectBytes"].is_number()) return w["objectBytes"].get<double>();
+      throw FitError("state probe " + p.name + ": the dormant workload's objectBytes must be a fixed size (a number)");
+    }
+  }
+  throw FitError("state probe " + p.name + ": its scenario has no dormant workload");
+}
+
+void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& wins, const CalibrationFitOptions& o,
+             Calibration& c) {
+  // Per object and per byte: one observation per (state probe, kind).
+  Design d;
+  d.names = {"jsonBytes"};
+  std::string measured;
+  for (const ProbeResult& p : probes) {
+    if (p.kind != ProbeKind::kState) continue;
+    const double bytes = payloadBytes(p) + o.envelopeBytes;
+    std::map<std::string, std::vector<double>> byKind;
+    for (const Figure& f : p.result.figures) {
+      if (f.name != "bytes_per_object" || f.window != metrics::Window::kSetup || !f.value) continue;
+      // Per kind, and the whole population's ramp (no kind label) as one more
+      // observation at the same size.
+      std::string kind(labelValue(f.labels, "kind"));
+      byKind[kind.empty() ? "all kinds" : kind].push_back(*f.value);
+    }
+    for (const auto& [kind, slopes] : byKind) {
+      const double mean = rangeParam(slopes).value;  // every replica caches every object
+      d.add({bytes}, mean);
+      measured += (measured.empty() ? "" : ", ") + kind + " " + numberText(mean) + " B at " + numberText(bytes) + " B";
+    }
+  }
+  if (d.y.empty())
+    throw FitError("heap per object: no state probe measured bytes_per_object{kind} (the ramps were too short or noisy)");
+  Fitted f = fitDesign(std::move(d), "heap per object", o.confidence, c.notes);
+  c.heapPerObject = f.params.at("intercept");
+  c.heapPerObjectByte = f.params.at("jsonBytes");
+  c.fits.push_back(quality("heap_per_object", f.fit));
+  c.notes.push_back("heap per object measured by kind (JSON size = payload + " + numberText(o.envelopeBytes) +
+                    " B): " + measured);
+
+  // The base: the idle plane's heap.
+  std::vector<double> idle;
+  bool afterGc = false;
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kIdle) continue;
+    for (const Figure* any : named(w.figures, "apiserver_heap_inuse_bytes")) {
+      std::string api(labelValue(any->labels, "apiserver"));
+      if (api.empty()) continue;
+      const Figure* h = heapFigure(w.figures, api);
+      afterGc = afterGc || h->name == "apiserver_heap_inuse_after_gc_bytes";
+      for (double v : samplesOf(*h)) idle.push_back(v);
+    }
+  }
+  if (idle.empty()) throw FitError("heap base: no idle probe window has apiserver_heap_inuse_bytes{apiserver}");
+  c.heapBaseBytes = meanParam(idle, o.confidence);
+  c.notes.push_back(std::string("heapBaseBytes: the idle plane's heap ") +
+                    (afterGc ? "after a forced GC" : "in use (go_memstats_heap_inuse_bytes)") +
+                    ", its own objects included; the interval is the mean's");
+
+  // Nodes: heap against the node count over the node probe's steps.
+  Design nodes;
+  nodes.names = {"nodes"};
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kNode) continue;
+    for (const Figure* any : named(w.figures, "apiserver_heap_inuse_bytes")) {
+      std::string api(labelValue(any->labels, "apiserver"));
+      if (api.empty()) continue;
+      const Figure* heap = heapFigure(w.figures, api);
+      const Figure* count = exact(w.figures, "apiserver_objects", labels({{"apiserver", api}, {"group", ""}, {"resource", "nodes"}}));
+      if (!count || !count->value) continue;
+      for (Time t : timesOf(*heap)) nodes.add({valueAt(count, t)}, valueAt(heap, t));
+    }
+  }
+  const double lease = c.heapPerObject.value + c.heapPerObjectByte.value * o.leaseBytes;
+  c.heapBytesPerObjectByResource["leases"] = lease;
+  try {
+    Fitted fn = fitDesign(std::move(nodes), "heap per node", o.confidence, c.notes);
+    const double pair = fn.params.at("nodes").value;
+    c.heapBytesPerObjectByResource["nodes"] = std::max(0.0, pair - lease);
+    c.fits.push_back(quality("heap_per_node", fn.fit));
+    c.notes.push_back("heap per node: " + numberText(pair) + " B per node with its Lease [" +
+                      numberText(fn.params.at("nodes").low) + ", " + numberText(fn.params.at("nodes").high) +
+                      "]; leases by the per-object rule at " + numberText(o.leaseBytes) + " B, nodes the rest");
+  } catch (const FitError& e) {
+    c.notes.push_back(std::string(e.what()) + "; no override for nodes (the per-object rule applies)");
+  }
+}
+
+void fitEtcdStorage(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  // Growth of the in-use db over each window against the window's writes.
+  Design d;
+  d.names = {"writes"};
+  for (const Win& w : wins) {
+    const Figure* writes = exact(w.figures, "write_requests", {});
+    if (!writes || !writes->value) continue;
+    for (const Figure* inUse : named(w.figures, "etcd_db_total_size_in_use_bytes")) {
+      if (labelValue(inUse->labels, "etcd").empty() || inUse->overTime.size() < 2) continue;
+      d.add({*writes->value}, inUse->overTime.values.back() - inUse->overTime.values.front());
+    }
+  }
+  // Its growth may shrink with a compaction within a window: the intercept absorbs
+  // the mean of that, never a negative cost per write.
+  Fitted f = fitDesign(std::move(d), "etcd db bytes per write", o.confidence, c.notes);
+  c.etcdDbBytesPerWrite = f.params.at("writes");
+  c.fits.push_back(quality("etcd_db", f.fit));
+  std::vector<double> base;
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kIdle) continue;
+    for (const Figure* f : named(w.figures, "etcd_db_total_size_bytes"))
+      if (!labelValue(f->labels, "etcd").empty())
+        for (double v : samplesOf(*f)) base.push_back(v);
+  }
+  if (base.empty()) throw FitError("etcd db base: no idle probe window has etcd_db_total_size_bytes{etcd}");
+  c.etcdDbBaseBytes = rangeParam(base);
+
+  std::vector<double> fsync;
+  for (const Win& w : wins)
+    for (const Figure* f : named(w.figures, "etcd_wal_fsync_seconds_mean")) fsync.push_back(*f->value);
+  if (fsync.empty()) {
+    c.etcdFsyncSeconds = Param::fixed(0);
+    c.notes.push_back("etcdFsyncSeconds: not measured (no etcd_wal_fsync_seconds_mean): 0, the unloaded write "
+                      "latency includes it");
+  } else {
+    c.etcdFsyncSeconds = rangeParam(fsync);
+    c.notes.push_back("etcdFsyncSeconds: mean WAL fsync over the probe windows; the interval is their range");
+  }
+}
+
+void measureBackground(const std::vector<Win>& wins, Calibration& c) {
+  std::map<std::tuple<std::string, std::string, std::string>, std::vector<double>> rates;
+  std::size_t idleWindows = 0;
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kIdle) continue;
+    ++idleWindows;
+    for (const Figure* f : named(w.figures, "write_qps")) {
+      if (f->labels.empty() || *f->value <= 0) continue;
+      rates[{std::string(labelValue(f->labels, "group")), std::string(labelValue(f->labels, "resource")),
+             std::string(labelValue(f->labels, "verb"))}]
+          .push_back(*f->value);
+    }
+  }
+  if (idleWindows == 0) throw FitError("background writes: no idle probe");
+  for (const auto& [key, v] : rates) {
+    double s = 0;
+    for (double x : v) s += x;
+    const auto& [group, resource, verb] = key;
+    c.background.push_back({resource, group, verb, s / static_cast<double>(idleWindows)});
+  }
+}
+
+void measureRssOverHeap(const std::vector<Win>& wins, Calibration& c) {
+  std::vector<double> ratios;
+  for (const Win& w : wins)
+    for (const Figure* rss : named(w.figures, "apiserver_rss_bytes")) {
+      std::string_view api = labelValue(rss->labels, "apiserver");
+      if (api.empty()) continue;
+      const Figure* heap = exact(w.figures, "apiserver_heap_inuse_bytes", rss->labels);
+      if (heap && heap->value && *heap->value > 0) ratios.push_back(*rss->value / *heap->value);
+    }
+  if (ratios.empty()) {
+    c.notes.push_back("rssOverHeap: not measured (no apiserver_rss_bytes beside apiserver_heap_inuse_bytes); " +
+                      numberText(c.rssOverHeap) + " assumed");
+    return;
+  }
+  c.rssOverHeap = rangeParam(ratios).value;
+}
+
+}  // namespace
+
+Calibration fitCalibration(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& options) {
+  std::set<ProbeKind> kinds;
+  for (const ProbeResult& p : probes) kinds.insert(p.kind);
+  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState})
+    if (!kinds.contains(k)) throw FitError("no " + std::string(toString(k)) + " probe among the " + std::to_string(probes.size()) + " given");
+  std::vector<Win> wins;
+  for (const ProbeResult& p : probes) {
+    if (p.result.status != reports::RunStatus::kCompleted)
+      throw FitError("probe " + p.name + " did not complete (" + std::string(reports::toString(p.result.status)) +
+                     (p.result.statusDetail.empty() ? "" : ": " + p.result.statusDetail) + ")");
+    for (Win& w : windowsOf(p)) wins.push_back(std::move(w));
+  }
+
+  Calibration c;
+  for (const ProbeResult& p : probes) {
+    const reports::RunResult& r = p.result;
+    if (c.host.empty()) c.host = r.environment.host;
+    if (c.cpus == 0) c.cpus = r.environment.cpus;
+    if (c.kubernetesVersion.empty()) c.kubernetesVersion = r.target.kubernetesVersion;
+    if (c.etcdVersion.empty()) c.etcdVersion = r.target.etcdVersion;
+    if (c.profile.empty()) c.profile = r.profile.name;
+    c.measuredAt = std::max(c.measuredAt, r.environment.endedAt);
+    c.sharedHost = c.sharedHost && r.target.kind == "local";
+  }
+  if (c.cpus > 0) c.hostCores = c.apiserverCores = c.etcdCores = c.cpus;
+  else c.notes.push_back("the results do not record the host's CPUs: hostCores " + numberText(c.hostCores) + " assumed");
+
+  fitApiserverCpu(wins, options, c);
+  fitEtcdCpu(wins, options, c);
+  fitGeneratorCpu(probes, options, c);
+  c.latencyWrite = unloadedLatency(wins, isWrite, "Write", c.notes);
+  c.latencyRead = unloadedLatency(wins, isRead, "Read", c.notes);
+  fitHeap(probes, wins, options, c);
+  fitEtcdStorage(wins, options, c);
+  measureBackground(wins, c);
+  measureRssOverHeap(wins, c);
+  return c;
+}
+
+// ---- summary ----
+
+std::string renderCalibrationSummary(const Calibration& c) {
+  struct Row {
+    const char* name;
+    const Param* p;
+    const char* unit;
+  };
+  const Row rows[] = {
+      {"apiserverIdleCores", &c.apiserverIdleCores, "cores"},
+      {"apiserverCpuLeaseWrite", &c.apiserverCpuLeaseWrite, "core-s"},
+      {"apiserverCpuWrite", &c.apiserverCpuWrite, "core-s"},
+      {"apiserverCpuRead", &c.apiserverCpuRead, "core-s"},
+      {"apiserverCpuWatchEvent", &c.apiserverCpuWatchEvent, "core-s"},
+      {"etcdIdleCores", &c.etcdIdleCores, "cores"},
+      {"etcdCpuPerProposal", &c.etcdCpuPerProposal, "core-s"},
+      {"generatorCpuPerRequest", &c.generatorCpuPerRequest, "core-s"},
+      {"latencyRead", &c.latencyRead, "s"},
+      {"latencyWrite", &c.latencyWrite, "s"},
+      {"heapBaseBytes", &c.heapBaseBytes, "bytes"},
+      {"heapPerObject", &c.heapPerObject, "bytes"},
+      {"heapPerObjectByte", &c.heapPerObjectByte, "bytes"},
+      {"etcdDbBaseBytes", &c.etcdDbBaseBytes, "bytes"},
+      {"etcdDbBytesPerWrite", &c.etcdDbBytesPerWrite, "bytes"},
+      {"etcdFsyncSeconds", &c.etcdFsyncSeconds, "s"},
+  };
+  std::ostringstream os;
+  char line[256];
+  os << "Calibration of " << (c.profile.empty() ? "?" : c.profile) << " on " << c.host << " (" << c.cpus << " CPUs"
+     << (c.cpuModel.empty() ? "" : ", " + c.cpuModel) << "), Kubernetes " << c.kubernetesVersion << ", etcd "
+     << c.etcdVersion << ", measured " << c.measuredAt << "\n\n";
+  std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", "parameter", "value", "95% interval", "unit");
+  os << line;
+  for (const Row& r : rows) {
+    std::string interval = r.p->low == r.p->value && r.p->high == r.p->value
+                               ? "(set)"
+                               : "[" + numberText(r.p->low) + ", " + numberText(r.p->high) + "]";
+    std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", r.name, numberText(r.p->value).c_str(), interval.c_str(),
+                  r.unit);
+    os << line;
+  }
+  std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", "rssOverHeap", numberText(c.rssOverHeap).c_str(), "", "ratio");
+  os << line;
+  for (const auto& [resource, bytes] : c.heapBytesPerObjectByResource) {
+    std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(), "",
+                  "bytes/object");
+    os << line;
+  }
+  os << "\nfit                      n    k   R²      residual std\n";
+  for (const FitQuality& f : c.fits) {
+    std::snprintf(line, sizeof line, "%-22s %4zu %4zu   %-7.4f %s\n", f.name.c_str(), f.observations, f.parameters, f.r2,
+                  numberText(f.residualStd).c_str());
+    os << line;
+  }
+  if (!c.background.empty()) {
+    os << "\nbackground writes (idle plane)\n";
+    for (const BackgroundRate& b : c.background)
+      os << "  " << b.verb << " " << (b.group.empty() ? "" : b.group + "/") << b.resource << ": " << numberText(b.perSecond)
+         << "/s\n";
+  }
+  if (!c.notes.empty()) {
+    os << "\nnotes\n";
+    for (const std::string& n : c.notes) os << "  - " << n << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace cpscale::model
