@@ -39,9 +39,9 @@ struct ProbePlan {
   std::vector<scenario::Override> overrides;
 };
 
-// About 6 minutes on 2 cores (about 3.5 with --quick), plane start and cleanup
-// included: idle 30 s; node 2 x 30 s; churn 2 x (10 s warmup + 30 s); state 2 x
-// (30 s of ramps + 20 s).
+// About 6 minutes on 2 cores (about 4.5 with --quick), each plane's start (~15 s)
+// and its controllers settling included: idle 25 s; node 2 x 25 s; churn 2 x (10 s
+// warmup + 25 s); state 2 x (24 s of ramps + 15 s).
 std::vector<ProbePlan> probePlan(bool quick) {
   using model::ProbeKind;
   std::vector<ProbePlan> plan = {
@@ -52,9 +52,9 @@ std::vector<ProbePlan> probePlan(bool quick) {
       {"state-large", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "8192"}}},
   };
   if (quick) {
-    plan[0].overrides.push_back({"duration", "20s"});
-    plan[1].overrides.push_back({"capacity.hold", "20s"});
-    plan[2].overrides.push_back({"capacity.hold", "20s"});
+    plan[0].overrides.push_back({"duration", "15s"});
+    plan[1].overrides.push_back({"capacity.hold", "15s"});
+    plan[2].overrides.push_back({"capacity.hold", "15s"});
     for (std::size_t i : {3u, 4u}) {
       plan[i].overrides.push_back({"duration", "10s"});
       plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "1000"});
@@ -135,7 +135,7 @@ int calibrate(const Args& args) {
       "Measure the cost model's parameters on this machine: short live probes on the local plane, one after\n"
       "another (each starts its own plane): the plane idle, kubelets at two fleet sizes, session churn at two\n"
       "rates, and a state ramp per kind at two payload sizes (scenarios/calibration). About 6 minutes on 2 cores\n"
-      "(3.5 with --quick). From their results it fits kube-apiserver and etcd CPU per request class, the\n"
+      "(4.5 with --quick). From their results it fits kube-apiserver and etcd CPU per request class, the\n"
       "generator's CPU per request, heap per object and per byte, etcd db growth per write, and measures\n"
       "unloaded latencies, background writes and RSS over heap; it writes the calibration (every parameter\n"
       "with its 95 % interval and each fit's R²) that `cpscale simulate` reads, and prints it as a table.\n"
@@ -145,7 +145,7 @@ int calibrate(const Args& args) {
       "out", "calibration file to write (default runs/calibrate-<id>/calibration.json)", cxxopts::value<std::string>())(
       "probes", "directory for the probes' results (default runs/calibrate-<id>/probes)", cxxopts::value<std::string>())(
       "from", "refit the probes stored in this directory instead of running them", cxxopts::value<std::string>())(
-      "quick", "shorter probes (about 3.5 minutes; wider intervals)")(
+      "quick", "shorter probes (about 4.5 minutes; wider intervals)")(
       "scenario-dir", "the probe scenarios (default: scenarios/calibration of the source tree)",
       cxxopts::value<std::string>())("run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
@@ -180,7 +180,7 @@ int calibrate(const Args& args) {
     installInterruptHandlers();
     if (progress)
       std::cerr << "cpscale calibrate: " << plan.size() << " probes on " << profile.name << ", about "
-                << (r.count("quick") ? "3.5" : "6") << " minutes; results in " << probesDir.string() << "\n";
+                << (r.count("quick") ? "4.5" : "6") << " minutes; results in " << probesDir.string() << "\n";
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const ProbePlan& p = plan[i];
       scenario::Scenario sc = scenario::loadScenario(scenarioDir / p.file, p.overrides);
@@ -193,6 +193,9 @@ int calibrate(const Args& args) {
       ro.profile = profile;
       ro.binDir = binDir;
       ro.progress = progress;
+      // Each probe's plane is stopped after its run and never reused: deleting what
+      // the probe created would only add time.
+      ro.cleanup = false;
       ro.counters = &counters;
       ro.capacity = sc.capacity ? &*sc.capacity : nullptr;
       ro.steps = steps;
@@ -208,6 +211,13 @@ int calibrate(const Args& args) {
         probe.generator = sampler.stop();
       }
       model::writeProbeFile(probe, ro.outDir);
+      // The stopped plane's etcd data (tens of MB after a state ramp) is of no further
+      // use; its logs stay beside the result.
+      std::error_code ec;
+      std::vector<fs::path> etcdData;
+      for (const auto& e : fs::directory_iterator(ro.outDir / "plane", ec))
+        if (e.is_directory() && e.path().filename().string().starts_with("etcd-")) etcdData.push_back(e.path());
+      for (const auto& d : etcdData) fs::remove_all(d, ec);
       if (interrupted()) {
         std::cerr << "cpscale calibrate: interrupted during probe " << p.name << "; the probes so far are in "
                   << probesDir.string() << "\n";
