@@ -21,5 +21,6 @@ int compare(const Args& args);
 int cleanup(const Args& args);
 int capacity(const Args& args);
 int classify(const Args& args);
+int calibrate(const Args& args);
 
 }  // namespace cpscale::cli

@@ -28,6 +28,8 @@ const std::map<std::string, Command>& commands() {
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"classify",
        {cpscale::cli::classify, "which axis binds a cluster or a result, and which recipe of the ladder fits it"}},
+      {"calibrate",
+       {cpscale::cli::calibrate, "measure the cost model's parameters on this machine with short live probes"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };

@@ -145,11 +145,12 @@ Labels labels(std::initializer_list<std::pair<std::string_view, std::string_view
   return metrics::sortedLabels(kv);
 }
 
-// Measured figures of this name whose labels hold every (name, value) given.
+// Measured figures of this name whose labels hold every (name, value) given (a value
+// that is not a finite number counts as not measured).
 std::vector<const Figure*> named(const Figures& fs, std::string_view name, const Labels& having = {}) {
   std::vector<const Figure*> out;
   for (const Figure& f : fs) {
-    if (f.name != name || !f.value) continue;
+    if (f.name != name || !f.value || !std::isfinite(*f.value)) continue;
     bool all = std::all_of(having.begin(), having.end(), [&](const Label& l) { return labelValue(f.labels, l.name) == l.value; });
     if (all) out.push_back(&f);
   }
@@ -186,9 +187,9 @@ std::vector<Time> timesOf(const Figure& f) {
 
 // The values of a gauge figure over its window (its series, else its value).
 std::vector<double> samplesOf(const Figure& f) {
-  if (!f.overTime.empty()) return f.overTime.values;
-  if (f.value) return {*f.value};
-  return {};
+  std::vector<double> out = f.overTime.empty() && f.value ? std::vector<double>{*f.value} : f.overTime.values;
+  std::erase_if(out, [](double v) { return !std::isfinite(v); });
+  return out;
 }
 
 bool isWrite(std::string_view verb) { return metrics::isWriteVerb(verb); }
@@ -457,7 +458,8 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
     const double bytes = payloadBytes(p) + o.envelopeBytes;
     std::map<std::string, std::vector<double>> byKind;
     for (const Figure& f : p.result.figures) {
-      if (f.name != "bytes_per_object" || f.window != metrics::Window::kSetup || !f.value) continue;
+      if (f.name != "bytes_per_object" || f.window != metrics::Window::kSetup) continue;
+      if (!f.value || !std::isfinite(*f.value)) continue;
       // Per kind, and the whole population's ramp (no kind label) as one more
       // observation at the same size.
       std::string kind(labelValue(f.labels, "kind"));

@@ -169,6 +169,9 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   std::vector<std::size_t> cIdx;
   for (std::size_t j = 0; j < p; ++j)
     if (constrained[j]) cIdx.push_back(j);
+  if (cIdx.size() > 12)
+    throw FitError(std::to_string(cIdx.size()) + " non-negative coefficients: the exact fit enumerates their subsets "
+                   "and is meant for a handful");
   std::vector<unsigned> masks(std::size_t{1} << cIdx.size());
   for (unsigned m = 0; m < masks.size(); ++m) masks[m] = m;
   std::stable_sort(masks.begin(), masks.end(), [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });

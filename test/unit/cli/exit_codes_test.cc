@@ -239,5 +239,37 @@ TEST_F(ExitCodesTest, ClassifyAnUnreachableClusterIsExitThreeWithoutItsCredentia
   EXPECT_EQ(o.output.find("token: t"), std::string::npos) << o.output;
 }
 
+// calibrate refits stored probes without a plane: the fixture probes give a
+// calibration file (exit 0); a directory without probes, or a probe option beside
+// --from, is bad input; probes that cannot be fitted are exit 3.
+TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
+  const std::string probes = CPSCALE_SOURCE_DIR "/test/fixtures/calibration/probes";
+  const std::string out = (dir / "cal" / "calibration.json").string();
+  Outcome o = cpscale({"calibrate", "--from", probes, "--out", out});
+  ASSERT_EQ(o.exitCode, 0) << o.output;
+  EXPECT_NE(o.output.find("apiserverCpuLeaseWrite"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("Calibration: " + out), std::string::npos) << o.output;
+  std::ifstream in(out);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["kind"], "Calibration");
+  EXPECT_EQ(j["version"], 1);
+
+  o = cpscale({"calibrate", "--from", dir.string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("holds no probe"), std::string::npos) << o.output;
+  o = cpscale({"calibrate", "--from", probes, "--quick"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--quick"), std::string::npos) << o.output;
+
+  // Only the idle probe: nothing to fit the CPU per request with.
+  fs::create_directories(dir / "some" / "idle");
+  for (const char* f : {"result.json", "probe.json"})
+    fs::copy_file(probes + "/idle/" + f, dir / "some" / "idle" / f);
+  o = cpscale({"calibrate", "--from", (dir / "some").string(), "--out", out});
+  EXPECT_EQ(o.exitCode, 3) << o.output;
+  EXPECT_NE(o.output.find("cannot be fitted: no node probe"), std::string::npos) << o.output;
+}
+
 }  // namespace
 }  // namespace cpscale::cli
