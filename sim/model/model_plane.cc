@@ -811,8 +811,10 @@ bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line) {
 bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* lines) {
   if (w.dead || c.rv <= w.sentRv) return !w.dead;
   w.sentRv = c.rv;
-  const bool now = w.selects(c.ns, c.name, c.labels, c.uidHash, *c.object);
-  const bool before = c.type == ChangeType::kModified ? w.selects(c.ns, c.name, c.oldLabels, c.uidHash, *c.object) : now;
+  const bool now = w.selects(c.ns, c.name, *c.labels, c.uidHash, *c.object);
+  const bool before =
+      c.type == ChangeType::kModified && c.oldLabels != c.labels ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object)
+                                                                   : now;
   ChangeType type;
   if (c.type == ChangeType::kModified) {
     if (!now && !before) return true;
@@ -1081,7 +1083,7 @@ kube::TransportPtr ModelPlane::memberTransport(const std::string& member) {
 
 std::vector<ModelMember> ModelPlane::members() const {
   std::vector<ModelMember> out;
-  for (const auto& a : impl_->apis_) out.push_back({a.name, "kube-apiserver", "model://" + a.name});
+  for (const auto& a : impl_->apis_) out.push_back({a.name, "kube-apiserver", "model://" + a.name, "", {}});
   for (const auto& e : impl_->etcds_) {
     out.push_back({e.member, "etcd", "model://" + e.member, e.spec.name, e.spec.resources});
   }

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sim/kube/base64.h"
+#include "sim/model/json_text.h"
 
 namespace cpscale::model {
 
@@ -95,6 +96,74 @@ void civil(std::int64_t days, int& y, unsigned& m, unsigned& d) {
   d = doy - (153 * mp + 2) / 5 + 1;
   m = mp < 10 ? mp + 3 : mp - 9;
   y = static_cast<int>(yoe + era * 400 + (m <= 2));
+}
+
+
+// Merges `patch` into the object at `obj` of `text`, writing the result to `out`:
+// members the patch does not name are copied as text, objects it names are merged
+// recursively, anything else it names is replaced by its (merged) value. Members come
+// out sorted by key, as nlohmann::json writes them. false: a case left to the DOM path
+// (escaped keys, $patch directives).
+bool mergeText(std::string_view text, jsontext::Span obj, const json& patch, bool strategic, std::string& out,
+               int depth = 0) {
+  std::vector<jsontext::Member> ms;
+  if (depth > 64 || !jsontext::members(text, obj, ms)) return false;
+  if (strategic && patch.contains("$patch")) return false;
+  std::vector<std::pair<std::string, std::string>> fields;  // key as written, value text
+  fields.reserve(ms.size() + patch.size());
+  for (const jsontext::Member& m : ms) {
+    if (m.keyEscaped) return false;
+    auto p = patch.find(std::string(m.key));
+    if (p == patch.end()) {
+      fields.emplace_back(std::string(m.key), std::string(m.value.of(text)));
+      continue;
+    }
+    if (p->is_null()) continue;
+    std::string value;
+    if (p->is_object() && text[m.value.begin] == '{') {
+      if (!mergeText(text, m.value, *p, strategic, value, depth + 1)) return false;
+    } else if (strategic && p->is_array() && mergeKeyFor(m.key) != nullptr) {
+      json merged = {{std::string(m.key), json::parse(m.value.of(text))}};
+      strategicMergePatch(merged, json{{std::string(m.key), *p}});
+      value = merged.begin()->dump();
+    } else if (p->is_object()) {
+      json fresh = json::object();
+      if (strategic) strategicMergePatch(fresh, *p);
+      else fresh.merge_patch(*p);
+      value = fresh.dump();
+    } else {
+      value = p->dump();
+    }
+    fields.emplace_back(std::string(m.key), std::move(value));
+  }
+  for (auto it = patch.begin(); it != patch.end(); ++it) {
+    if (it->is_null() || (strategic && it.key().starts_with("$"))) continue;
+    if (std::any_of(ms.begin(), ms.end(), [&](const jsontext::Member& m) { return m.key == it.key(); })) continue;
+    if (it.key().find_first_of("\"\\") != std::string::npos) return false;
+    json fresh = json::object();
+    if (it->is_object()) {
+      if (strategic) strategicMergePatch(fresh, *it);
+      else fresh.merge_patch(*it);
+    } else if (strategic && it->is_array() && mergeKeyFor(it.key()) != nullptr) {
+      json wrapped = json::object();
+      strategicMergePatch(wrapped, json{{it.key(), *it}});
+      fresh = wrapped[it.key()];
+    } else {
+      fresh = *it;
+    }
+    fields.emplace_back(it.key(), fresh.dump());
+  }
+  std::sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  out += '{';
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ',';
+    out += '"';
+    out += fields[i].first;
+    out += "\":";
+    out += fields[i].second;
+  }
+  out += '}';
+  return true;
 }
 
 }  // namespace
@@ -359,8 +428,21 @@ StoreResult ObjectStore::commit(Table& t, const std::string& key, json& obj, Sto
                                 bool dryRun) {
   json& meta = obj["metadata"];
   meta["resourceVersion"] = kRvPlaceholder;
-  std::string text = obj.dump();
-  std::size_t pos = text.find(kRvPlaceholder);
+  Prepared p;
+  p.text = obj.dump();
+  p.rvPos = p.text.find(kRvPlaceholder);
+  p.uid = stringAt(obj, "metadata", "uid");
+  p.creationTimestamp = stringAt(obj, "metadata", "creationTimestamp");
+  p.labels = labelsOf(obj);
+  p.ns = stringAt(obj, "metadata", "namespace");
+  p.name = stringAt(obj, "metadata", "name");
+  return commitText(t, key, std::move(p), old, weight, dryRun);
+}
+
+StoreResult ObjectStore::commitText(Table& t, const std::string& key, Prepared next, StoredObject* old, double weight,
+                                    bool dryRun) {
+  std::string& text = next.text;
+  const std::size_t pos = next.rvPos;
   StoreResult r;
   r.items = 1;
   if (old != nullptr) {
@@ -386,10 +468,14 @@ StoreResult ObjectStore::commit(Table& t, const std::string& key, json& obj, Sto
   so.rvPos = static_cast<std::uint32_t>(pos);
   so.rvLen = static_cast<std::uint32_t>(rvText.size());
   so.rv = rv;
-  so.uid = stringAt(obj, "metadata", "uid");
+  so.uid = std::move(next.uid);
   so.uidHash = fnv1a64(so.uid);
-  so.creationTimestamp = stringAt(obj, "metadata", "creationTimestamp");
-  so.labels = labelsOf(obj);
+  so.creationTimestamp = std::move(next.creationTimestamp);
+  if (old != nullptr && old->labels && *old->labels == next.labels) {
+    so.labels = old->labels;
+  } else {
+    so.labels = std::make_shared<const LabelSet>(std::move(next.labels));
+  }
   so.weight = weight;
   so.text = std::make_shared<const std::string>(std::move(text));
   r.body = *so.text;
@@ -402,8 +488,8 @@ StoreResult ObjectStore::commit(Table& t, const std::string& key, json& obj, Sto
   c.uidHash = so.uidHash;
   c.labels = so.labels;
   c.at = now_;
-  c.ns = stringAt(obj, "metadata", "namespace");
-  c.name = stringAt(obj, "metadata", "name");
+  c.ns = std::move(next.ns);
+  c.name = std::move(next.name);
   if (old != nullptr) {
     c.type = ChangeType::kModified;
     c.oldLabels = std::move(old->labels);
@@ -420,6 +506,83 @@ StoreResult ObjectStore::commit(Table& t, const std::string& key, json& obj, Sto
   }
   record(t, std::move(c));
   return r;
+}
+
+std::optional<StoreResult> ObjectStore::fastUpdate(Table& t, const std::string& ns, const std::string& name,
+                                                   std::string_view body, double weight, bool dryRun) {
+  namespace jt = jsontext;
+  if (t.type.statusSubresource || &t == crds_ || &t == namespaces_) return std::nullopt;
+  const std::string key = objectKey(t.type.namespaced ? ns : "", name);
+  auto it = t.objects.find(key);
+  if (it == t.objects.end()) return std::nullopt;
+  StoredObject& old = it->second;
+  auto whole = jt::object(body);
+  if (!whole) return std::nullopt;
+  std::vector<jt::Member> top, meta;
+  if (!jt::members(body, *whole, top)) return std::nullopt;
+  const jt::Member* metadata = nullptr;
+  bool apiVersion = false, kind = false;
+  for (const jt::Member& m : top) {
+    if (m.keyEscaped) return std::nullopt;
+    if (m.key == "metadata") metadata = &m;
+    apiVersion |= m.key == "apiVersion";
+    kind |= m.key == "kind";
+  }
+  if (metadata == nullptr || !apiVersion || !kind || !jt::members(body, metadata->value, meta)) return std::nullopt;
+  // The new metadata: the body's, with what the server owns set as the server sets it.
+  std::vector<std::pair<std::string_view, std::string>> fields;
+  fields.reserve(meta.size() + 5);
+  LabelSet labels;
+  for (const jt::Member& m : meta) {
+    if (m.keyEscaped) return std::nullopt;
+    if (m.key == "name") {
+      auto v = jt::plainString(body, m.value);
+      if (!v || *v != name) return std::nullopt;
+    } else if (m.key == "resourceVersion") {
+      auto v = jt::plainString(body, m.value);
+      if (!v) return std::nullopt;
+      if (!v->empty() && *v != std::string_view(*old.text).substr(old.rvPos, old.rvLen)) return std::nullopt;
+    } else if (m.key == "labels") {
+      std::vector<jt::Member> ls;
+      if (!jt::members(body, m.value, ls)) return std::nullopt;
+      labels.reserve(ls.size());
+      for (const jt::Member& l : ls) {
+        auto v = jt::plainString(body, l.value);
+        if (l.keyEscaped || !v) return std::nullopt;
+        labels.emplace_back(std::string(l.key), std::string(*v));
+      }
+      std::sort(labels.begin(), labels.end());
+      fields.emplace_back(m.key, std::string(m.value.of(body)));
+    } else if (m.key != "namespace" && m.key != "uid" && m.key != "creationTimestamp") {
+      fields.emplace_back(m.key, std::string(m.value.of(body)));
+    }
+  }
+  fields.emplace_back("name", jt::quote(name));
+  if (t.type.namespaced) fields.emplace_back("namespace", jt::quote(ns));
+  fields.emplace_back("resourceVersion", jt::quote(kRvPlaceholder));
+  fields.emplace_back("uid", jt::quote(old.uid));
+  fields.emplace_back("creationTimestamp", jt::quote(old.creationTimestamp));
+  std::sort(fields.begin(), fields.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Prepared p;
+  p.text.reserve(body.size() + 64);
+  p.text.append(body.substr(whole->begin, metadata->value.begin - whole->begin));
+  p.text += '{';
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) p.text += ',';
+    p.text += '"';
+    p.text += fields[i].first;
+    p.text += "\":";
+    if (fields[i].first == "resourceVersion") p.rvPos = p.text.size() + 1;
+    p.text += fields[i].second;
+  }
+  p.text += '}';
+  p.text.append(body.substr(metadata->value.end, whole->end - metadata->value.end));
+  p.ns = t.type.namespaced ? ns : "";
+  p.name = name;
+  p.uid = old.uid;
+  p.creationTimestamp = old.creationTimestamp;
+  p.labels = std::move(labels);
+  return commitText(t, key, std::move(p), &old, weight, dryRun);
 }
 
 StoreResult ObjectStore::create(Table& t, const std::string& ns, std::string_view body, double weight, bool dryRun) {
@@ -604,6 +767,9 @@ StoreResult ObjectStore::writeExisting(Table& t, const std::string& ns, const st
 
 StoreResult ObjectStore::update(Table& t, const std::string& ns, const std::string& name, std::string_view subresource,
                                 std::string_view body, double weight, bool dryRun) {
+  if (subresource.empty()) {
+    if (auto fast = fastUpdate(t, ns, name, body, weight, dryRun)) return std::move(*fast);
+  }
   StoreResult r;
   std::optional<json> parsed = parseObject(body);
   if (!parsed) {
@@ -623,6 +789,64 @@ StoreResult ObjectStore::update(Table& t, const std::string& ns, const std::stri
   return writeExisting(t, ns, name, subresource, std::move(*parsed), false, weight, dryRun);
 }
 
+std::optional<StoreResult> ObjectStore::fastPatch(Table& t, const std::string& ns, const std::string& name,
+                                                  std::string_view subresource, bool strategic, const json& patch,
+                                                  double weight, bool dryRun) {
+  if (&t == crds_ || &t == namespaces_ || !patch.is_object()) return std::nullopt;
+  const bool statusOnly = subresource == "status";
+  if (!subresource.empty() && !statusOnly) return std::nullopt;
+  const std::string key = objectKey(t.type.namespaced ? ns : "", name);
+  auto it = t.objects.find(key);
+  if (it == t.objects.end()) return std::nullopt;
+  StoredObject& old = it->second;
+  // What the patch may change: the status alone through /status; everything but the
+  // status on the main resource of a kind with a status subresource.
+  json effective;
+  if (statusOnly) {
+    effective = json::object();
+    if (auto st = patch.find("status"); st != patch.end()) effective["status"] = *st;
+  } else if (t.type.statusSubresource && patch.contains("status")) {
+    effective = patch;
+    effective.erase("status");
+  }
+  const json& p = effective.is_null() ? patch : effective;
+  bool labelsChange = false;
+  if (auto meta = p.find("metadata"); meta != p.end()) {
+    if (!meta->is_object()) return std::nullopt;
+    for (const char* owned : {"name", "namespace", "uid", "creationTimestamp"}) {
+      if (meta->contains(owned)) return std::nullopt;
+    }
+    if (auto rv = meta->find("resourceVersion"); rv != meta->end()) {
+      // A precondition, as for an update; the general path answers it.
+      if (!rv->is_string() || *rv != std::string_view(*old.text).substr(old.rvPos, old.rvLen)) return std::nullopt;
+    }
+    labelsChange = meta->contains("labels");
+  }
+  // The old text with the placeholder for its resourceVersion, so it can be found again.
+  std::string base = *old.text;
+  base.replace(old.rvPos, old.rvLen, kRvPlaceholder);
+  auto whole = jsontext::object(base);
+  if (!whole) return std::nullopt;
+  Prepared next;
+  next.text.reserve(base.size() + 256);
+  if (!mergeText(base, *whole, p, strategic, next.text)) return std::nullopt;
+  next.rvPos = next.text.find(std::string("\"") + std::string(kRvPlaceholder) + "\"");
+  if (next.rvPos == std::string::npos) return std::nullopt;
+  ++next.rvPos;
+  if (labelsChange) {
+    json parsed = json::parse(next.text, nullptr, false);
+    if (!parsed.is_object()) return std::nullopt;
+    next.labels = labelsOf(parsed);
+  } else {
+    next.labels = *old.labels;
+  }
+  next.ns = t.type.namespaced ? ns : "";
+  next.name = name;
+  next.uid = old.uid;
+  next.creationTimestamp = old.creationTimestamp;
+  return commitText(t, key, std::move(next), &old, weight, dryRun);
+}
+
 StoreResult ObjectStore::patch(Table& t, const std::string& ns, const std::string& name, std::string_view subresource,
                                PatchKind kind, std::string_view body, double weight, bool dryRun) {
   StoreResult r;
@@ -639,6 +863,11 @@ StoreResult ObjectStore::patch(Table& t, const std::string& ns, const std::strin
     r.reason = "BadRequest";
     r.body = statusBody(400, r.reason, "the patch is not a valid JSON " + std::string(kind == PatchKind::kJson ? "array" : "object"));
     return r;
+  }
+  if (kind != PatchKind::kJson) {
+    if (auto fast = fastPatch(t, ns, name, subresource, kind == PatchKind::kStrategic, p, weight, dryRun)) {
+      return std::move(*fast);
+    }
   }
   json obj = json::parse(*it->second.text);
   try {
@@ -800,7 +1029,7 @@ StoreResult ObjectStore::list(Table& t, const std::string& ns, const ListQuery& 
     const std::size_t slash = it->first.find('/');
     std::string_view objNs(it->first.data(), slash);
     std::string_view name(it->first.data() + slash + 1, it->first.size() - slash - 1);
-    if (!filter.selects(objNs, name, o.labels, o.uidHash, *o.text)) continue;
+    if (!filter.selects(objNs, name, *o.labels, o.uidHash, *o.text)) continue;
     if (n++ > 0) items += ',';
     items += *o.text;
     last = it->first;
@@ -916,7 +1145,7 @@ std::vector<const StoredObject*> ObjectStore::selected(const Table& t, const Wat
     const std::size_t slash = it->first.find('/');
     std::string_view objNs(it->first.data(), slash);
     std::string_view name(it->first.data() + slash + 1, it->first.size() - slash - 1);
-    if (w.selects(objNs, name, it->second.labels, it->second.uidHash, *it->second.text)) out.push_back(&it->second);
+    if (w.selects(objNs, name, *it->second.labels, it->second.uidHash, *it->second.text)) out.push_back(&it->second);
   }
   return out;
 }

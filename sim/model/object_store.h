@@ -80,8 +80,9 @@ struct Change {
   std::string ns;
   std::string name;
   std::uint64_t uidHash = 0;
-  LabelSet labels;
-  LabelSet oldLabels;  // kModified: before the change (a selector may stop or start matching)
+  // Shared with the object (a write that keeps the labels keeps the same set).
+  std::shared_ptr<const LabelSet> labels;
+  std::shared_ptr<const LabelSet> oldLabels;  // kModified: before (a selector may stop or start matching)
   engine::TimePoint at{};
 };
 
@@ -111,7 +112,7 @@ struct StoredObject {
   std::string uid;
   std::uint64_t uidHash = 0;
   std::string creationTimestamp;
-  LabelSet labels;
+  std::shared_ptr<const LabelSet> labels;
   double weight = 1;
 };
 
@@ -212,9 +213,27 @@ class ObjectStore {
   std::vector<const StoredObject*> selected(const Table& t, const Watcher& w) const;
 
  private:
-  struct Prepared;
+  // A new state of an object as text with the resourceVersion placeholder at rvPos.
+  struct Prepared {
+    std::string text;
+    std::size_t rvPos = 0;
+    std::string ns, name, uid, creationTimestamp;
+    LabelSet labels;
+  };
   StoreResult commit(Table& t, const std::string& key, nlohmann::json& obj, StoredObject* old, double weight,
                      bool dryRun);
+  StoreResult commitText(Table& t, const std::string& key, Prepared next, StoredObject* old, double weight,
+                         bool dryRun);
+  // PUT without parsing the object: the body's metadata is rewritten in its text. Only
+  // for the plain case (no status subresource, an existing object, a matching or no
+  // resourceVersion); nullopt sends the request down the general path.
+  // PATCH (merge or strategic) by splicing the merged parts into the object's text:
+  // only the subtrees the patch touches are parsed. nullopt: the general path.
+  std::optional<StoreResult> fastPatch(Table& t, const std::string& ns, const std::string& name,
+                                       std::string_view subresource, bool strategic, const nlohmann::json& patch,
+                                       double weight, bool dryRun);
+  std::optional<StoreResult> fastUpdate(Table& t, const std::string& ns, const std::string& name,
+                                        std::string_view body, double weight, bool dryRun);
   StoreResult erase(Table& t, std::map<std::string, StoredObject>::iterator it);
   StoreResult writeExisting(Table& t, const std::string& ns, const std::string& name, std::string_view subresource,
                             nlohmann::json next, bool unconditional, double weight, bool dryRun);

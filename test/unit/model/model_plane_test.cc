@@ -102,6 +102,17 @@ TEST(ModelPlane, NamespacesGenerateNamePatchesAndPreconditions) {
   ASSERT_TRUE(m.ok()) << m.describe();
   EXPECT_EQ(m.body["data"]["k"], "v");
   EXPECT_EQ(m.body["data"]["k2"], "v2");
+  // Nested: a null removes, an object merges, an array replaces, a new key is added in order.
+  kube::ApiResult n = h.api->patchMerge(cms.named("a"), {{"data", {{"k2", nullptr}, {"a0", "first"}}},
+                                                         {"metadata", {{"annotations", {{"x", "1"}}}}},
+                                                         {"binaryData", json::object()}});
+  ASSERT_TRUE(n.ok()) << n.describe();
+  EXPECT_EQ(n.body["data"], (json{{"a0", "first"}, {"k", "v"}}));
+  EXPECT_EQ(n.body["metadata"]["annotations"]["x"], "1");
+  EXPECT_EQ(n.body["metadata"]["name"], "a");
+  EXPECT_FALSE(n.body["metadata"]["uid"].get<std::string>().empty());
+  // Served as nlohmann::json writes it: keys sorted, so equal objects are equal text.
+  EXPECT_EQ(h.api->get(cms.named("a")).body.dump(), n.body.dump());
   kube::ApiResult j = h.api->patchJson(cms.named("a"), json::array({{{"op", "remove"}, {"path", "/data/k"}}}));
   ASSERT_TRUE(j.ok()) << j.describe();
   EXPECT_FALSE(j.body["data"].contains("k"));
