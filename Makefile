@@ -77,6 +77,7 @@ bench: build control-plane
 	  echo "== $$n -> $$out"; \
 	  case $$n in \
 	    cpscale_bench_engine) GLIBC_TUNABLES=glibc.malloc.hugetlb=1 $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
+	    cpscale_bench_simulate) $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
 	    *) $$b --out $$out ;; \
 	  esac; \
 	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"

@@ -648,7 +648,7 @@ std::string renderHtml(const RunResult& r) {
       << "<title>cpscale: " << escape(title) << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n<main>\n";
 
   out << "<header>\n<h1>" << escape(title) << "</h1>\n<p class=\"sub\">run <code>" << escape(r.runId) << "</code> · "
-      << (r.target.kind == "local" ? "local plane" : "cluster") << (r.target.server.empty() ? "" : " " + escape(r.target.server))
+      << targetKindText(r.target.kind) << (r.target.server.empty() ? "" : " " + escape(r.target.server))
       << " · measured " << escape(formatElapsed(r.measuredSeconds))
       << (r.environment.startedAt.empty() ? "" : " from " + escape(r.environment.startedAt)) << "</p>\n";
   out << "<span id=\"status\" class=\"pill " << statusClass << "\">" << toString(r.status) << "</span> ";

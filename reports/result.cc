@@ -51,7 +51,7 @@ bool operator==(const RunResult& a, const RunResult& b) {
          a.workloads == b.workloads &&
          sameAll(a.gates, b.gates, sameGate) && a.exitCode == b.exitCode &&
          a.capacity.has_value() == b.capacity.has_value() &&
-         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity));
+         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model;
 }
 
 json toJson(const RunResult& r) {
@@ -116,7 +116,14 @@ json toJson(const RunResult& r) {
       {"exitCode", r.exitCode},
   };
   if (r.capacity) j["capacity"] = toJson(*r.capacity);
+  if (!r.model.is_null()) j["model"] = r.model;
   return j;
+}
+
+std::string targetKindText(const std::string& kind) {
+  if (kind == "local") return "local plane";
+  if (kind == "model") return "model, virtual time";
+  return "cluster";
 }
 
 RunResult fromJson(const json& j, const std::string& where) {
@@ -147,8 +154,8 @@ RunResult fromJson(const json& j, const std::string& where) {
 
   Reader t = root.at("target");
   r.target.kind = t.at("kind").str();
-  if (r.target.kind != "local" && r.target.kind != "cluster")
-    t.at("kind").fail("is '" + r.target.kind + "' (one of local, cluster)");
+  if (r.target.kind != "local" && r.target.kind != "cluster" && r.target.kind != "model")
+    t.at("kind").fail("is '" + r.target.kind + "' (one of local, cluster, model)");
   r.target.server = t.strOr("server");
   r.target.context = t.strOr("context");
   if (t.has("members")) {
@@ -200,6 +207,7 @@ RunResult fromJson(const json& j, const std::string& where) {
   for (std::size_t i = 0; i < gs.array().size(); ++i) r.gates.push_back(readGate(gs.at(i)));
   r.exitCode = static_cast<int>(root.at("exitCode").integer());
   if (root.has("capacity")) r.capacity = capacitySearchFromJson(root.at("capacity").raw(), where, "/capacity");
+  if (root.has("model")) r.model = root.at("model").raw();
   return r;
 }
 

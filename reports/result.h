@@ -132,7 +132,15 @@ struct RunResult {
   // `cpscale capacity`: the search this run was, step by step (its steps' windows are
   // phases "step/<value>"); unset for a plain run.
   std::optional<CapacitySearch> capacity;
+  // `cpscale simulate`: the model the run ran against in virtual time (target.kind
+  // "model"): the calibration it used (file, machine, versions, its measured error
+  // against live runs) and the sampling (each simulated actor stood for `weight`).
+  // Null for a live run.
+  nlohmann::json model;
 };
+
+// What a target kind is called in reports: "local plane", "cluster", "model".
+std::string targetKindText(const std::string& kind);
 
 // The phase with this name, or null.
 const Phase* findPhase(const RunResult& r, std::string_view name);

@@ -88,7 +88,7 @@ std::string escapeCell(std::string_view s) {
 }
 
 std::string targetLine(const RunResult& r) {
-  std::string s = r.target.kind == "local" ? "local plane" : "cluster";
+  std::string s = targetKindText(r.target.kind);
   if (!r.target.context.empty()) s += " (context " + r.target.context + ")";
   if (!r.target.server.empty()) s += ", " + r.target.server;
   std::string versions;
@@ -374,17 +374,34 @@ std::string formatGateThreshold(const scenario::GateResult& g) {
   return std::string(scenario::toString(g.gate.op)) + " " + t;
 }
 
+// A simulated run: which calibration, its measured error, and the sampling.
+std::string modelLine(const RunResult& r) {
+  if (r.model.is_null()) return "";
+  const auto& m = r.model;
+  std::string s = "model: calibrated on " + m.value("calibrationMachine", std::string("?")) + " (" +
+                  m.value("calibrationMeasuredAt", std::string("?")) + ", " + m.value("calibration", std::string("?")) + ")";
+  if (auto e = m.find("maxValidationError"); e != m.end() && e->is_number())
+    s += "; measured error against live runs up to " + formatValue(e->get<double>(), "ratio");
+  else
+    s += "; its error against live runs was not measured";
+  if (double w = m.value("weight", 1.0); w > 1) s += "; sampled: each simulated actor stands for " + formatGrouped(w);
+  return s;
+}
+
 std::string renderSummary(const RunResult& r) {
   std::ostringstream out;
   const std::size_t W = kSummaryColumns;
-  out << "# " << r.scenario.name << " on " << r.profile.name << " (" << (r.target.kind == "local" ? "local plane" : "cluster")
+  out << "# " << r.scenario.name << " on " << r.profile.name << " (" << targetKindText(r.target.kind)
       << "): " << toString(r.status) << "\n\n";
   auto bullet = [&](const std::string& text) { out << wrapText("- " + text, W, "  "); };
   bullet("run: " + r.runId);
   bullet("scenario: " + r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")"));
   bullet("profile: " + r.profile.name +
-         (r.profile.applied ? " (applied to the local plane)" : " (recorded only: the target was not set up from it)"));
+         (r.target.kind == "model" ? " (the modelled plane's shape: replicas, etcd split)"
+          : r.profile.applied      ? " (applied to the local plane)"
+                                   : " (recorded only: the target was not set up from it)"));
   bullet("target: " + targetLine(r));
+  if (std::string m = modelLine(r); !m.empty()) bullet(m);
   bullet("status: " + std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : " (" + r.statusDetail + ")"));
   if (std::string w = workloadsLine(r); !w.empty()) bullet("workloads: " + w);
   bullet("measured: " + formatElapsed(r.measuredSeconds) +

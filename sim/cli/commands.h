@@ -22,5 +22,6 @@ int cleanup(const Args& args);
 int capacity(const Args& args);
 int classify(const Args& args);
 int calibrate(const Args& args);
+int simulate(const Args& args);
 
 }  // namespace cpscale::cli

@@ -26,6 +26,7 @@ const std::map<std::string, Command>& commands() {
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
+      {"simulate", {cpscale::cli::simulate, "a scenario in virtual time against the calibrated control-plane model"}},
       {"classify",
        {cpscale::cli::classify, "which axis binds a cluster or a result, and which recipe of the ladder fits it"}},
       {"calibrate",

@@ -14,13 +14,12 @@
 
 #include "sim/cli/capacity_search.h"
 #include "sim/cli/run_progress.h"
+#include "sim/cli/target.h"
 #include "sim/cli/target_check.h"
 #include "sim/cli/workload_figures.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
-#include "sim/controlplane/local_plane.h"
-#include "sim/controlplane/pki.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/engine/worker_pool.h"
 #include "sim/kube/api_client.h"
@@ -41,9 +40,33 @@ using namespace std::chrono_literals;
 namespace {
 
 
+// The run's scrapes as its supervisor sees them: a round at each phase boundary, the
+// controllers' settling, and the history read while the run goes on.
+class RunScrapes {
+ public:
+  virtual ~RunScrapes() = default;
+  // Settling: from now on, counts the controller-manager's scrapes in a row whose
+  // workqueues were all empty; settled once two were (five seconds or more of an idle
+  // controller at the default interval), or at once when no controller-manager is scraped.
+  virtual void startSettling() = 0;
+  virtual bool controllersSettled() = 0;
+  // A phase boundary: a round now, so counters have a value at the boundary itself,
+  // and the schedule restarts from there.
+  virtual void scrapeAtBoundary() = 0;
+  // The time of the `n`th boundary round once it was answered (bounded wait), or none.
+  virtual std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration limit = 20s) = 0;
+  // The scrapes between two times, while the run goes on.
+  virtual std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) = 0;
+  // The run is over: no more rounds.
+  virtual void finish() = 0;
+  virtual const std::vector<metrics::TargetScrapes>& targets() const = 0;
+  // When each boundary round was started, in order. Read after finish().
+  virtual const std::vector<engine::TimePoint>& boundaries() const = 0;
+};
+
 // The scraper runs on its own paced engine and thread, so a slow /metrics never delays
 // an actor, and the actors' engines never delay a scrape.
-class ScrapeLoop {
+class ScrapeLoop final : public RunScrapes {
  public:
   ScrapeLoop(std::vector<metrics::ScrapeTarget> targets, engine::Duration interval,
              std::chrono::steady_clock::time_point origin)
@@ -93,15 +116,12 @@ class ScrapeLoop {
       }
     });
   }
-  // Settling (any thread): from now on, counts the controller-manager's scrapes in a
-  // row whose workqueues were all empty; true once two were (five seconds or more of
-  // an idle controller at the default interval), or at once when no controller-manager
-  // is scraped.
-  void startSettling() {
+  // Settling (any thread).
+  void startSettling() override {
     idleScrapes_ = 0;
     settling_ = true;
   }
-  bool controllersSettled() const { return !hasControllerManager_ || idleScrapes_.load() >= 2; }
+  bool controllersSettled() override { return !hasControllerManager_ || idleScrapes_.load() >= 2; }
   // On the scrape thread: after each new scrape of a controller-manager, whether its
   // workqueues (sum of workqueue_depth) were empty.
   void watchControllerQueues() {
@@ -131,11 +151,10 @@ class ScrapeLoop {
     std::unique_lock lock(mu_);
     cv_.wait(lock, [this] { return firstRound_; });
   }
-  // A phase boundary (any thread): a round now, so counters have a value at the
-  // boundary itself, and the schedule restarts from there.
-  void scrapeAtBoundary() { restart_ = true; }
+  // A phase boundary (any thread).
+  void scrapeAtBoundary() override { restart_ = true; }
   // Waits (bounded) until the `n`th boundary round was answered; its time, or none.
-  std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration limit = 20s) {
+  std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration limit) override {
     const auto deadline = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < deadline && !stopping_.load()) {
       {
@@ -148,12 +167,12 @@ class ScrapeLoop {
     return boundaries_.size() >= n ? std::optional(boundaries_[n - 1]) : std::nullopt;
   }
   // The scrapes between two times, while the loop runs (any thread).
-  std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) {
+  std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) override {
     std::lock_guard data(dataMu_);
     return metrics::sliceTargets(scraper_.targets(), from, to);
   }
   // One last round (the end of the measured window), waits for it, then stops.
-  void finish() {
+  void finish() override {
     if (!thread_.joinable()) return;
     stopping_ = true;
     sim_.stop();
@@ -166,9 +185,8 @@ class ScrapeLoop {
       std::this_thread::sleep_for(10ms);
     }
   }
-  const std::vector<metrics::TargetScrapes>& targets() const { return scraper_.targets(); }
-  // When each boundary round was started, in order. Read after finish().
-  const std::vector<engine::TimePoint>& boundaries() const { return boundaries_; }
+  const std::vector<metrics::TargetScrapes>& targets() const override { return scraper_.targets(); }
+  const std::vector<engine::TimePoint>& boundaries() const override { return boundaries_; }
 
  private:
   engine::WallClock clock_;
@@ -190,6 +208,50 @@ class ScrapeLoop {
   std::atomic<int> idleScrapes_{0};
   std::atomic<bool> hasControllerManager_{false};
   std::size_t seenControllerScrapes_ = 0;
+};
+
+// A virtual run's scrapes: the scraper runs on the run's one engine, beside the
+// workloads and the target, in virtual time. Everything is on that engine's thread, so
+// nothing waits: a boundary round is started at once and answered a few virtual
+// milliseconds later, and the run's end waits for it (see the drain in executeRun).
+class VirtualScrapes final : public RunScrapes {
+ public:
+  VirtualScrapes(engine::Simulator& sim, std::vector<metrics::ScrapeTarget> targets, engine::Duration interval)
+      : sim_(sim), scraper_(sim, std::move(targets), metrics::ScraperOptions{interval, {}, {}}) {}
+  void start() { scraper_.start(); }
+  // Whether every target has been asked and no scrape is in flight.
+  bool idle() const {
+    for (const auto& t : scraper_.targets())
+      if (t.status.attempts == 0) return false;
+    return scraper_.inFlight() == 0;
+  }
+  void startSettling() override { settling_ = true; }
+  // A modelled plane has no controller-manager to wait for.
+  bool controllersSettled() override {
+    for (const auto& t : scraper_.targets())
+      if (t.info.role == metrics::TargetRole::kControllerManager) return false;
+    return settling_;
+  }
+  void scrapeAtBoundary() override {
+    boundaries_.push_back(sim_.now());
+    scraper_.stop();
+    scraper_.start();
+  }
+  std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration) override {
+    return n >= 1 && n <= boundaries_.size() ? std::optional(boundaries_[n - 1]) : std::nullopt;
+  }
+  std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) override {
+    return metrics::sliceTargets(scraper_.targets(), from, to);
+  }
+  void finish() override { scraper_.stop(); }
+  const std::vector<metrics::TargetScrapes>& targets() const override { return scraper_.targets(); }
+  const std::vector<engine::TimePoint>& boundaries() const override { return boundaries_; }
+
+ private:
+  engine::Simulator& sim_;
+  metrics::Scraper scraper_;
+  std::vector<engine::TimePoint> boundaries_;
+  bool settling_ = false;
 };
 
 // Periodic progress: one rewritten line on a terminal, plain log lines otherwise.
@@ -264,6 +326,7 @@ class ProgressReporter {
 // namespaces' service accounts, ...) before it starts anyway, saying so.
 constexpr engine::Duration kSettleLimit = std::chrono::minutes(2);
 
+
 struct RunTimeline {
   std::optional<engine::TimePoint> workloadsReady;  // every workload's setup was over
   std::optional<engine::TimePoint> ready;        // ... and the controllers had settled (or kSettleLimit passed)
@@ -308,12 +371,6 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
   }
 }
 
-kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server) {
-  kube::RestConfig c = base;
-  c.server = server;
-  return c;
-}
-
 // Every figure of one steady window: the server's from the scrapes between its
 // boundaries, the client's from the requests scheduled in it.
 std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrapes> slice,
@@ -349,6 +406,18 @@ nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
 }
 
 reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
+  std::unique_ptr<Target> target;
+  if (opt.cluster)
+    target = clusterTarget(*opt.cluster, opt.profile);
+  else
+    target = localTarget({opt.profile, opt.outDir / "plane", opt.binDir, "run-" + opt.runId, opt.keepPlane, opt.progress});
+  return executeRun(sc, opt, *target);
+}
+
+reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Target& target) {
+  // A virtual target runs everything on one engine: one worker.
+  const bool virtualTime = target.mode() == engine::SimulatorMode::kVirtual;
+  if (virtualTime) sc.workers = 1;
   reports::RunResult result;
   result.runId = opt.runId;
   result.scenario.name = sc.name;
@@ -358,7 +427,6 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   result.profile.name = opt.profile.name;
   result.profile.description = opt.profile.description;
   result.profile.source = opt.profile.source;
-  result.profile.applied = !opt.cluster.has_value();
   result.environment.cpscaleVersion = CPSCALE_VERSION;
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
@@ -376,6 +444,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     while (knobIndex < sc.workloads.size() && sc.workloads[knobIndex]->name() != spec.workload) ++knobIndex;
     if (knobIndex == sc.workloads.size())
       throw ConfigError(spec.where, "capacity.knob", "no workload named '" + spec.workload + "'");
+    if (virtualTime) throw ConfigError(spec.where, "capacity", "a capacity search in virtual time is not supported; simulate each step");
     for (std::size_t k = 1; k < opt.steps.size(); ++k) {
       // The scenario checked the field grows in place (readCapacity); growth() checks the values.
       auto g = sc.workloads[knobIndex]->growth(spec.field, opt.steps[k - 1], opt.steps[k]);
@@ -384,11 +453,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     }
   }
 
-  std::unique_ptr<controlplane::LocalPlane> plane;
-  kube::RestConfig config;
-  engine::WallClock wall;
-  // Synchronous setup and cleanup calls go through a transport of their own.
-  std::unique_ptr<kube::CurlTransport> setupTransport;
+  // Synchronous setup and cleanup calls go through the target's setup transport.
   std::unique_ptr<kube::ApiClient> setupClient;
   bool created = false;  // the run may have created objects: clean up, whatever happens
   bool planeBroken = false;  // a member of the local plane exited: the plane goes, and its objects with it
@@ -404,142 +469,68 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
 
   try {
     // 1. The target.
-    if (opt.cluster) {
-      config = *opt.cluster;
-      result.target.kind = "cluster";
-      result.target.server = config.server;
-      result.target.context = config.contextName;
-      result.target.members.push_back({"kube-apiserver", "kube-apiserver", config.server, "", ""});
-      result.profile.spec = nlohmann::json::object();
-    } else {
-      controlplane::PlaneOptions po;
-      po.stateDir = opt.outDir / "plane";
-      po.binDir = opt.binDir;
-      po.profile = opt.profile;
-      po.name = "run-" + opt.runId;
-      po.detached = opt.keepPlane;
-      if (opt.progress)
-        std::cerr << "cpscale run: starting the local plane (profile " << opt.profile.name << ") in "
-                  << po.stateDir.string() << "\n";
-      plane = std::make_unique<controlplane::LocalPlane>(po);
-      if (opt.keepPlane) plane->release();
-      kube::LoadOptions lo;
-      lo.explicitPath = plane->kubeconfig().string();
-      config = kube::loadKubeconfig(lo);
-      const auto& rec = plane->record();
-      result.target.kind = "local";
-      result.target.server = config.server;
-      result.target.context = config.contextName;
-      result.target.kubernetesVersion = rec.kubernetesVersion;
-      result.target.etcdVersion = rec.etcdVersion;
-      const auto clientUrls = rec.clientApiserverUrls();
-      for (const auto& c : rec.components) {
-        std::string serves;
-        if (c.role == "kube-apiserver") {
-          // Who reaches this replica: the workloads (unless it is dedicated to a
-          // component) and the components that talk to it.
-          if (std::find(clientUrls.begin(), clientUrls.end(), c.url) != clientUrls.end()) serves = "workloads";
-          for (const auto& d : rec.components)
-            if (d.apiserver == c.name) serves += (serves.empty() ? "" : ", ") + d.role;
-        } else {
-          serves = c.apiserver;
-        }
-        result.target.members.push_back(
-            {c.name, c.role, c.url, c.role == "etcd" ? rec.etcdVersion : rec.kubernetesVersion, serves});
-      }
-      // The kubeconfig's current context (config.server, where setup and cleanup go) is
-      // a replica the workloads reach too, never one dedicated to a controller component.
-    }
+    target.open(result);
+    result.profile.applied = result.target.kind != "cluster";
 
     // 2. Preflight and preparation, synchronously, on a transport of their own.
-    setupTransport = std::make_unique<kube::CurlTransport>(config);
-    setupClient = std::make_unique<kube::ApiClient>(*setupTransport, wall);
+    setupClient = std::make_unique<kube::ApiClient>(target.setupTransport(), target.setupClock());
     {
       kube::HttpRequest v;
       v.method = "GET";
       v.path = "/version";
-      kube::HttpResponse resp = kube::roundTrip(*setupTransport, v);
+      kube::HttpResponse resp = kube::roundTrip(target.setupTransport(), v);
       if (!resp.ok() || resp.status != 200)
-        throw UnavailableError("cannot reach " + config.server + ": " +
+        throw UnavailableError("cannot reach " + result.target.server + ": " +
                                (resp.ok() ? "HTTP " + std::to_string(resp.status) : resp.detail));
       try {
         std::string gv = nlohmann::json::parse(resp.body).value("gitVersion", "");
         if (result.target.kubernetesVersion.empty()) result.target.kubernetesVersion = gv;
-        if (opt.cluster) result.target.members.front().version = gv;
+        if (result.target.kind == "cluster") result.target.members.front().version = gv;
       } catch (const nlohmann::json::exception&) {
       }
     }
-    if (opt.cluster) {
-      // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
-      // Service. They are recorded; load and scrapes go only to the server named.
-      for (const std::string& hostPort : apiserverEndpoints(*setupClient))
-        result.target.members.push_back(
-            {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
-    }
+    target.discover(*setupClient, result);
     for (auto& w : sc.workloads) {
       if (interrupted()) throw UnavailableError("interrupted while preparing workloads");
       created = true;
-      w->prepare(*setupClient, wall, opt.runId);
+      w->prepare(*setupClient, target.setupClock(), opt.runId);
     }
-    for (auto& g : growth) g->prepare(*setupClient, wall, opt.runId);
+    for (auto& g : growth) g->prepare(*setupClient, target.setupClock(), opt.runId);
 
     // 3. Scrape targets: every apiserver with the run's credentials, every etcd and
-    //    controller component of the local plane (a user's are not reachable: their
-    //    figures are unavailable).
-    for (const auto& m : result.target.members) {
-      metrics::ScrapeTarget t;
-      t.info.name = m.name;
-      if (m.role == "etcd") {
-        t.info.role = metrics::TargetRole::kEtcd;
-        t.info.etcdCluster = m.name;
-        for (const auto& e : opt.profile.etcds)
-          if ("etcd-" + e.name == m.name)
-            for (const auto& r : e.resources) t.info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
-        kube::RestConfig plain;
-        plain.server = m.url;
-        t.transport = std::make_shared<kube::CurlTransport>(plain);
-      } else if (m.role == "kube-apiserver") {
-        t.info.role = metrics::TargetRole::kApiserver;
-        t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
-        // The local plane's apiservers profile (their default): heap after a forced GC.
-        if (!opt.cluster) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
-      } else if (m.role == "kube-controller-manager" || m.role == "kube-scheduler") {
-        // The local plane's controllers: their secure port, the plane's CA and the admin
-        // certificate (their delegated authorization asks the apiserver).
-        t.info.role = m.role == "kube-scheduler" ? metrics::TargetRole::kScheduler
-                                                 : metrics::TargetRole::kControllerManager;
-        t.transport = std::make_shared<kube::CurlTransport>(withServer(config, m.url));
-      } else {
-        continue;  // recorded only
-      }
-      scrapeTargets.push_back(std::move(t));
-    }
+    //    controller component of a local plane or model (a user's are not reachable:
+    //    their figures are unavailable).
+    scrapeTargets = target.scrapeTargets(result);
     // 4. The load and the scrapes on one timeline, whose origin is the run's t = 0 in
-    //    every series and phase. Paced workers, one open-loop driver each.
+    //    every series and phase. Live: paced workers with one open-loop driver each, the
+    //    scraper on a thread of its own, the supervisor on another. Virtual: the
+    //    target's one engine runs the workloads, the scraper and the supervisor.
     const auto origin = std::chrono::steady_clock::now();
     engine::WallClock runClock(origin);
-    ScrapeLoop scrapes(scrapeTargets, sc.scrapeInterval, origin);
+    std::shared_ptr<engine::Simulator> vsim = target.simulator();
+    if (virtualTime && !vsim) throw std::logic_error("a virtual target without an engine");
+    std::unique_ptr<RunScrapes> scrapesOwned;
+    VirtualScrapes* vscrapes = nullptr;
+    if (virtualTime) {
+      auto v = std::make_unique<VirtualScrapes>(*vsim, scrapeTargets, sc.scrapeInterval);
+      vscrapes = v.get();
+      scrapesOwned = std::move(v);
+    } else {
+      scrapesOwned = std::make_unique<ScrapeLoop>(scrapeTargets, sc.scrapeInterval, origin);
+    }
+    RunScrapes& scrapes = *scrapesOwned;
     engine::WorkerOptions wo;
     wo.workers = sc.workers;
-    wo.mode = engine::SimulatorMode::kPaced;
+    wo.mode = target.mode();
     wo.seed = sc.seed;
     wo.driver = sc.driver;
     wo.drain = sc.drain;
     wo.wallOrigin = origin;
-    kube::CurlTransportOptions cto;
-    cto.maxHostConnections = static_cast<long>(sc.driver.connections);
-    cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
-    // Every apiserver replica of the target that serves the workloads, round-robin as a
-    // load balancer would (a replica dedicated to a controller component is not behind it).
-    if (plane)
-      cto.servers = plane->record().clientApiserverUrls();
-    else
-      for (const auto& m : result.target.members)
-        if (m.role == "kube-apiserver") cto.servers.push_back(m.url);
+    wo.simulator = vsim;
     engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
-      return std::make_unique<CountingTransport>(std::make_unique<kube::CurlTransport>(config, cto),
-                                                 w.simulator().clock(), counters);
+      return std::make_unique<CountingTransport>(target.loadTransport(sc), w.simulator().clock(), counters);
     });
+    const engine::Clock& clock = virtualTime ? vsim->clock() : static_cast<const engine::Clock&>(runClock);
     // Nothing counts as the measured window until every workload's setup is over.
     pool.setSteadyStart(engine::TimePoint::max());
     workloads::PhaseLog phaseLog(sc.workers * sc.workloads.size());
@@ -552,7 +543,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     };
     std::vector<PerWorker> perWorker(sc.workers);
 
-    ProgressReporter progress(counters, sc.duration, opt.progress);
+    ProgressReporter progress(counters, sc.duration, opt.progress && !virtualTime);
     RunTimeline tl;
     std::atomic<bool> runDone{false};
     // The capacity ladder's progress (stepped runs): the step being set up or held, how
@@ -581,7 +572,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       ++boundariesAsked;
       auto from = scrapes.waitBoundary(stepStartBoundary);
       auto to = scrapes.waitBoundary(boundariesAsked);
-      for (auto until = runClock.now() + sc.drain; runClock.now() < until && !interrupted();) {
+      for (auto until = clock.now() + sc.drain; clock.now() < until && !interrupted();) {
         engine::RequestStats w = pool.windowStats(window);
         if (w.completed() >= w.sent()) break;
         std::this_thread::sleep_for(20ms);
@@ -609,26 +600,40 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       grownTo = step;
       return true;
     };
+    // Ends the load at `now`. Live: the pool stops (and collects what is in flight).
+    // Virtual: the window is closed at `now`, and the engine runs on until its requests
+    // and the boundary round are answered (at most `drain`), as the live pool's drain
+    // would collect them.
+    engine::TimePoint drainUntil{};
+    std::function<void()> drainCheck = [&] {
+      engine::RequestStats w = pool.windowStats(0);
+      if ((w.completed() >= w.sent() && vscrapes->idle()) || vsim->now() >= drainUntil) return pool.stop();
+      vsim->scheduleAfter(10ms, drainCheck);
+    };
+    auto stopLoad = [&](engine::TimePoint now) {
+      if (!virtualTime) return pool.stop();
+      pool.beginWindow(1, now);
+      drainUntil = now + sc.drain;
+      drainCheck();
+    };
     // The run's supervisor: starts the steady window once setup is over (and warmup has
     // passed), ends it after `duration`, and cuts the run short on Ctrl-C, a member of
-    // the local plane exiting, or setup that never finishes.
-    std::thread monitor([&] {
-      // Ends the load now; `why` is empty when the window simply ran its course.
-      auto cut = [&](engine::TimePoint now, std::string why) {
-        tl.end = now;
-        tl.cut = std::move(why);
-        scrapes.scrapeAtBoundary();
-        pool.stop();
-      };
-      while (!runDone.load()) {
-        const engine::TimePoint now = runClock.now();
+    // the target exiting, or setup that never finishes. One pass per call; false once
+    // the load is over.
+    // Ends the load now; `why` is empty when the window simply ran its course.
+    auto cut = [&](engine::TimePoint now, std::string why) {
+      tl.end = now;
+      tl.cut = std::move(why);
+      scrapes.scrapeAtBoundary();
+      stopLoad(now);
+      return false;
+    };
+    auto tick = [&](const engine::TimePoint now) -> bool {
         if (interrupted()) return cut(now, "interrupted");
-        if (plane) {
-          if (auto how = plane->crashed()) {
-            std::string member = how->substr(0, how->find(' '));
-            tl.incidents.push_back({"member-exited", member, secondsAt(now), *how});
-            return cut(now, member + " exited during the run");
-          }
+        if (auto how = target.crashed()) {
+          std::string member = how->substr(0, how->find(' '));
+          tl.incidents.push_back({"member-exited", member, secondsAt(now), *how});
+          return cut(now, member + " exited during the run");
         }
         // The current stage (the scenario's setup, or a capacity step's growth): its
         // workloads' setup, the controllers settling (at most settleLimit), warmup,
@@ -659,7 +664,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true,
                                   stageSettled ? "" : controllersBehind});
           }
-          if (stepped) pool.beginWindow(2 * step, now);
+          // Numbered windows: a capacity step's, or a virtual run's (whose end is
+          // marked too, since its engine runs on while the last answers arrive).
+          if (stepped || virtualTime) pool.beginWindow(2 * step, now);
         }
         if (!stageWorkloadsReady && now >= growStart + sc.setupTimeout) {
           if (step == 0)
@@ -677,14 +684,30 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
           if (!endStep(now)) {
             tl.end = now;
             pool.stop();
-            return;
+            return false;
           }
         }
-        std::this_thread::sleep_for(10ms);
-      }
-    });
-    scrapes.start();
-    scrapes.waitFirstRound();
+        return true;
+    };
+    std::thread monitor;
+    std::function<void()> supervise;
+    if (virtualTime) {
+      // The first round is the baseline every counter's increase starts from: it is
+      // answered before the load starts.
+      vscrapes->start();
+      for (const auto limit = vsim->now() + 10s; !vscrapes->idle() && vsim->now() < limit;)
+        vsim->runUntil(vsim->now() + 1ms);
+      supervise = [&] {
+        if (tick(vsim->now())) vsim->scheduleAfter(10ms, supervise);
+      };
+    } else {
+      monitor = std::thread([&] {
+        while (!runDone.load() && tick(runClock.now())) std::this_thread::sleep_for(10ms);
+      });
+      auto& loop = static_cast<ScrapeLoop&>(scrapes);
+      loop.start();
+      loop.waitFirstRound();
+    }
     progress.start();
     try {
       pool.run(
@@ -696,11 +719,14 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
             auto context = [&] {
               workloads::WorkloadContext ctx{w.simulator(), *pw.api, opt.runId, sc.seed, &w};
               ctx.phases = &phaseLog;
-              // Timestamps written into objects (renewTime) are Unix time.
-              ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                       std::chrono::system_clock::now().time_since_epoch())
-                                       .count() -
-                                   w.simulator().clock().now().time_since_epoch().count();
+              // Timestamps written into objects (renewTime) are Unix time; a virtual run's
+              // start at a fixed instant, so one seed gives the same objects.
+              const std::int64_t unixNow =
+                  virtualTime ? kVirtualRunStartUnixNanos
+                              : std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+              ctx.epochUnixNanos = unixNow - w.simulator().clock().now().time_since_epoch().count();
               return ctx;
             };
             for (auto& wl : sc.workloads) {
@@ -718,18 +744,19 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
               };
               w.simulator().scheduleAfter(100ms, pw.pollGrowth);
             }
+            if (virtualTime) supervise();
           },
           stepped ? engine::TimePoint{(sc.setupTimeout + opt.capacity->settle + opt.capacity->hold) *
                                           static_cast<long>(opt.steps.size()) + sc.warmup + 1min}
                   : engine::TimePoint{sc.setupTimeout + sc.warmup + sc.duration + 1min});
     } catch (...) {
       runDone = true;
-      monitor.join();
+      if (monitor.joinable()) monitor.join();
       throw;
     }
     runDone = true;
-    monitor.join();
-    if (!tl.end) tl.end = runClock.now();
+    if (monitor.joinable()) monitor.join();
+    if (!tl.end) tl.end = clock.now();
     progress.stop();
     scrapes.finish();
 
@@ -738,7 +765,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
     recordPhases(result, tl, phaseLog.spans(), sc.duration, !stepped, settleLimit);
     result.phases.insert(result.phases.end(), stepPhases.begin(), stepPhases.end());
     result.incidents = tl.incidents;
-    planeBroken = plane && !tl.incidents.empty();
+    planeBroken = target.ownsMembers() && !tl.incidents.empty();
     result.measuredSeconds = tl.steadyStart ? secondsAt(*tl.end) - secondsAt(*tl.steadyStart) : 0;
     for (std::size_t i = 0; i < sc.workloads.size(); ++i) {
       nlohmann::json merged = nlohmann::json::object();
@@ -772,7 +799,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
         figures.push_back(std::move(f));
       }
     };
-    engine::RequestStats stats = pool.requestStats();
+    // A virtual run's window is closed at its end (its engine ran on for the answers).
+    engine::RequestStats stats = virtualTime ? pool.windowStats(0) : pool.requestStats();
     engine::RequestStats setupStats = pool.setupRequestStats();
     if (stepped) {
       // The headline is the last step that held; every step's figures are in
@@ -842,6 +870,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       for (const auto& [name, v] : streams)
         add({metrics::Figure::measured(name, {}, v, "count", metrics::Source::kClient)}, metrics::Window::kRun);
     }
+    // A model's figures all come from the model, whichever member's /metrics served them.
+    if (auto source = target.figureSource())
+      for (auto& f : figures) f.source = *source;
     result.figures = std::move(figures);
     if (!stepped)
       for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
@@ -873,7 +904,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   if (planeBroken && !opt.keepPlane) {
     result.workloads.push_back(
         {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped with its data"}}});
-  } else if (opt.cleanup && created && setupClient) {
+  } else if (opt.cleanup && created && setupClient && target.needsCleanup()) {
     // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
     // exits at once (exit 3). What was measured goes to disk first, so that exit loses
     // nothing but the cleanup's own outcome.
@@ -895,7 +926,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
       std::vector<kube::GroupVersionResource> resources;
       for (const auto& w : sc.workloads)
         for (const auto& r : w->resources()) resources.push_back(r);
-      auto cleaned = workloads::cleanupRun(*setupClient, wall, opt.runId, resources);
+      auto cleaned = workloads::cleanupRun(*setupClient, target.setupClock(), opt.runId, resources);
       result.workloads.push_back({"cleanup", "cleanup", cleanupJson(cleaned)});
       if (!cleaned.complete())
         std::cerr << "cpscale run: cleanup incomplete: " << cleanupJson(cleaned).dump()
@@ -906,14 +937,17 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
                 << "`)\n";
     }
   }
-  if (result.status == reports::RunStatus::kFailed) return finishResult(static_cast<int>(ExitCode::kUnavailable));
+  if (result.status == reports::RunStatus::kFailed) {
+    target.close();
+    return finishResult(static_cast<int>(ExitCode::kUnavailable));
+  }
 
   bool gatesPass = true;
   for (const auto& g : result.gates) gatesPass = gatesPass && g.passed;
   int code = result.status != reports::RunStatus::kCompleted ? static_cast<int>(ExitCode::kUnavailable)
              : gatesPass                  ? 0
                                           : static_cast<int>(ExitCode::kGateFailed);
-  plane.reset();
+  target.close();
   return finishResult(code);
 }
 

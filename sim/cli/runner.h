@@ -11,6 +11,7 @@
 
 #include "reports/result.h"
 #include "sim/cli/run_progress.h"
+#include "sim/cli/target.h"
 #include "sim/controlplane/profile.h"
 #include "sim/kube/kubeconfig.h"
 #include "sim/scenario/scenario.h"
@@ -48,6 +49,10 @@ struct RunOptions {
 // input found before anything was contacted; everything later is reported in the
 // result's status.
 reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options);
+// The same against a target the caller made (the model, see simulate.h): `options`'
+// cluster, profile files and plane fields are not read, but the profile is recorded.
+// A virtual target runs the scenario with one worker.
+reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options, Target& target);
 
 // The cleanup outcome as the result document records it.
 nlohmann::json cleanupJson(const workloads::CleanupResult& c);

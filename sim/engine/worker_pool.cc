@@ -10,12 +10,17 @@ namespace cpscale::engine {
 WorkerPool::WorkerPool(WorkerOptions options, TransportFactory transports)
     : options_(options), wallClock_(options.wallOrigin.value_or(std::chrono::steady_clock::now())) {
   if (options.workers == 0) throw ConfigError("WorkerPool", "workers", "must be > 0");
+  if (options.simulator && (options.workers != 1 || options.mode != SimulatorMode::kVirtual ||
+                            options.simulator->mode() != SimulatorMode::kVirtual))
+    throw ConfigError("WorkerPool", "simulator", "a given engine serves one virtual worker only");
   for (std::size_t i = 0; i < options.workers; ++i) {
     auto w = std::make_unique<Worker>();
     w->index_ = i;
     w->workers_ = options.workers;
     w->seed_ = streamSeed(options.seed, i);
-    if (options.mode == SimulatorMode::kVirtual) {
+    if (options.simulator) {
+      w->sim_ = options.simulator;
+    } else if (options.mode == SimulatorMode::kVirtual) {
       w->sim_ = std::make_unique<VirtualSimulator>();
     } else {
       w->sim_ = std::make_unique<PacedSimulator>(wallClock_);

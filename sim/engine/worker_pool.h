@@ -31,6 +31,9 @@ struct WorkerOptions {
   // Paced mode: the origin of the workers' timeline, so another clock (the scraper's)
   // can share it. Default: when the pool is constructed.
   std::optional<std::chrono::steady_clock::time_point> wallOrigin;
+  // Virtual mode with one worker: run on this engine instead of a new one, e.g. one a
+  // model target already answers on (its setup calls ran on it before the pool existed).
+  std::shared_ptr<Simulator> simulator;
 };
 
 // One engine loop's view, handed to the setup function on the worker's own thread.
@@ -54,7 +57,7 @@ class Worker {
   std::size_t index_ = 0;
   std::size_t workers_ = 1;
   std::uint64_t seed_ = 0;
-  SimulatorPtr sim_;
+  std::shared_ptr<Simulator> sim_;
   kube::TransportPtr transport_;
   std::unique_ptr<OpenLoopDriver> driver_;
 };

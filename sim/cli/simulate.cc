@@ -1,0 +1,225 @@
+#include "sim/cli/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "sim/common/error.h"
+#include "sim/engine/simulator_impl.h"
+#include "sim/model/model_plane.h"
+
+namespace cpscale::cli {
+
+namespace {
+
+class ModelTarget final : public Target {
+ public:
+  ModelTarget(const controlplane::Profile& profile, const model::Calibration& calibration, double weight,
+              std::uint64_t seed)
+      : profile_(profile), weight_(weight), sim_(std::make_shared<engine::VirtualSimulator>()) {
+    model::ModelOptions mo;
+    mo.calibration = calibration;
+    mo.apiservers = static_cast<std::size_t>(std::max(1, profile.apiservers));
+    mo.etcds.clear();
+    for (const auto& e : profile.etcds) mo.etcds.push_back({e.name, e.resources});
+    mo.seed = seed;
+    mo.epochUnixNanos = kVirtualRunStartUnixNanos;
+    if (!calibration.kubernetesVersion.empty()) mo.kubernetesVersion = calibration.kubernetesVersion;
+    plane_ = std::make_unique<model::ModelPlane>(*sim_, std::move(mo));
+    setup_ = plane_->clientTransport(1);
+  }
+  engine::SimulatorMode mode() const override { return engine::SimulatorMode::kVirtual; }
+  void open(reports::RunResult& result) override {
+    const auto& cal = plane_->options().calibration;
+    result.target.kind = "model";
+    result.target.kubernetesVersion = cal.kubernetesVersion;
+    result.target.etcdVersion = cal.etcdVersion;
+    for (const auto& m : plane_->members()) {
+      if (result.target.server.empty() && m.role == "kube-apiserver") result.target.server = m.url;
+      result.target.members.push_back({m.name, m.role, m.url, m.role == "etcd" ? cal.etcdVersion : cal.kubernetesVersion,
+                                       m.role == "kube-apiserver" ? "workloads" : ""});
+    }
+  }
+  kube::Transport& setupTransport() override { return *setup_; }
+  engine::Clock& setupClock() override { return sim_->clock(); }
+  kube::TransportPtr loadTransport(const scenario::Scenario&) override { return plane_->clientTransport(weight_); }
+  std::shared_ptr<engine::Simulator> simulator() override { return sim_; }
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
+    std::vector<metrics::ScrapeTarget> out;
+    for (const auto& m : result.target.members) {
+      metrics::ScrapeTarget t;
+      t.info.name = m.name;
+      if (m.role == "etcd") {
+        t.info.role = metrics::TargetRole::kEtcd;
+        t.info.etcdCluster = m.name;
+        for (const auto& e : profile_.etcds)
+          if ("etcd-" + e.name == m.name)
+            for (const auto& r : e.resources) t.info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
+      } else {
+        t.info.role = metrics::TargetRole::kApiserver;
+      }
+      t.transport = std::shared_ptr<kube::Transport>(plane_->memberTransport(m.name));
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+  bool needsCleanup() const override { return false; }
+  std::optional<metrics::Source> figureSource() const override { return metrics::Source::kModel; }
+
+ private:
+  controlplane::Profile profile_;
+  double weight_;
+  std::shared_ptr<engine::VirtualSimulator> sim_;
+  std::unique_ptr<model::ModelPlane> plane_;
+  kube::TransportPtr setup_;
+};
+
+double numberOf(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    try {
+      return std::stod(v.get<std::string>());
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Target> modelTarget(const controlplane::Profile& profile, const model::Calibration& calibration,
+                                    double weight, std::uint64_t seed) {
+  return std::make_unique<ModelTarget>(profile, calibration, weight, seed);
+}
+
+std::vector<std::pair<std::string, double>> extensiveKnobs(const scenario::Scenario& sc) {
+  std::vector<std::pair<std::string, double>> out;
+  const auto ws = sc.effective.find("workloads");
+  for (const auto& w : sc.workloads) {
+    if (ws == sc.effective.end() || !ws->is_array()) break;
+    for (const auto& item : *ws) {
+      if (!item.is_object() || item.value("name", std::string()) != w->name()) continue;
+      for (const std::string& field : w->growableFields())
+        if (auto v = item.find(field); v != item.end()) out.push_back({"workloads." + w->name() + "." + field, numberOf(*v)});
+    }
+  }
+  return out;
+}
+
+double samplingWeight(const scenario::Scenario& sc, double maxActors) {
+  double largest = 0;
+  for (const auto& [path, v] : extensiveKnobs(sc)) largest = std::max(largest, v);
+  if (maxActors <= 0 || largest <= maxActors) return 1;
+  return std::ceil(largest / maxActors);
+}
+
+std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, double weight) {
+  std::vector<scenario::Override> out;
+  if (weight <= 1) return out;
+  for (const auto& [path, v] : extensiveKnobs(sc)) {
+    const double scaled = std::max(1.0, std::round(v / weight));
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f", scaled);
+    out.push_back({path, text});
+  }
+  return out;
+}
+
+std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live, const reports::RunResult& modelled,
+                                                        double minRate) {
+  std::vector<model::ValidationEntry> out;
+  auto steady = [](const reports::RunResult& r, auto&& pick) {
+    std::map<std::string, double> m;
+    for (const auto& f : r.figures)
+      if (f.window == metrics::Window::kSteady && f.available()) pick(f, m);
+    return m;
+  };
+  auto label = [](const metrics::Figure& f, std::string_view k) -> std::string {
+    for (const auto& [name, v] : f.labels)
+      if (name == k) return v;
+    return "";
+  };
+  auto byResource = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
+    if (f.name != "write_qps") return;
+    if (f.labels.empty())
+      m["write_qps"] += *f.value;
+    else
+      m["write_qps{resource=" + label(f, "resource") + "}"] += *f.value;
+  };
+  auto others = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
+    if (f.name == "lease_write_share" && f.labels.empty()) m["lease_write_share"] = *f.value;
+    if (f.name == "apiserver_heap_inuse_bytes" && !label(f, "apiserver").empty())
+      m["apiserver_heap_inuse_bytes{apiserver=" + label(f, "apiserver") + "}"] = *f.value;
+  };
+  auto add = [&](const std::map<std::string, double>& l, const std::map<std::string, double>& m, double tolerance,
+                 double minLive) {
+    for (const auto& [key, lv] : l) {
+      auto it = m.find(key);
+      if (it == m.end() || lv < minLive || lv <= 0) continue;
+      out.push_back({key, lv, it->second, std::abs(it->second - lv) / lv, tolerance});
+    }
+  };
+  add(steady(live, byResource), steady(modelled, byResource), 0.10, minRate);
+  auto lo = steady(live, others), mo = steady(modelled, others);
+  for (auto& [key, v] : lo) {
+    const double tol = key.starts_with("apiserver_heap") ? 0.20 : 0.10;
+    add({{key, v}}, mo, tol, 0);
+  }
+  return out;
+}
+
+reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
+  scenario::Scenario full = scenario::loadScenario(scenarioPath, overrides);
+  double weight = options.weight.value_or(samplingWeight(full, options.maxActors));
+  if (weight < 1) throw ConfigError("command line", "--sample", "must be at least 1");
+  std::vector<scenario::Override> all = overrides;
+  for (auto& o : sampledOverrides(full, weight)) all.push_back(std::move(o));
+  scenario::Scenario sc = scenario::loadScenario(scenarioPath, all);
+  // What the user asked for is the scenario the result describes; the sampled knobs
+  // are in result.model.
+  sc.effective = full.effective;
+
+  model::Calibration cal = options.calibration;
+  if (options.dedicatedCores) {
+    if (*options.dedicatedCores <= 0) throw ConfigError("command line", "--dedicated-cores", "must be > 0");
+    cal.sharedHost = false;
+    cal.apiserverCores = cal.etcdCores = *options.dedicatedCores;
+  }
+  auto target = modelTarget(options.profile, cal, weight, sc.seed);
+  RunOptions ro = options.run;
+  ro.profile = options.profile;
+  reports::RunResult result = executeRun(sc, ro, *target);
+
+  nlohmann::json m = {{"calibration", cal.source.string()},
+                      {"calibrationVersion", cal.version},
+                      {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
+                                                 (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                      {"calibrationMeasuredAt", cal.measuredAt},
+                      {"calibrationProfile", cal.profile},
+                      {"kubernetesVersion", cal.kubernetesVersion},
+                      {"etcdVersion", cal.etcdVersion},
+                      {"host", cal.sharedHost ? nlohmann::json{{"sharedCores", cal.hostCores}}
+                                              : nlohmann::json{{"apiserverCores", cal.apiserverCores},
+                                                               {"etcdCores", cal.etcdCores}}},
+                      {"weight", weight}};
+  nlohmann::json sampled = nlohmann::json::object();
+  for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
+  if (!sampled.empty()) m["sampledKnobs"] = sampled;
+  if (!cal.validation.empty()) {
+    double worst = 0;
+    nlohmann::json v = nlohmann::json::array();
+    for (const auto& e : cal.validation) {
+      worst = std::max(worst, e.relativeError);
+      v.push_back({{"figure", e.figure}, {"live", e.live}, {"model", e.model}, {"relativeError", e.relativeError},
+                   {"tolerance", e.tolerance}});
+    }
+    m["validation"] = v;
+    m["maxValidationError"] = worst;
+  }
+  result.model = std::move(m);
+  reports::writeRunOutputs(result, ro.outDir);
+  return result;
+}
+
+}  // namespace cpscale::cli

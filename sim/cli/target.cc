@@ -1,0 +1,171 @@
+#include "sim/cli/target.h"
+
+#include <algorithm>
+#include <iostream>
+
+#include "sim/cli/target_check.h"
+#include "sim/controlplane/local_plane.h"
+#include "sim/kube/curl_transport.h"
+
+namespace cpscale::cli {
+
+kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server) {
+  kube::RestConfig c = base;
+  c.server = server;
+  return c;
+}
+
+namespace {
+
+kube::CurlTransportOptions loadTransportOptions(const scenario::Scenario& sc, std::vector<std::string> servers) {
+  kube::CurlTransportOptions cto;
+  cto.maxHostConnections = static_cast<long>(sc.driver.connections);
+  cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
+  cto.servers = std::move(servers);
+  return cto;
+}
+
+// What the live targets share: a kubeconfig's credentials, libcurl transports, the
+// wall clock, and scrape targets made from the recorded members.
+class LiveTarget : public Target {
+ public:
+  engine::SimulatorMode mode() const override { return engine::SimulatorMode::kPaced; }
+  kube::Transport& setupTransport() override { return *setup_; }
+  engine::Clock& setupClock() override { return wall_; }
+  kube::TransportPtr loadTransport(const scenario::Scenario& sc) override {
+    return std::make_unique<kube::CurlTransport>(config_, loadTransportOptions(sc, loadServers_));
+  }
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
+    std::vector<metrics::ScrapeTarget> out;
+    for (const auto& m : result.target.members) {
+      metrics::ScrapeTarget t;
+      t.info.name = m.name;
+      if (m.role == "etcd") {
+        t.info.role = metrics::TargetRole::kEtcd;
+        t.info.etcdCluster = m.name;
+        for (const auto& e : profile_.etcds)
+          if ("etcd-" + e.name == m.name)
+            for (const auto& r : e.resources) t.info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
+        kube::RestConfig plain;
+        plain.server = m.url;
+        t.transport = std::make_shared<kube::CurlTransport>(plain);
+      } else if (m.role == "kube-apiserver") {
+        t.info.role = metrics::TargetRole::kApiserver;
+        t.transport = std::make_shared<kube::CurlTransport>(withServer(config_, m.url));
+        t.heapProfilePath = heapProfilePath_;
+      } else if (m.role == "kube-controller-manager" || m.role == "kube-scheduler") {
+        // The local plane's controllers: their secure port, the plane's CA and the admin
+        // certificate (their delegated authorization asks the apiserver).
+        t.info.role = m.role == "kube-scheduler" ? metrics::TargetRole::kScheduler
+                                                 : metrics::TargetRole::kControllerManager;
+        t.transport = std::make_shared<kube::CurlTransport>(withServer(config_, m.url));
+      } else {
+        continue;  // recorded only
+      }
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+ protected:
+  explicit LiveTarget(controlplane::Profile profile) : profile_(std::move(profile)) {}
+  void connect(kube::RestConfig config) {
+    config_ = std::move(config);
+    setup_ = std::make_unique<kube::CurlTransport>(config_);
+  }
+
+  controlplane::Profile profile_;
+  kube::RestConfig config_;
+  engine::WallClock wall_;
+  std::unique_ptr<kube::CurlTransport> setup_;
+  // Every replica that serves the workloads, round-robin as a load balancer would.
+  std::vector<std::string> loadServers_;
+  std::string heapProfilePath_;
+};
+
+class LocalTarget final : public LiveTarget {
+ public:
+  explicit LocalTarget(LocalTargetOptions o) : LiveTarget(o.profile), opt_(std::move(o)) {}
+
+  void open(reports::RunResult& result) override {
+    controlplane::PlaneOptions po;
+    po.stateDir = opt_.stateDir;
+    po.binDir = opt_.binDir;
+    po.profile = opt_.profile;
+    po.name = opt_.name;
+    po.detached = opt_.keep;
+    if (opt_.progress)
+      std::cerr << "cpscale run: starting the local plane (profile " << opt_.profile.name << ") in "
+                << po.stateDir.string() << "\n";
+    plane_ = std::make_unique<controlplane::LocalPlane>(po);
+    if (opt_.keep) plane_->release();
+    kube::LoadOptions lo;
+    lo.explicitPath = plane_->kubeconfig().string();
+    // The kubeconfig's current context (where setup and cleanup go) is a replica the
+    // workloads reach too, never one dedicated to a controller component.
+    connect(kube::loadKubeconfig(lo));
+    const auto& rec = plane_->record();
+    result.target.kind = "local";
+    result.target.server = config_.server;
+    result.target.context = config_.contextName;
+    result.target.kubernetesVersion = rec.kubernetesVersion;
+    result.target.etcdVersion = rec.etcdVersion;
+    loadServers_ = rec.clientApiserverUrls();
+    for (const auto& c : rec.components) {
+      std::string serves;
+      if (c.role == "kube-apiserver") {
+        // Who reaches this replica: the workloads (unless it is dedicated to a
+        // component) and the components that talk to it.
+        if (std::find(loadServers_.begin(), loadServers_.end(), c.url) != loadServers_.end()) serves = "workloads";
+        for (const auto& d : rec.components)
+          if (d.apiserver == c.name) serves += (serves.empty() ? "" : ", ") + d.role;
+      } else {
+        serves = c.apiserver;
+      }
+      result.target.members.push_back(
+          {c.name, c.role, c.url, c.role == "etcd" ? rec.etcdVersion : rec.kubernetesVersion, serves});
+    }
+    // The local plane's apiservers profile (their default): heap after a forced GC.
+    heapProfilePath_ = "/debug/pprof/heap?gc=1&debug=1";
+  }
+  std::optional<std::string> crashed() override { return plane_ ? plane_->crashed() : std::nullopt; }
+  bool ownsMembers() const override { return true; }
+  void close() override { plane_.reset(); }
+
+ private:
+  LocalTargetOptions opt_;
+  std::unique_ptr<controlplane::LocalPlane> plane_;
+};
+
+class ClusterTarget final : public LiveTarget {
+ public:
+  ClusterTarget(kube::RestConfig config, controlplane::Profile profile) : LiveTarget(std::move(profile)) {
+    connect(std::move(config));
+  }
+  void open(reports::RunResult& result) override {
+    result.target.kind = "cluster";
+    result.target.server = config_.server;
+    result.target.context = config_.contextName;
+    result.target.members.push_back({"kube-apiserver", "kube-apiserver", config_.server, "", ""});
+    result.profile.spec = nlohmann::json::object();
+    loadServers_ = {config_.server};
+  }
+  void discover(kube::ApiClient& setup, reports::RunResult& result) override {
+    // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
+    // Service. They are recorded; load and scrapes go only to the server named.
+    for (const std::string& hostPort : apiserverEndpoints(setup))
+      result.target.members.push_back({"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Target> localTarget(LocalTargetOptions options) {
+  return std::make_unique<LocalTarget>(std::move(options));
+}
+
+std::unique_ptr<Target> clusterTarget(kube::RestConfig config, controlplane::Profile profile) {
+  return std::make_unique<ClusterTarget>(std::move(config), std::move(profile));
+}
+
+}  // namespace cpscale::cli

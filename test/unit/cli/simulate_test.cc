@@ -1,0 +1,141 @@
+// cpscale simulate through the real run (runner.h) on the model target, in virtual time:
+// determinism, where every figure says it came from, and the sampling's arithmetic.
+#include "sim/cli/simulate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "sim/metrics/figures.h"
+
+namespace cpscale::cli {
+namespace {
+namespace fs = std::filesystem;
+
+model::Calibration testCalibration() {
+  using model::Param;
+  model::Calibration c;
+  c.measuredAt = "2026-12-01T00:00:00Z";
+  c.host = "test-host";
+  c.cpus = 2;
+  c.kubernetesVersion = "v1.36.3";
+  c.etcdVersion = "3.6.16";
+  c.profile = "classic";
+  c.source = "test calibration";
+  c.hostCores = 2;
+  c.sharedHost = true;
+  c.apiserverIdleCores = Param::fixed(0.05);
+  c.apiserverCpuLeaseWrite = Param::fixed(300e-6);
+  c.apiserverCpuWrite = Param::fixed(600e-6);
+  c.apiserverCpuRead = Param::fixed(400e-6);
+  c.apiserverCpuWatchEvent = Param::fixed(20e-6);
+  c.etcdIdleCores = Param::fixed(0.02);
+  c.etcdCpuPerProposal = Param::fixed(100e-6);
+  c.generatorCpuPerRequest = Param::fixed(300e-6);
+  c.latencyRead = Param::fixed(0.002);
+  c.latencyWrite = Param::fixed(0.005);
+  c.heapBaseBytes = Param::fixed(80e6);
+  c.heapPerObject = Param::fixed(2000);
+  c.heapPerObjectByte = Param::fixed(3);
+  c.etcdDbBaseBytes = Param::fixed(20e6);
+  c.etcdDbBytesPerWrite = Param::fixed(300);
+  c.etcdFsyncSeconds = Param::fixed(0.002);
+  return c;
+}
+
+class SimulateTest : public ::testing::Test {
+ protected:
+  fs::path dir_ = fs::temp_directory_path() / ("cpscale-simulate-test-" + std::to_string(::getpid()));
+  void TearDown() override {
+    if (!std::getenv("KEEP")) fs::remove_all(dir_);
+  }
+
+  reports::RunResult simulate(std::vector<scenario::Override> sets, const std::string& out,
+                              const model::Calibration& cal = testCalibration(), std::optional<double> weight = {},
+                              double maxActors = 1500, const std::string& profile = "") {
+    SimulateOptions so;
+    so.calibration = cal;
+    if (!profile.empty()) so.profile = controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / profile);
+    so.weight = weight;
+    so.maxActors = maxActors;
+    so.run.runId = "simtest";
+    so.run.outDir = dir_ / out;
+    so.run.progress = false;
+    return simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml", sets, so);
+  }
+  static double value(const reports::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
+    // The steady window's (setup has figures of the same names).
+    std::vector<metrics::Figure> steady;
+    for (const auto& f : r.figures)
+      if (f.window == metrics::Window::kSteady) steady.push_back(f);
+    const metrics::Figure* f = metrics::findFigure(steady, name, labels);
+    if (f == nullptr || !f->available()) {
+      ADD_FAILURE() << name << " missing or unavailable" << (f ? ": " + f->unavailableReason : std::string());
+      return -1;
+    }
+    return *f->value;
+  }
+};
+
+TEST_F(SimulateTest, SameSeedGivesTheSameResultBitForBit) {
+  std::vector<scenario::Override> sets{{"workloads.fleet.count", "120"}, {"duration", "40s"}};
+  auto a = simulate(sets, "a");
+  auto b = simulate(sets, "b");
+  ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
+  auto ja = reports::toJson(a), jb = reports::toJson(b);
+  // Only where and when it ran differ.
+  ja.erase("environment");
+  jb.erase("environment");
+  EXPECT_EQ(ja.dump(), jb.dump());
+  // Another seed is another run.
+  sets.push_back({"seed", "7"});
+  auto c = simulate(sets, "c");
+  auto jc = reports::toJson(c);
+  jc.erase("environment");
+  EXPECT_NE(ja.dump(), jc.dump());
+}
+
+TEST_F(SimulateTest, EveryFigureSaysItCameFromTheModel) {
+  auto cal = testCalibration();
+  auto r = simulate({{"workloads.fleet.count", "200"}, {"duration", "60s"}}, "m", cal);
+  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  EXPECT_EQ(r.target.kind, "model");
+  ASSERT_FALSE(r.figures.empty());
+  for (const auto& f : r.figures) EXPECT_EQ(f.source, metrics::Source::kModel) << f.name;
+  // The steady window is a window of the run, after setup, as live.
+  ASSERT_NE(reports::findPhase(r, "steady"), nullptr);
+  EXPECT_TRUE(reports::findPhase(r, "steady")->complete);
+  // 200 kubelets renewing every leaseDurationSeconds/4 = 10 s: 20 lease PUTs a second.
+  EXPECT_NEAR(value(r, "write_qps", {{"resource", "leases"}, {"verb", "PUT"}}), 20.0, 1.0);
+  EXPECT_GT(value(r, "lease_write_share"), 0.5);
+  EXPECT_EQ(r.model.value("weight", 0.0), 1.0);
+  EXPECT_EQ(r.model.value("calibration", std::string()), "test calibration");
+  // Its gates are evaluated as live: the scenario's lease share gate passes.
+  ASSERT_FALSE(r.gates.empty());
+}
+
+TEST_F(SimulateTest, SampledActorsCountTheirWeight) {
+  // 3,000 nodes with at most 1,000 simulated: weight 3, and still 300 lease PUTs a second.
+  auto r = simulate({{"workloads.fleet.count", "3000"}, {"duration", "60s"}}, "s", testCalibration(), {}, 1000);
+  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  EXPECT_EQ(r.model.value("weight", 0.0), 3.0);
+  EXPECT_EQ(r.model["sampledKnobs"].value("workloads.fleet.count", std::string()), "1000");
+  EXPECT_NEAR(value(r, "write_qps", {{"resource", "leases"}, {"verb", "PUT"}}), 300.0, 15.0);
+  // The nodes the plane holds are the fleet's, not the sample's.
+  EXPECT_NEAR(value(r, "apiserver_objects", {{"resource", "nodes"}}), 3000, 30);
+}
+
+TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
+  auto sc = scenario::loadScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml",
+                                   {{"workloads.fleet.count", "100000"}});
+  EXPECT_EQ(samplingWeight(sc, 1500), 67);
+  EXPECT_EQ(samplingWeight(sc, 200000), 1);
+  auto o = sampledOverrides(sc, 100);
+  ASSERT_EQ(o.size(), 1u);
+  EXPECT_EQ(o[0].path, "workloads.fleet.count");
+  EXPECT_EQ(o[0].value, "1000");
+  EXPECT_TRUE(sampledOverrides(sc, 1).empty());
+}
+
+}  // namespace
+}  // namespace cpscale::cli
