@@ -17,7 +17,9 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/run_progress.h"
+#include "reports/format.h"
 #include "sim/cli/runner.h"
+#include "sim/cli/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
@@ -41,7 +43,8 @@ struct ProbePlan {
 
 // About 6 minutes on 2 cores (about 4.5 with --quick), each plane's start (~15 s)
 // and its controllers settling included: idle 25 s; node 2 x 25 s; churn 2 x (10 s
-// warmup + 25 s); state 2 x (24 s of ramps + 15 s).
+// warmup + 25 s); state 2 x (40 s of ramps + 15 s); then the validation (two live
+// runs of a minute and their simulations).
 std::vector<ProbePlan> probePlan(bool quick) {
   using model::ProbeKind;
   std::vector<ProbePlan> plan = {
@@ -57,8 +60,8 @@ std::vector<ProbePlan> probePlan(bool quick) {
     plan[2].overrides.push_back({"capacity.hold", "15s"});
     for (std::size_t i : {3u, 4u}) {
       plan[i].overrides.push_back({"duration", "10s"});
-      plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "1000"});
-      plan[i].overrides.push_back({"workloads.platform.configMaps", "1000"});
+      plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
+      plan[i].overrides.push_back({"workloads.platform.configMaps", "2500"});
     }
   }
   return plan;
@@ -148,6 +151,7 @@ int calibrate(const Args& args) {
       "quick", "shorter probes (about 4.5 minutes; wider intervals)")(
       "scenario-dir", "the probe scenarios (default: scenarios/calibration of the source tree)",
       cxxopts::value<std::string>())("run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
+      "no-validate", "skip the validation: node-bound and churn-bound live and simulated, compared")(
       "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
       "h,help", "show this help");
   auto parsed = parseArgs(opts, args);
@@ -162,7 +166,7 @@ int calibrate(const Args& args) {
 
   std::vector<model::ProbeResult> probes;
   if (r.count("from")) {
-    for (const char* flag : {"profile", "probes", "quick", "scenario-dir", "bin-dir"})
+    for (const char* flag : {"probes", "quick", "scenario-dir"})
       if (r.count(flag))
         throw ConfigError("command line", std::string("--") + flag, "runs probes; --from refits stored ones");
     probes = model::readProbes(r["from"].as<std::string>());
@@ -244,6 +248,22 @@ int calibrate(const Args& args) {
   // The results do not record the CPU model: it is this machine's when the probes ran here.
   if (c.host == hostName()) c.cpuModel = cpuModel();
   model::writeCalibration(c, out);
+  if (!r.count("no-validate")) {
+    // The model with this calibration against the live plane, on the scenarios users
+    // start from: its measured error goes into the calibration, and simulate prints it.
+    controlplane::Profile profile =
+        r.count("profile") ? controlplane::loadProfile(r["profile"].as<std::string>()) : controlplane::Profile{};
+    const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+    if (progress) std::cerr << "cpscale calibrate: validating: each validation scenario live, then simulated\n";
+    installInterruptHandlers();
+    c.source = out;
+    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress);
+    model::writeCalibration(c, out);
+    for (const auto& e : c.validation)
+      std::cout << "validation: " << e.figure << ": live " << reports::formatGrouped(e.live) << ", model "
+                << reports::formatGrouped(e.model) << ", error " << reports::formatValue(e.relativeError, "ratio")
+                << " (tolerance " << reports::formatValue(e.tolerance, "ratio") << ")\n";
+  }
   std::cout << model::renderCalibrationSummary(c) << "\nCalibration: " << out.string() << "\n";
   return 0;
 }

@@ -50,7 +50,9 @@ int simulate(const Args& args) {
       cxxopts::value<double>()->default_value("1500"))(
       "dedicated-cores", "model every apiserver and etcd with N cores of its own, not the calibration's shared host",
       cxxopts::value<double>())("out", "output directory (default runs/<run-id>)", cxxopts::value<std::string>())(
-      "run-id", "run id (default: random)", cxxopts::value<std::string>())("quiet", "no progress output")(
+      "run-id", "run id (default: random)", cxxopts::value<std::string>())(
+      "capacity", "search the scenario's capacity block on the model: each step a fresh simulation")(
+      "quiet", "no progress output")(
       "h,help", "show this help");
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO");
@@ -80,6 +82,14 @@ int simulate(const Args& args) {
   printCalibration(so.calibration, std::cerr);
   installInterruptHandlers();
   const auto started = std::chrono::steady_clock::now();
+  if (r.count("capacity")) {
+    reports::CapacitySearch search = simulateCapacity(r["scenario"].as<std::string>(), overrides, so);
+    for (const auto& s : search.steps)
+      std::cout << search.knob << "=" << reports::formatKnobValue(s.value, search.unit) << ": "
+                << (s.held ? "held" : "did not hold: " + s.brokeBy) << "\n";
+    std::cout << search.detail << "\nSteps' results under " << so.run.outDir.string() << "\n";
+    return search.held ? 0 : static_cast<int>(ExitCode::kGateFailed);
+  }
   reports::RunResult res = simulateScenario(r["scenario"].as<std::string>(), overrides, so);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::string summary = reports::renderSummary(res);

@@ -453,30 +453,62 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
   Design d;
   d.names = {"jsonBytes"};
   std::string measured;
+  // Each observation's own interval (the ramp fit's), for the two-point case below.
+  struct Obs {
+    double x, y, low, high;
+  };
+  std::vector<Obs> obs;
   for (const ProbeResult& p : probes) {
     if (p.kind != ProbeKind::kState) continue;
     const double bytes = payloadBytes(p) + o.envelopeBytes;
-    std::map<std::string, std::vector<double>> byKind;
+    std::map<std::string, std::vector<double>> byKind, lows, highs;
     for (const Figure& f : p.result.figures) {
-      if (f.name != "bytes_per_object" || f.window != metrics::Window::kSetup) continue;
-      if (!f.value || !std::isfinite(*f.value)) continue;
+      if (f.window != metrics::Window::kSetup || !f.value || !std::isfinite(*f.value)) continue;
       // Per kind, and the whole population's ramp (no kind label) as one more
       // observation at the same size.
       std::string kind(labelValue(f.labels, "kind"));
-      byKind[kind.empty() ? "all kinds" : kind].push_back(*f.value);
+      if (kind.empty()) kind = "all kinds";
+      if (f.name == "bytes_per_object") byKind[kind].push_back(*f.value);
+      if (f.name == "bytes_per_object_ci_low") lows[kind].push_back(*f.value);
+      if (f.name == "bytes_per_object_ci_high") highs[kind].push_back(*f.value);
     }
     for (const auto& [kind, slopes] : byKind) {
       const double mean = rangeParam(slopes).value;  // every replica caches every object
       d.add({bytes}, mean);
+      const double lo = lows[kind].empty() ? mean : *std::min_element(lows[kind].begin(), lows[kind].end());
+      const double hi = highs[kind].empty() ? mean : *std::max_element(highs[kind].begin(), highs[kind].end());
+      obs.push_back({bytes, mean, lo, hi});
       measured += (measured.empty() ? "" : ", ") + kind + " " + numberText(mean) + " B at " + numberText(bytes) + " B";
     }
   }
   if (d.y.empty())
     throw FitError("heap per object: no state probe measured bytes_per_object{kind} (the ramps were too short or noisy)");
-  Fitted f = fitDesign(std::move(d), "heap per object", o.confidence, c.notes);
-  c.heapPerObject = f.params.at("intercept");
-  c.heapPerObjectByte = f.params.at("jsonBytes");
-  c.fits.push_back(quality("heap_per_object", f.fit));
+  if (obs.size() == 2 && obs[0].x != obs[1].x) {
+    // Two sizes (the per-kind ramps too noisy to count): the line through both, its
+    // interval the extremes the two ramps' own intervals allow.
+    const Obs& a = obs[0].x < obs[1].x ? obs[0] : obs[1];
+    const Obs& b = obs[0].x < obs[1].x ? obs[1] : obs[0];
+    const double dx = b.x - a.x;
+    auto line = [&](double ya, double yb) { return std::pair{(yb - ya) / dx, ya - (yb - ya) / dx * a.x}; };
+    const auto [slope, icept] = line(a.y, b.y);
+    const auto [sLow, iHigh] = line(a.high, b.low);
+    const auto [sHigh, iLow] = line(a.low, b.high);
+    c.heapPerObjectByte = {std::max(0.0, slope), std::max(0.0, sLow), std::max(0.0, sHigh)};
+    c.heapPerObject = {std::max(0.0, icept), std::max(0.0, iLow), std::max(0.0, iHigh)};
+    c.notes.push_back("heap per object: two payload sizes, the line through them (no residual to fit: the "
+                      "intervals are the extremes the ramps' own 95 % intervals allow)");
+    FitQuality q;
+    q.name = "heap_per_object";
+    q.observations = 2;
+    q.parameters = 2;
+    q.r2 = 1;
+    c.fits.push_back(q);
+  } else {
+    Fitted f = fitDesign(std::move(d), "heap per object", o.confidence, c.notes);
+    c.heapPerObject = f.params.at("intercept");
+    c.heapPerObjectByte = f.params.at("jsonBytes");
+    c.fits.push_back(quality("heap_per_object", f.fit));
+  }
   c.notes.push_back("heap per object measured by kind (JSON size = payload + " + numberText(o.envelopeBytes) +
                     " B): " + measured);
 

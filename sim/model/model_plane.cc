@@ -1012,14 +1012,19 @@ void ModelPlane::Impl::background(std::size_t i) {
 double ModelPlane::Impl::heapBytes() const {
   double heap = cal_.heapBaseBytes.value;
   const auto& byResource = cal_.heapBytesPerObjectByResource;
+  // Every object, and every change still in the watch cache's event window (its
+  // object held for the window; the calibration's ramps measure an object with its
+  // ADDED event, so the history counts what changes beyond that).
   for (const auto& t : store_.tables()) {
-    if (t->weightedObjects == 0 && t->weightedBytes == 0) continue;
+    const double objects = t->weightedObjects + t->historyWeightedObjects;
+    const double bytes = t->weightedBytes + t->historyWeightedBytes;
+    if (objects == 0 && bytes == 0) continue;
     auto it = byResource.find(t->type.qualified());
     if (it == byResource.end()) it = byResource.find(t->type.resource);
     if (it != byResource.end()) {
-      heap += t->weightedObjects * it->second;
+      heap += objects * it->second;
     } else {
-      heap += t->weightedObjects * cal_.heapPerObject.value + t->weightedBytes * cal_.heapPerObjectByte.value;
+      heap += objects * cal_.heapPerObject.value + bytes * cal_.heapPerObjectByte.value;
     }
   }
   return heap;

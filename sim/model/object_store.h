@@ -84,6 +84,7 @@ struct Change {
   std::shared_ptr<const LabelSet> labels;
   std::shared_ptr<const LabelSet> oldLabels;  // kModified: before (a selector may stop or start matching)
   engine::TimePoint at{};
+  double weight = 1;  // the writer's sampling weight
 };
 
 // One open watch on a resource, as the store sees it: its filters and how far it has
@@ -125,6 +126,11 @@ struct Table {
   WatcherList watchers;
   double weightedObjects = 0;
   double weightedBytes = 0;  // sum of weight x JSON bytes
+  // The same over the history's modifications and deletions: kube-apiserver's watch
+  // cache keeps each change's object for its event window, so a write costs heap
+  // until it leaves the window (an ADDED event's object is the live object).
+  double historyWeightedObjects = 0;
+  double historyWeightedBytes = 0;
   std::size_t index = 0;     // position in the store's table list
 };
 

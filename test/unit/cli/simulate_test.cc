@@ -125,6 +125,29 @@ TEST_F(SimulateTest, SampledActorsCountTheirWeight) {
   EXPECT_NEAR(value(r, "apiserver_objects", {{"resource", "nodes"}}), 3000, 30);
 }
 
+TEST_F(SimulateTest, CapacitySearchOnTheModelStopsWhereTheHostSaturates) {
+  // Lease PUTs at ~10.7 ms of CPU each (apiserver, etcd and generator) on 2 shared
+  // cores: ~185 renewals a second, ~1,850 nodes. 1,200 nodes (65 %) hold the PUT
+  // leases p99 <= 1 s gate; at 2,400 the backlog grows by a quarter second each second.
+  auto cal = testCalibration();
+  cal.apiserverCpuLeaseWrite = model::Param::fixed(10e-3);
+  SimulateOptions so;
+  so.calibration = cal;
+  so.run.runId = "simcap";
+  so.run.outDir = dir_ / "cap";
+  so.run.progress = false;
+  auto search = simulateCapacity(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "index" / "node.yaml",
+                                 {{"capacity.start", "600"}, {"capacity.factor", "2"}, {"capacity.max", "4800"}}, so);
+  ASSERT_EQ(search.steps.size(), 3u);
+  EXPECT_TRUE(search.steps[0].held);
+  EXPECT_TRUE(search.steps[1].held);
+  EXPECT_FALSE(search.steps[2].held);
+  ASSERT_TRUE(search.held.has_value());
+  EXPECT_EQ(*search.held, 1200);
+  EXPECT_EQ(search.limit, reports::CapacityLimit::kServer);
+  EXPECT_NE(search.brokeBy.find("client_latency_p99"), std::string::npos) << search.brokeBy;
+}
+
 TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
   auto sc = scenario::loadScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml",
                                    {{"workloads.fleet.count", "100000"}});
