@@ -48,19 +48,12 @@ class ModelTarget final : public Target {
   std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
     for (const auto& m : result.target.members) {
+      auto info = scrapeInfo(m, profile_);
+      if (!info) continue;
       metrics::ScrapeTarget t;
-      t.info.name = m.name;
-      if (m.role == "etcd") {
-        t.info.role = metrics::TargetRole::kEtcd;
-        t.info.etcdCluster = m.name;
-        for (const auto& e : profile_.etcds)
-          if ("etcd-" + e.name == m.name)
-            for (const auto& r : e.resources) t.info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
-      } else {
-        t.info.role = metrics::TargetRole::kApiserver;
-        // As on the local plane: the heap the objects hold, after a (modelled) GC.
-        t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
-      }
+      t.info = *info;
+      // As on the local plane: the heap the objects hold, after a (modelled) GC.
+      if (info->role == metrics::TargetRole::kApiserver) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
       t.transport = std::shared_ptr<kube::Transport>(plane_->memberTransport(m.name));
       out.push_back(std::move(t));
     }
@@ -192,6 +185,10 @@ reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPa
       std::vector<scenario::Override> ov = overrides;
       ov.push_back({spec.knob, knobText(v)});
       ov.push_back({"duration", knobText(std::chrono::duration<double>(spec.hold).count()) + "s"});
+      // A live step waits up to `settle` for the controller-manager to work off what the
+      // growth created (the model has none to wait for), then the warmup: the same time
+      // for the registration's backlog to drain before the window.
+      ov.push_back({"warmup", knobText(std::chrono::duration<double>(spec.settle + probe.warmup).count()) + "s"});
       SimulateOptions so = options;
       so.run.runId = options.run.runId + "-" + std::to_string(++runs);
       so.run.outDir = options.run.outDir / ("step-" + knobText(v));

@@ -30,7 +30,7 @@ struct SimulateOptions {
   model::Calibration calibration;
   // Each simulated actor stands for this many; unset: chosen from maxActors.
   std::optional<double> weight;
-  double maxActors = 1500;
+  double maxActors = 500;
   // Model each apiserver replica and etcd with this many cores of its own instead of
   // the calibration's host (whose cores the local plane shared with the generator).
   std::optional<double> dedicatedCores;

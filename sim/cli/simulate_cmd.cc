@@ -46,8 +46,8 @@ int simulate(const Args& args) {
       cxxopts::value<std::string>())(
       "sample", "each simulated actor stands for N (default: chosen so no knob exceeds --max-actors)",
       cxxopts::value<double>())(
-      "max-actors", "largest node count, sessions/min or objects/kind simulated one by one (default 1500)",
-      cxxopts::value<double>()->default_value("1500"))(
+      "max-actors", "largest node count, sessions/min or objects/kind simulated one by one (default 500)",
+      cxxopts::value<double>()->default_value("500"))(
       "dedicated-cores", "model every apiserver and etcd with N cores of its own, not the calibration's shared host",
       cxxopts::value<double>())("out", "output directory (default runs/<run-id>)", cxxopts::value<std::string>())(
       "run-id", "run id (default: random)", cxxopts::value<std::string>())(

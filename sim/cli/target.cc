@@ -15,6 +15,27 @@ kube::RestConfig withServer(const kube::RestConfig& base, const std::string& ser
   return c;
 }
 
+std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& m, const controlplane::Profile& profile) {
+  metrics::TargetInfo info;
+  info.name = m.name;
+  if (m.role == "etcd") {
+    info.role = metrics::TargetRole::kEtcd;
+    info.etcdCluster = m.name;
+    for (const auto& e : profile.etcds)
+      if ("etcd-" + e.name == m.name)
+        for (const auto& r : e.resources) info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
+  } else if (m.role == "kube-apiserver") {
+    info.role = metrics::TargetRole::kApiserver;
+  } else if (m.role == "kube-controller-manager") {
+    info.role = metrics::TargetRole::kControllerManager;
+  } else if (m.role == "kube-scheduler") {
+    info.role = metrics::TargetRole::kScheduler;
+  } else {
+    return std::nullopt;
+  }
+  return info;
+}
+
 namespace {
 
 kube::CurlTransportOptions loadTransportOptions(const scenario::Scenario& sc, std::vector<std::string> servers) {
@@ -38,29 +59,20 @@ class LiveTarget : public Target {
   std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
     for (const auto& m : result.target.members) {
+      auto info = scrapeInfo(m, profile_);
+      if (!info) continue;  // recorded only
       metrics::ScrapeTarget t;
-      t.info.name = m.name;
-      if (m.role == "etcd") {
-        t.info.role = metrics::TargetRole::kEtcd;
-        t.info.etcdCluster = m.name;
-        for (const auto& e : profile_.etcds)
-          if ("etcd-" + e.name == m.name)
-            for (const auto& r : e.resources) t.info.etcdResources.push_back(r.front() == '/' ? r.substr(1) : r);
+      t.info = *info;
+      if (info->role == metrics::TargetRole::kEtcd) {
         kube::RestConfig plain;
         plain.server = m.url;
         t.transport = std::make_shared<kube::CurlTransport>(plain);
-      } else if (m.role == "kube-apiserver") {
-        t.info.role = metrics::TargetRole::kApiserver;
-        t.transport = std::make_shared<kube::CurlTransport>(withServer(config_, m.url));
-        t.heapProfilePath = heapProfilePath_;
-      } else if (m.role == "kube-controller-manager" || m.role == "kube-scheduler") {
-        // The local plane's controllers: their secure port, the plane's CA and the admin
-        // certificate (their delegated authorization asks the apiserver).
-        t.info.role = m.role == "kube-scheduler" ? metrics::TargetRole::kScheduler
-                                                 : metrics::TargetRole::kControllerManager;
-        t.transport = std::make_shared<kube::CurlTransport>(withServer(config_, m.url));
       } else {
-        continue;  // recorded only
+        // Apiservers with the run's credentials; the local plane's controllers on their
+        // secure port with the plane's CA and the admin certificate (their delegated
+        // authorization asks the apiserver).
+        t.transport = std::make_shared<kube::CurlTransport>(withServer(config_, m.url));
+        if (info->role == metrics::TargetRole::kApiserver) t.heapProfilePath = heapProfilePath_;
       }
       out.push_back(std::move(t));
     }

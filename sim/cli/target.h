@@ -78,6 +78,11 @@ std::unique_ptr<Target> localTarget(LocalTargetOptions options);
 // The user's cluster. `profile` is only recorded.
 std::unique_ptr<Target> clusterTarget(kube::RestConfig config, controlplane::Profile profile);
 
+// What the scraper knows of a recorded member: its name, role and, for an etcd, its
+// cluster and the resources the profile routes to it. None for a member that is only
+// recorded (a cluster's endpoints).
+std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& member, const controlplane::Profile& profile);
+
 // `base` with another server (a replica of the same plane, same credentials).
 kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server);
 

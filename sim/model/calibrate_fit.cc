@@ -472,6 +472,36 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
       if (f.name == "bytes_per_object_ci_low") lows[kind].push_back(*f.value);
       if (f.name == "bytes_per_object_ci_high") highs[kind].push_back(*f.value);
     }
+    if (byKind.empty()) {
+      // No ramp fit held (the heap's noise against a short ramp): the level instead,
+      // the steady window's heap over the idle plane's, per object beyond the idle's.
+      auto level = [](const ProbeResult& q, std::string_view name) -> std::optional<double> {
+        for (const Figure& f : q.result.figures)
+          if (f.name == name && f.window == metrics::Window::kSteady && f.value &&
+              !labelValue(f.labels, "apiserver").empty())
+            return *f.value;
+        return std::nullopt;
+      };
+      auto heapLevel = [&](const ProbeResult& q) {
+        auto h = level(q, "apiserver_heap_inuse_after_gc_bytes");
+        return h ? h : level(q, "apiserver_heap_inuse_bytes");
+      };
+      for (const ProbeResult& idle : probes) {
+        if (idle.kind != ProbeKind::kIdle) continue;
+        auto h1 = heapLevel(p), h0 = heapLevel(idle);
+        auto n1 = level(p, "apiserver_objects_total"), n0 = level(idle, "apiserver_objects_total");
+        if (h1 && h0 && n1 && n0 && *n1 > *n0 + 100) {
+          const double perObject = (*h1 - *h0) / (*n1 - *n0);
+          d.add({bytes}, perObject);
+          obs.push_back({bytes, perObject, perObject, perObject});
+          measured += (measured.empty() ? "" : ", ") + std::string("level ") + numberText(perObject) + " B at " +
+                      numberText(bytes) + " B";
+          c.notes.push_back("heap per object: " + p.name +
+                            ": no ramp fit held; the steady heap over the idle plane's, per object beyond its");
+        }
+        break;
+      }
+    }
     for (const auto& [kind, slopes] : byKind) {
       const double mean = rangeParam(slopes).value;  // every replica caches every object
       d.add({bytes}, mean);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <system_error>
 
+#include "reports/json_io.h"
 #include "sim/common/error.h"
 
 namespace cpscale::model {
@@ -43,88 +44,27 @@ constexpr ParamField kParams[] = {
 
 json paramJson(const Param& p) { return {{"value", p.value}, {"low", p.low}, {"high", p.high}}; }
 
-// A JSON value and its path in the file: every accessor names the field it fails on.
-class Field {
- public:
-  Field(const json& j, const std::string& file, std::string path) : j_(j), file_(file), path_(std::move(path)) {}
+using reports::jsonio::Reader;
 
-  [[noreturn]] void fail(const std::string& what) const { throw ConfigError(file_, path_.empty() ? "/" : path_, what); }
+// On top of the result documents' reader: a calibration holds only finite numbers.
+double finite(const Reader& r) {
+  const double v = r.num();
+  if (!std::isfinite(v)) r.fail("expected a finite number");
+  return v;
+}
+double nonNegative(const Reader& r) {
+  const double v = finite(r);
+  if (v < 0) r.fail("must not be negative (is " + std::to_string(v) + ")");
+  return v;
+}
 
-  Field at(const std::string& key) const {
-    if (!j_.is_object()) fail("expected an object");
-    auto it = j_.find(key);
-    if (it == j_.end()) throw ConfigError(file_, path_ + "/" + key, "is missing");
-    return Field(*it, file_, path_ + "/" + key);
-  }
-  bool has(const std::string& key) const { return j_.is_object() && j_.contains(key); }
-  Field at(std::size_t i) const { return Field(j_.at(i), file_, path_ + "/" + std::to_string(i)); }
-  std::size_t size() const {
-    if (!j_.is_array()) fail("expected an array");
-    return j_.size();
-  }
-  const json& object() const {
-    if (!j_.is_object()) fail("expected an object");
-    return j_;
-  }
-  std::string str() const {
-    if (!j_.is_string()) fail("expected a string");
-    return j_.get<std::string>();
-  }
-  bool boolean() const {
-    if (!j_.is_boolean()) fail("expected true or false");
-    return j_.get<bool>();
-  }
-  double num() const {
-    if (!j_.is_number()) fail("expected a number");
-    double v = j_.get<double>();
-    if (!std::isfinite(v)) fail("expected a finite number");
-    return v;
-  }
-  double nonNegative() const {
-    double v = num();
-    if (v < 0) fail("must not be negative (is " + std::to_string(v) + ")");
-    return v;
-  }
-  std::int64_t integer() const {
-    if (!j_.is_number_integer()) fail("expected an integer");
-    return j_.get<std::int64_t>();
-  }
-
- private:
-  const json& j_;
-  const std::string& file_;
-  std::string path_;
-};
-
-Param readParam(const Field& f) {
+Param readParam(const Reader& f) {
   f.object();
-  Param p{f.at("value").num(), f.at("low").num(), f.at("high").num()};
+  Param p{finite(f.at("value")), finite(f.at("low")), finite(f.at("high"))};
   if (p.low > p.value) f.at("low").fail("is above value (" + std::to_string(p.low) + " > " + std::to_string(p.value) + ")");
   if (p.high < p.value)
     f.at("high").fail("is below value (" + std::to_string(p.high) + " < " + std::to_string(p.value) + ")");
   return p;
-}
-
-void writeAtomically(const std::filesystem::path& path, const std::string& content) {
-  std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) throw std::runtime_error("cannot create directory " + path.parent_path().string() + ": " + ec.message());
-  std::filesystem::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.flush();
-    if (!out) {
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + path.string());
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error("cannot write " + path.string() + ": " + ec.message());
-  }
 }
 
 }  // namespace
@@ -180,7 +120,7 @@ json toJson(const Calibration& c) {
 
 Calibration calibrationFromJson(const json& j, const std::filesystem::path& file) {
   const std::string where = file.string();
-  Field root(j, where, "");
+  Reader root(j, where, "");
   root.object();
   // Identify the document first: a wrong file should say so, not complain about a field.
   if (std::string k = root.at("kind").str(); k != kKind)
@@ -200,7 +140,7 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
   c.etcdVersion = root.at("etcdVersion").str();
   c.profile = root.at("profile").str();
   auto positive = [&](const char* name) {
-    double v = root.at(name).num();
+    double v = finite(root.at(name));
     if (v <= 0) root.at(name).fail("must be positive (is " + std::to_string(v) + ")");
     return v;
   };
@@ -210,22 +150,22 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
   c.etcdCores = positive("etcdCores");
   for (const ParamField& f : kParams) c.*f.member = readParam(root.at(f.name));
 
-  Field byResource = root.at("heapBytesPerObjectByResource");
+  Reader byResource = root.at("heapBytesPerObjectByResource");
   for (const auto& [resource, v] : byResource.object().items()) {
     (void)v;
-    c.heapBytesPerObjectByResource[resource] = byResource.at(resource).nonNegative();
+    c.heapBytesPerObjectByResource[resource] = nonNegative(byResource.at(resource));
   }
   c.rssOverHeap = positive("rssOverHeap");
 
-  Field background = root.at("background");
-  for (std::size_t i = 0; i < background.size(); ++i) {
-    Field b = background.at(i);
+  Reader background = root.at("background");
+  for (std::size_t i = 0; i < background.array().size(); ++i) {
+    Reader b = background.at(i);
     c.background.push_back({b.at("resource").str(), b.at("group").str(), b.at("verb").str(),
-                            b.at("perSecond").nonNegative()});
+                            nonNegative(b.at("perSecond"))});
   }
-  Field fits = root.at("fits");
-  for (std::size_t i = 0; i < fits.size(); ++i) {
-    Field f = fits.at(i);
+  Reader fits = root.at("fits");
+  for (std::size_t i = 0; i < fits.array().size(); ++i) {
+    Reader f = fits.at(i);
     FitQuality q;
     q.name = f.at("name").str();
     auto count = [&](const char* name) {
@@ -235,37 +175,29 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
     };
     q.observations = count("observations");
     q.parameters = count("parameters");
-    q.r2 = f.at("r2").num();
-    q.residualStd = f.at("residualStd").nonNegative();
+    q.r2 = finite(f.at("r2"));
+    q.residualStd = nonNegative(f.at("residualStd"));
     c.fits.push_back(std::move(q));
   }
-  Field validation = root.at("validation");
-  for (std::size_t i = 0; i < validation.size(); ++i) {
-    Field v = validation.at(i);
-    c.validation.push_back({v.at("figure").str(), v.at("live").num(), v.at("model").num(),
-                            v.at("relativeError").nonNegative(), v.at("tolerance").nonNegative()});
+  Reader validation = root.at("validation");
+  for (std::size_t i = 0; i < validation.array().size(); ++i) {
+    Reader v = validation.at(i);
+    c.validation.push_back({v.at("figure").str(), finite(v.at("live")), finite(v.at("model")),
+                            nonNegative(v.at("relativeError")), nonNegative(v.at("tolerance"))});
   }
   if (root.has("notes")) {
-    Field notes = root.at("notes");
-    for (std::size_t i = 0; i < notes.size(); ++i) c.notes.push_back(notes.at(i).str());
+    Reader notes = root.at("notes");
+    for (std::size_t i = 0; i < notes.array().size(); ++i) c.notes.push_back(notes.at(i).str());
   }
   return c;
 }
 
 Calibration readCalibration(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw ConfigError(file.string(), "", "cannot be read (does it exist? `cpscale calibrate` writes one)");
-  json j;
-  try {
-    j = json::parse(in);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(file.string(), "", std::string("is not valid JSON: ") + e.what());
-  }
-  return calibrationFromJson(j, file);
+  return calibrationFromJson(reports::jsonio::readJsonFile(file), file);
 }
 
 void writeCalibration(const Calibration& c, const std::filesystem::path& file) {
-  writeAtomically(file, toJson(c).dump(2) + "\n");
+  reports::jsonio::writeFile(file, toJson(c).dump(2) + "\n");
 }
 
 }  // namespace cpscale::model

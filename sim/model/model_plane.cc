@@ -284,6 +284,9 @@ class ModelPlane::Impl {
   // ---- exposition ----
   double elapsed() const { return seconds(sched_.now() - start_); }
   double heapBytes() const;
+  // heapBytes() at one instant: every replica's scrape of one round reads the same.
+  mutable std::optional<std::pair<TimePoint, std::uint64_t>> heapAt_;
+  mutable double heap_ = 0;
   std::string apiserverText(std::size_t i) const;
   std::string etcdText(std::size_t i) const;
 
@@ -1010,14 +1013,22 @@ void ModelPlane::Impl::background(std::size_t i) {
 // ---- exposition ------------------------------------------------------------------
 
 double ModelPlane::Impl::heapBytes() const {
+  if (heapAt_ && heapAt_->first == sched_.now() && heapAt_->second == store_.revision()) return heap_;
   double heap = cal_.heapBaseBytes.value;
   const auto& byResource = cal_.heapBytesPerObjectByResource;
-  // Every object, and every change still in the watch cache's event window (its
-  // object held for the window; the calibration's ramps measure an object with its
-  // ADDED event, so the history counts what changes beyond that).
+  // Every object, and every change still in the watch cache's event window whose
+  // object is not an object's current version (superseded or deleted): the cache keeps
+  // it for the window. A current version is the object itself, held once.
   for (const auto& t : store_.tables()) {
-    const double objects = t->weightedObjects + t->historyWeightedObjects;
-    const double bytes = t->weightedBytes + t->historyWeightedBytes;
+    double objects = t->weightedObjects, bytes = t->weightedBytes;
+    std::string key;
+    for (const Change& c : t->history) {
+      key.assign(c.ns).append("/").append(c.name);
+      auto live = t->objects.find(key);
+      if (c.type != ChangeType::kDeleted && live != t->objects.end() && live->second.rv == c.rv) continue;
+      objects += c.weight;
+      bytes += c.weight * static_cast<double>(c.object ? c.object->size() : 0);
+    }
     if (objects == 0 && bytes == 0) continue;
     auto it = byResource.find(t->type.qualified());
     if (it == byResource.end()) it = byResource.find(t->type.resource);
@@ -1027,6 +1038,8 @@ double ModelPlane::Impl::heapBytes() const {
       heap += objects * cal_.heapPerObject.value + bytes * cal_.heapPerObjectByte.value;
     }
   }
+  heapAt_ = {sched_.now(), store_.revision()};
+  heap_ = heap;
   return heap;
 }
 

@@ -415,22 +415,11 @@ std::string ObjectStore::timestamp() const {
 }
 
 void ObjectStore::record(Table& t, Change c) {
-  // An ADDED event's object is the live object (whose heap the calibration's ramps
-  // measured with its event); a modification or deletion holds a copy of its own.
-  if (c.type != ChangeType::kAdded) {
-    t.historyWeightedObjects += c.weight;
-    t.historyWeightedBytes += c.weight * static_cast<double>(c.object ? c.object->size() : 0);
-  }
   t.history.push_back(std::move(c));
   if (onChange_) onChange_(t, t.history.back());
   while (t.history.size() > options_.historyMax ||
          (t.history.size() > options_.historyMin && t.history.front().at + options_.historyWindow < now_)) {
     t.compactedRv = t.history.front().rv;
-    const Change& gone = t.history.front();
-    if (gone.type != ChangeType::kAdded) {
-      t.historyWeightedObjects -= gone.weight;
-      t.historyWeightedBytes -= gone.weight * static_cast<double>(gone.object ? gone.object->size() : 0);
-    }
     t.history.pop_front();
   }
 }

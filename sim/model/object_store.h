@@ -126,11 +126,6 @@ struct Table {
   WatcherList watchers;
   double weightedObjects = 0;
   double weightedBytes = 0;  // sum of weight x JSON bytes
-  // The same over the history's modifications and deletions: kube-apiserver's watch
-  // cache keeps each change's object for its event window, so a write costs heap
-  // until it leaves the window (an ADDED event's object is the live object).
-  double historyWeightedObjects = 0;
-  double historyWeightedBytes = 0;
   std::size_t index = 0;     // position in the store's table list
 };
 

@@ -245,7 +245,8 @@ TEST_F(ExitCodesTest, ClassifyAnUnreachableClusterIsExitThreeWithoutItsCredentia
 TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
   const std::string probes = CPSCALE_SOURCE_DIR "/test/fixtures/calibration/probes";
   const std::string out = (dir / "cal" / "calibration.json").string();
-  Outcome o = cpscale({"calibrate", "--from", probes, "--out", out});
+  // --no-validate: the validation runs live planes.
+  Outcome o = cpscale({"calibrate", "--from", probes, "--out", out, "--no-validate"});
   ASSERT_EQ(o.exitCode, 0) << o.output;
   EXPECT_NE(o.output.find("apiserverCpuLeaseWrite"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("Calibration: " + out), std::string::npos) << o.output;
@@ -269,6 +270,36 @@ TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
   o = cpscale({"calibrate", "--from", (dir / "some").string(), "--out", out});
   EXPECT_EQ(o.exitCode, 3) << o.output;
   EXPECT_NE(o.output.find("cannot be fitted: no node probe"), std::string::npos) << o.output;
+}
+
+// simulate needs no plane: a run on the model with the fixture probes' calibration
+// says which calibration it used and exits as its gates decide; bad input is exit 2
+// naming what is wrong.
+TEST_F(ExitCodesTest, SimulateRunsOnTheModelAndRefusesBadInput) {
+  const std::string cal = (dir / "cal.json").string();
+  ASSERT_EQ(cpscale({"calibrate", "--from", CPSCALE_SOURCE_DIR "/test/fixtures/calibration/probes", "--out", cal,
+                     "--no-validate"})
+                .exitCode,
+            0);
+  const std::string scenario = CPSCALE_SOURCE_DIR "/scenarios/node-bound.yaml";
+  const std::string out = (dir / "sim").string();
+  Outcome o = cpscale({"simulate", scenario, "--calibration", cal, "--set", "workloads.fleet.count=60", "--set",
+                       "duration=20s", "--quiet", "--out", out});
+  EXPECT_EQ(o.exitCode, 0) << o.output;
+  EXPECT_NE(o.output.find("cpscale simulate: calibration " + cal), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("(model, virtual time): completed"), std::string::npos) << o.output;
+  EXPECT_TRUE(fs::exists(fs::path(out) / "result.json"));
+  EXPECT_TRUE(fs::exists(fs::path(out) / "report.html"));
+
+  o = cpscale({"simulate", scenario, "--calibration", (dir / "missing.json").string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("missing.json"), std::string::npos) << o.output;
+  o = cpscale({"simulate", scenario, "--calibration", cal, "--set", "workloads.fleet.count=many"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("count"), std::string::npos) << o.output;
+  o = cpscale({"simulate", scenario, "--calibration", cal, "--max-actors", "0"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--max-actors"), std::string::npos) << o.output;
 }
 
 }  // namespace
