@@ -621,6 +621,7 @@ details summary{cursor:pointer;color:var(--muted);margin:6px 0}
 pre{background:#f6f8fa;border:1px solid var(--line);border-radius:6px;padding:10px;overflow:auto;font-size:12px}
 footer{color:var(--muted);font-size:12px;text-align:center;margin-top:24px}
 table.capacity-steps tr.not-held td,table.capacity-steps tr.generator-limited td{background:#fff8f8}
+table.validation tr.bad td{background:#fff8f8;color:var(--bad)}
 .break-label{color:var(--bad);font-weight:600;white-space:nowrap}
 table.capacity-steps td.broke-by{overflow-wrap:anywhere;min-width:12em}
 p.legend-line{color:var(--muted);font-size:12px;margin:0 0 8px}
@@ -656,6 +657,7 @@ std::string renderHtml(const RunResult& r) {
     out << "<span class=\"pill " << (passed == r.gates.size() ? "ok" : "bad") << "\">" << passed << " of " << r.gates.size()
         << " gates passed</span>";
   if (!r.statusDetail.empty()) out << " <span class=\"muted\">" << escape(r.statusDetail) << "</span>";
+  if (std::string m = modelLine(r); !m.empty()) out << "\n<p class=\"note\">" << escape(m) << "</p>";
   out << "\n<div class=\"cards\">" << card(r.figures, "write_qps", "write QPS") << card(r.figures, "lease_write_share", "lease share of writes")
       << card(r.figures, "apiserver_heap_inuse_bytes_all_replicas", "heap, all apiservers")
       << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
@@ -751,6 +753,18 @@ std::string renderHtml(const RunResult& r) {
     for (const auto& m : r.target.members)
       out << "<tr><td>" << escape(m.name) << "</td><td>" << escape(m.role) << "</td><td><code>" << escape(m.url)
           << "</code></td><td>" << escape(m.version) << "</td><td>" << escape(m.serves) << "</td></tr>\n";
+    out << "</tbody></table>\n";
+  }
+  if (auto v = r.model.find("validation"); !r.model.is_null() && v != r.model.end() && v->is_array() && !v->empty()) {
+    // The calibration's measured error: each figure live and modelled on its machine.
+    out << "<table class=\"validation\"><caption>The calibration's validation against live runs</caption><thead><tr>"
+           "<th>figure</th><th>live</th><th>model</th><th>error</th><th>tolerance</th></tr></thead><tbody>\n";
+    for (const auto& e : *v) {
+      const double err = e.value("relativeError", 0.0), tol = e.value("tolerance", 0.0);
+      out << "<tr" << (err > tol ? " class=\"bad\"" : "") << "><td>" << escape(e.value("figure", std::string())) << "</td><td>"
+          << formatGrouped(e.value("live", 0.0)) << "</td><td>" << formatGrouped(e.value("model", 0.0)) << "</td><td>"
+          << formatValue(err, "ratio") << "</td><td>" << formatValue(tol, "ratio") << "</td></tr>\n";
+    }
     out << "</tbody></table>\n";
   }
   if (!r.workloads.empty()) {

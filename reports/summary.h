@@ -18,6 +18,10 @@ inline constexpr std::size_t kSummaryColumns = 100;
 // then every figure of the run, grouped by name, each with its window.
 std::string renderSummary(const RunResult& r);
 
+// A simulated run's calibration (machine, date, file), its worst measured error
+// against live runs, and the sampling weight; empty for a live run.
+std::string modelLine(const RunResult& r);
+
 // A Markdown table whose columns are padded to equal width; `rightAligned[i]` for
 // numeric columns. Cells are escaped ("|" inside a cell would end it). With
 // `maxWidth`, the widest text columns are narrowed until the table fits and a cell that

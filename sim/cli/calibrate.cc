@@ -259,10 +259,7 @@ int calibrate(const Args& args) {
     c.source = out;
     c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress);
     model::writeCalibration(c, out);
-    for (const auto& e : c.validation)
-      std::cout << "validation: " << e.figure << ": live " << reports::formatGrouped(e.live) << ", model "
-                << reports::formatGrouped(e.model) << ", error " << reports::formatValue(e.relativeError, "ratio")
-                << " (tolerance " << reports::formatValue(e.tolerance, "ratio") << ")\n";
+    for (const auto& e : c.validation) std::cout << "validation: " << validationLine(e) << "\n";
   }
   std::cout << model::renderCalibrationSummary(c) << "\nCalibration: " << out.string() << "\n";
   return 0;

@@ -80,7 +80,7 @@ std::vector<ValidationCase> defaultValidationCases();
 
 // The lease latency crossing, validated: the node-axis index scenario's search
 // (PUT leases p99 <= 1 s) live and on the model, from `start` in steps of `factor`
-// with one bisection; the largest fleet each held, within 25 %.
+// with one bisection; where each search brackets the crossing, within 25 % (the gap between the brackets over the live one's middle).
 struct CrossingCase {
   std::string scenario = "index/node.yaml";
   std::vector<scenario::Override> overrides{{"capacity.start", "3000"}, {"capacity.factor", "1.25"},
@@ -97,5 +97,9 @@ std::vector<model::ValidationEntry> validateCalibration(const model::Calibration
                                                         bool progress,
                                                         const std::vector<ValidationCase>& cases = defaultValidationCases(),
                                                         const std::optional<CrossingCase>& crossing = CrossingCase{});
+
+// One validation entry as calibrate and simulate print it: live, model, error and
+// tolerance, and "past its tolerance" when the error exceeds it.
+std::string validationLine(const model::ValidationEntry& e);
 
 }  // namespace cpscale::cli

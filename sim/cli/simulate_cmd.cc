@@ -27,10 +27,7 @@ void printCalibration(const model::Calibration& cal, std::ostream& out) {
     return;
   }
   out << "cpscale simulate: its measured error against live runs on that machine:\n";
-  for (const auto& e : cal.validation)
-    out << "  " << e.figure << ": live " << reports::formatGrouped(e.live) << ", model " << reports::formatGrouped(e.model)
-        << ", error " << reports::formatValue(e.relativeError, "ratio") << " (tolerance "
-        << reports::formatValue(e.tolerance, "ratio") << ")\n";
+  for (const auto& e : cal.validation) out << "  " << validationLine(e) << "\n";
 }
 
 }  // namespace

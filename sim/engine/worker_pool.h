@@ -30,10 +30,10 @@ struct WorkerOptions {
   Duration drain = std::chrono::seconds(10);
   // Paced mode: the origin of the workers' timeline, so another clock (the scraper's)
   // can share it. Default: when the pool is constructed.
-  std::optional<std::chrono::steady_clock::time_point> wallOrigin;
+  std::optional<std::chrono::steady_clock::time_point> wallOrigin = std::nullopt;
   // Virtual mode with one worker: run on this engine instead of a new one, e.g. one a
   // model target already answers on (its setup calls ran on it before the pool existed).
-  std::shared_ptr<Simulator> simulator;
+  std::shared_ptr<Simulator> simulator = nullptr;
 };
 
 // One engine loop's view, handed to the setup function on the worker's own thread.

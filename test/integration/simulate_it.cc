@@ -31,7 +31,7 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
     heap = heap || e.figure.find("apiserver_heap_inuse_after_gc_bytes") != std::string::npos;
     share = share || e.figure.find("lease_write_share") != std::string::npos;
     resources = resources || e.figure.find("write_qps{resource=") != std::string::npos;
-    crossing = crossing || e.figure.find("PUT leases p99") != std::string::npos;
+    crossing = crossing || e.figure.find("PUT leases p99 crosses") != std::string::npos;
   }
   // Nothing the tolerances are about may go uncompared.
   EXPECT_TRUE(heap && share && resources && crossing) << entries.size() << " figures compared";

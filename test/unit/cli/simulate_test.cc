@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
+#include "reports/summary.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::cli {
@@ -158,6 +160,44 @@ TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
   EXPECT_EQ(o[0].path, "workloads.fleet.count");
   EXPECT_EQ(o[0].value, "1000");
   EXPECT_TRUE(sampledOverrides(sc, 1).empty());
+}
+
+TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) {
+  // Two modelled runs of one scenario stand for "live" and "model": the second's heap per
+  // object is ten times the first's, its rates the same.
+  std::vector<scenario::Override> sets{{"workloads.fleet.count", "200"}, {"duration", "40s"}};
+  auto fat = testCalibration();
+  fat.heapPerObject = model::Param::fixed(20000);
+  auto a = simulate(sets, "live", testCalibration());
+  auto b = simulate(sets, "model", fat);
+  ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
+  ASSERT_EQ(b.status, reports::RunStatus::kCompleted) << b.statusDetail;
+  auto entries = compareLiveAndModel(a, b, 1.0);
+  const model::ValidationEntry* writes = nullptr;
+  const model::ValidationEntry* heap = nullptr;
+  for (const auto& e : entries) {
+    if (e.figure == "write_qps") writes = &e;
+    if (e.figure.starts_with("apiserver_heap_inuse_after_gc_bytes{apiserver=")) heap = &e;
+  }
+  ASSERT_NE(writes, nullptr);
+  ASSERT_NE(heap, nullptr);
+  EXPECT_NEAR(writes->live, value(a, "write_qps"), 1e-9);
+  EXPECT_LT(writes->relativeError, 0.01);
+  EXPECT_EQ(heap->tolerance, 0.20);
+  EXPECT_GT(heap->relativeError, heap->tolerance);
+  EXPECT_EQ(validationLine(*writes).find("past its tolerance"), std::string::npos) << validationLine(*writes);
+  EXPECT_NE(validationLine(*heap).find("past its tolerance"), std::string::npos) << validationLine(*heap);
+
+  // A run on a calibration carrying this validation says so in its result and report.
+  auto validated = testCalibration();
+  validated.validation = entries;
+  auto c = simulate(sets, "validated", validated);
+  EXPECT_NEAR(c.model.value("maxValidationError", 0.0), heap->relativeError, 1e-12);
+  EXPECT_NE(reports::modelLine(c).find("measured error against live runs up to"), std::string::npos);
+  std::ifstream html(dir_ / "validated" / reports::kHtmlFile);
+  std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
+  EXPECT_NE(page.find("<table class=\"validation\">"), std::string::npos);
+  EXPECT_NE(page.find("<tr class=\"bad\"><td>apiserver_heap_inuse_after_gc_bytes"), std::string::npos);
 }
 
 }  // namespace

@@ -422,6 +422,14 @@ TEST(CalibrationFile, UnreadableOrMalformedFilesSaySo) {
 
 TEST(CalibrationFile, DefaultPathIsTheShippedOne) {
   EXPECT_EQ(defaultCalibrationPath(), fs::path(CPSCALE_SOURCE_DIR) / "profiles/calibration/default.json");
+  // The shipped one reads back, was measured on the classic recipe, and carries its
+  // validation with every entry within its tolerance.
+  Calibration c = readCalibration(defaultCalibrationPath());
+  EXPECT_EQ(c.profile, "classic");
+  EXPECT_GT(c.apiserverCpuLeaseWrite.value, 0);
+  EXPECT_GT(c.heapPerObject.value, 0);
+  ASSERT_FALSE(c.validation.empty());
+  for (const auto& e : c.validation) EXPECT_LE(e.relativeError, e.tolerance) << e.figure;
 }
 
 // ---- probes into a calibration ----

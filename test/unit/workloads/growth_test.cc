@@ -412,7 +412,9 @@ TEST(DormantGrowth, TwentyGrownToFiftyCreatesExactlyTheMissingObjectsOfEachKind)
   EXPECT_EQ(b["watchers"], 0);
   const json a = inst->summary();
   for (const auto& [key, v] : a.items()) {
-    if (key != "watchLastError") EXPECT_TRUE(b.contains(key)) << key;
+    if (key != "watchLastError") {
+      EXPECT_TRUE(b.contains(key)) << key;
+    }
   }
   // Its phases are "grow/...": the base's "ramp/..." stay the only population ramps.
   std::vector<std::string> names;

@@ -639,7 +639,9 @@ TEST(KubeletFleetEvents, NodeAndPodStartsAreRecordedAsTheKubeletRecordsThem) {
     EXPECT_EQ(e["metadata"]["labels"][kRunLabel], "t1");
   }
   for (const auto& e : podEvents) {
-    if (e["reason"] == "Pulling") EXPECT_EQ(e["message"], "Pulling image \"registry.k8s.io/pause:3.10\"");
+    if (e["reason"] == "Pulling") {
+      EXPECT_EQ(e["message"], "Pulling image \"registry.k8s.io/pause:3.10\"");
+    }
   }
   EXPECT_EQ(inst->summary()["eventsCreated"], 14);
   EXPECT_EQ(inst->summary()["eventsDropped"], 0);
