@@ -8,7 +8,7 @@ endfunction()
 # cpscale_test(NAME SOURCES ... [DEPS ...] [LABELS ...]): a GoogleTest binary whose
 # cases are registered with CTest one by one. LABELS: unit (default) or integration.
 function(cpscale_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "SERIAL" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
@@ -24,6 +24,10 @@ function(cpscale_test name)
     add_test(NAME ${name} COMMAND ${name})
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                          RESOURCE_LOCK control_plane)
+    if(ARG_SERIAL)
+      # Timing-sensitive: nothing else of the suite may share the machine's cores.
+      set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
+    endif()
   else()
     gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
                          DISCOVERY_TIMEOUT 30)

@@ -83,7 +83,7 @@ std::vector<ValidationCase> defaultValidationCases();
 // with one bisection; where each search brackets the crossing, within 25 % (the gap between the brackets over the live one's middle).
 struct CrossingCase {
   std::string scenario = "index/node.yaml";
-  std::vector<scenario::Override> overrides{{"capacity.start", "3000"}, {"capacity.factor", "1.25"},
+  std::vector<scenario::Override> overrides{{"capacity.start", "2400"}, {"capacity.factor", "1.25"},
                                             {"capacity.max", "12000"}, {"capacity.bisect", "1"}};
 };
 
