@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "sim/common/error.h"
+#include "sim/kube/retry_policy.h"
 
 namespace cpscale::kube {
 namespace {
@@ -89,6 +90,8 @@ struct CurlTransport::Active {
   std::size_t replica = 0;
   bool cancelRequested = false;  // cancel() from inside a curl callback
   bool consumerStopped = false;  // onBodyChunk returned false
+  std::size_t bodySent = 0;      // of request.body, handed to libcurl so far
+  bool resendable = false;       // idempotent: may go out twice
   CURLcode submitError = CURLE_OK;
   char errbuf[CURL_ERROR_SIZE] = {0};
 
@@ -122,6 +125,27 @@ struct CurlTransport::Active {
       a->response.body.append(data, size * n);
     }
     return size * n;
+  }
+
+  static size_t onRead(char* buffer, size_t size, size_t n, void* self) {
+    auto* a = static_cast<Active*>(self);
+    const std::string& body = a->request.body;
+    const std::size_t k = std::min(size * n, body.size() - a->bodySent);
+    std::memcpy(buffer, body.data() + a->bodySent, k);
+    a->bodySent += k;
+    return k;
+  }
+
+  // libcurl rewinds a request's body to send it again on a new connection when the
+  // kept-alive one it went out on died before any answer arrived. An idempotent
+  // request may go out twice; any other may already have taken effect (the server had
+  // it), so the rewind is refused and the request fails (CURLE_SEND_FAIL_REWIND)
+  // instead of being resent behind the caller's retry policy.
+  static int onSeek(void* self, curl_off_t offset, int origin) {
+    auto* a = static_cast<Active*>(self);
+    if (!a->resendable || origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_FAIL;
+    a->bodySent = 0;
+    return CURL_SEEKFUNC_OK;
   }
 };
 
@@ -281,6 +305,10 @@ void* CurlTransport::acquireEasy() {
   }
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Active::onHeader);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Active::onBody);
+  // Bodies are read through a callback rather than CURLOPT_POSTFIELDS, whose rewind
+  // libcurl does on its own: onSeek decides whether a body may be sent twice.
+  curl_easy_setopt(e, CURLOPT_READFUNCTION, &Active::onRead);
+  curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, &Active::onSeek);
   return e;
 }
 
@@ -291,7 +319,8 @@ void CurlTransport::releaseEasy(void* easy) {
   curl_easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, nullptr);
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, nullptr);
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, nullptr);
+  curl_easy_setopt(easy, CURLOPT_READDATA, nullptr);
+  curl_easy_setopt(easy, CURLOPT_SEEKDATA, nullptr);
   if (freeEasy_.size() < kMaxPooledEasy) {
     freeEasy_.push_back(easy);
   } else {
@@ -335,10 +364,12 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   if (r.method == "GET" || (r.method != "POST" && r.body.empty() && r.method != "PUT" && r.method != "PATCH")) {
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
   } else {
-    // POSTFIELDS does not copy: the body lives in Active until completion.
+    // The body lives in Active until completion; onRead hands it over.
+    p->resendable = RetryPolicy::idempotent(r.method);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+    curl_easy_setopt(e, CURLOPT_READDATA, p);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, p);
   }
   if (r.method != "GET" && r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   for (const auto& h : r.headers) {
@@ -386,6 +417,9 @@ void CurlTransport::complete(Active* p, int code) {
   } else if (a->consumerStopped) {
     resp.outcome = TransportOutcome::kAborted;
     resp.detail = "aborted by the body consumer";
+  } else if (curlCode == CURLE_SEND_FAIL_REWIND) {
+    resp.detail = "the connection closed after the request was sent and before an answer arrived; a " +
+                  a->request.method + " is not sent again (it may have taken effect)";
   } else if (curlCode != CURLE_OK) {
     // curl's messages name the host and the failing step, never headers or tokens.
     resp.detail = curl_easy_strerror(curlCode);
