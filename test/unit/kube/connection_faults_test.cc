@@ -9,6 +9,7 @@
 // transport serves the next request. Waiting is on real sockets, bounded by deadlines.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -455,6 +456,254 @@ TEST_F(Http1Faults, AGetThatKeepsBreakingFailsAfterItsAttempts) {
   EXPECT_EQ(origin_->count("GET", kConfigMaps + "/cm"), 3);
   EXPECT_EQ(proxy_->struck(), 3);
   expectCleanAndReusable(*t, 0);
+}
+
+// ---- watch streams ---------------------------------------------------------------
+
+const ResourceRef kConfigMapCollection = ResourceRef(gvr::kConfigMaps).in("default");
+
+// The event line a watch from `from` carries for resourceVersion `rv`, decoded.
+nlohmann::json eventObject(int from, int rv) {
+  return nlohmann::json::parse(testing::watchEvent(rv == from + 1 ? "ADDED" : "MODIFIED", "w", rv))["object"];
+}
+
+// The events are exactly those of resourceVersions `want`, each whole.
+void expectEvents(const std::vector<WatchEvent>& got, int from, const std::vector<int>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(got[i].type, want[i] == from + 1 ? WatchEventType::kAdded : WatchEventType::kModified);
+    EXPECT_EQ(got[i].object, eventObject(from, want[i])) << "event " << i;
+  }
+}
+
+enum class InStream { kAfterEvents, kMidEventLine, kMidChunkSize };
+
+const char* toString(InStream w) {
+  switch (w) {
+    case InStream::kAfterEvents: return "AfterThreeEvents";
+    case InStream::kMidEventLine: return "MidFourthEventLine";
+    case InStream::kMidChunkSize: return "MidFourthChunkSize";
+  }
+  return "?";
+}
+
+// Where in watchFrom(rv)'s wire form: after three whole events, or inside the fourth.
+std::size_t offsetIn(const Reply& watch, InStream w) {
+  std::size_t at = watch.head().size();
+  for (int i = 0; i < 3; ++i) at += chunkLine(watch.chunks[i]).size() + watch.chunks[i].size() + 2;
+  if (w == InStream::kMidChunkSize) return at + 1;
+  if (w == InStream::kMidEventLine) return at + chunkLine(watch.chunks[3]).size() + watch.chunks[3].size() / 2;
+  return at;
+}
+
+struct WatchCase {
+  FaultKind kind;
+  InStream where;
+};
+
+void PrintTo(const WatchCase& c, std::ostream* os) { *os << testing::toString(c.kind) << " " << toString(c.where); }
+
+std::string watchCaseName(const ::testing::TestParamInfo<WatchCase>& i) {
+  std::string k = testing::toString(i.param.kind);
+  k[0] = static_cast<char>(std::toupper(k[0]));
+  return k + toString(i.param.where);
+}
+
+class WatchFault : public Http1Faults, public ::testing::WithParamInterface<WatchCase> {};
+
+// A watch whose connection is reset or closed after three events or inside the fourth:
+// the three arrive whole, the fourth never does (not even half of it), and the watch
+// ends once with an error the caller sees. The transport is clean afterwards and a
+// new watch on it gets every event.
+TEST_P(WatchFault, DeliversTheWholeEventsBeforeTheCutThenEndsInError) {
+  const WatchCase c = GetParam();
+  auto t = transport();
+  engine::WallClock clock;
+  ApiClient api(*t, clock, clientOptions());
+  proxy_->inject({c.kind, offsetIn(watchFrom(10), c.where), "watch=true"});
+  std::vector<WatchEvent> events;
+  std::vector<ApiResult> closes;
+  ListOptions from10;
+  from10.resourceVersion = "10";
+  api.watch(kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+            [&](const ApiResult& r) { closes.push_back(r); });
+  ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
+  t->poll(50ms);  // a second close, if any, would come now
+  EXPECT_EQ(proxy_->struck(), 1);
+  expectEvents(events, 10, {11, 12, 13});
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].outcome, TransportOutcome::kProtocolError) << closes[0].describe();
+  EXPECT_EQ(closes[0].status, 200);
+  // The transport's report, not the decoder's: no half line was ever decoded.
+  EXPECT_EQ(closes[0].detail.find("watch "), std::string::npos) << closes[0].detail;
+  EXPECT_EQ(api.pending(), 0u);
+  EXPECT_EQ(t->inFlight(), 0u);
+  EXPECT_EQ(t->streamsOpen(), 0u);
+  EXPECT_TRUE(clientSocketsSettleAt(*t, proxy_->port(), 0)) << testing::clientSockets(proxy_->port());
+
+  events.clear();
+  closes.clear();
+  ListOptions from20;
+  from20.resourceVersion = "20";
+  CallId again = api.watch(kConfigMapCollection, from20, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+                           [&](const ApiResult& r) { closes.push_back(r); });
+  ASSERT_TRUE(pollUntil(*t, [&] { return events.size() >= 6u; }));
+  expectEvents(events, 20, {21, 22, 23, 24, 25, 26});
+  api.cancel(again);
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].outcome, TransportOutcome::kAborted);
+  expectCleanAndReusable(*t, 0);
+}
+
+std::vector<WatchCase> watchCases() {
+  std::vector<WatchCase> out;
+  for (FaultKind k : {FaultKind::kReset, FaultKind::kClose}) {
+    for (InStream w : {InStream::kAfterEvents, InStream::kMidEventLine, InStream::kMidChunkSize}) out.push_back({k, w});
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Http1, WatchFault, ::testing::ValuesIn(watchCases()), watchCaseName);
+
+// A watch stream that stops mid-line ends at its timeout (ApiClient gives a watch the
+// server's timeout plus a margin; here the stream's own is short): the transport
+// reports the timeout, the decoder delivered the three whole events and holds the
+// half line back.
+TEST_F(Http1Faults, AStalledWatchStreamTimesOutWithTheWholeEventsDelivered) {
+  auto t = transport();
+  proxy_->inject({FaultKind::kStall, offsetIn(watchFrom(10), InStream::kMidEventLine), "watch=true"});
+  WatchStreamDecoder decoder;
+  std::vector<WatchEvent> events;
+  HttpRequest w = get(kConfigMaps + "?resourceVersion=10&watch=true", kRequestTimeout);
+  w.stream = true;
+  w.onBodyChunk = [&](std::string_view chunk) {
+    return decoder.feed(chunk, [&](WatchEvent&& e) { events.push_back(std::move(e)); });
+  };
+  const auto started = Clock::now();
+  HttpResponse r = exchange(*t, std::move(w));
+  const auto took = Clock::now() - started;
+  EXPECT_EQ(r.outcome, TransportOutcome::kTimeout) << r.detail;
+  EXPECT_GE(took, kRequestTimeout);
+  EXPECT_LT(took, kRequestTimeout + kTimeoutSlack);
+  expectEvents(events, 10, {11, 12, 13});
+  EXPECT_TRUE(decoder.error().empty()) << decoder.error();
+  EXPECT_GT(decoder.bufferedBytes(), 0u) << "half of the fourth event is held back";
+  EXPECT_EQ(t->streamsOpen(), 0u);
+  expectCleanAndReusable(*t, 0);
+}
+
+// A watch body that ends with its connection (no length, no chunks) cannot tell a cut
+// from an end: the transport says kOk, and the decoder is what refuses the half line
+// the cut left, so the watch still ends in error after the three whole events.
+TEST_F(Http1Faults, AWatchBodyEndedByACloseMidLineIsAMalformedStream) {
+  setHandler([](const ReceivedRequest& r) {
+    if (r.target.find("watch=true") == std::string::npos) return routes(r);
+    Reply w;
+    for (const auto& e : watchFrom(10).chunks) w.body += e;
+    w.closeDelimited = true;
+    w.endStream = false;
+    return w;
+  });
+  Reply wire = watchFrom(10);
+  std::size_t cut = offsetIn(wire, InStream::kMidEventLine) - wire.head().size();
+  for (int i = 0; i < 4; ++i) cut -= chunkLine(wire.chunks[i]).size();
+  for (int i = 0; i < 3; ++i) cut -= 2;  // the chunks' CRLFs
+  Reply plain;
+  plain.closeDelimited = true;
+  proxy_->inject({FaultKind::kClose, plain.head().size() + cut, "watch=true"});
+
+  auto t = transport();
+  engine::WallClock clock;
+  ApiClient api(*t, clock, clientOptions());
+  std::vector<WatchEvent> events;
+  std::vector<ApiResult> closes;
+  ListOptions from10;
+  from10.resourceVersion = "10";
+  api.watch(kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+            [&](const ApiResult& r) { closes.push_back(r); });
+  ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
+  EXPECT_EQ(proxy_->struck(), 1);
+  expectEvents(events, 10, {11, 12, 13});
+  ASSERT_EQ(closes.size(), 1u);
+  EXPECT_EQ(closes[0].outcome, TransportOutcome::kProtocolError) << closes[0].describe();
+  EXPECT_NE(closes[0].detail.find("watch stream line"), std::string::npos) << closes[0].detail;
+  EXPECT_EQ(t->inFlight(), 0u);
+  expectCleanAndReusable(*t, 0);
+}
+
+// A reflector whose watch is reset mid-line resumes from the last whole event it got
+// (never from the half one), and when that resourceVersion has expired, lists again
+// and watches from the new list. Retries and backoffs run in virtual time; the
+// connections are real.
+TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired) {
+  std::atomic<int> lists{0};
+  setHandler([&lists](const ReceivedRequest& r) {
+    const bool watch = r.target.find("watch=true") != std::string::npos;
+    if (!watch && r.method == "GET" && r.target.rfind(kConfigMaps + "?", 0) == 0) {
+      const std::string rv = ++lists == 1 ? "10" : "20";
+      return testing::json(200, R"({"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":")" + rv +
+                                    R"("},"items":[)" + configMap("a", 16, 9) + "]}");
+    }
+    if (watch && queryValue(r.target, "resourceVersion") == "12") {
+      Reply gone;
+      gone.chunks.push_back(
+          R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)J"
+          R"J("message":"too old resource version: 12 (15)","reason":"Expired","code":410}})J"
+          "\n");
+      return gone;
+    }
+    return routes(r);
+  });
+  // The first watch (from 10) is reset in the middle of its third event's line.
+  const Reply first = watchFrom(10);
+  std::size_t cut = first.head().size();
+  for (int i = 0; i < 2; ++i) cut += chunkLine(first.chunks[i]).size() + first.chunks[i].size() + 2;
+  cut += chunkLine(first.chunks[2]).size() + first.chunks[2].size() / 2;
+  proxy_->inject({FaultKind::kReset, cut, "watch=true"});
+
+  auto t = transport();
+  engine::VirtualClock clock;
+  testing::ManualScheduler sched(clock);
+  ApiClient api(*t, clock, sched, clientOptions());
+  workloads::CallTracker calls(api);
+  workloads::EventTracker timers(sched);
+  engine::RandomStream rng(7);
+  workloads::Reflector reflector(calls, timers, sched, rng,
+                                 {.collection = kConfigMapCollection, .selector = {}, .pageSize = 500, .timeout = 60s});
+  std::vector<WatchEvent> events;
+  reflector.onEvent([&](const WatchEvent& e) { events.push_back(e); });
+  reflector.start();
+  const auto deadline = Clock::now() + kDeadline;
+  while (events.size() < 8u && Clock::now() < deadline) {
+    t->poll(10ms);
+    sched.runNext();  // a due backoff or retry, at once: time is virtual
+  }
+  ASSERT_EQ(events.size(), 8u) << reflector.lastError();
+  std::vector<WatchEvent> before(events.begin(), events.begin() + 2);
+  std::vector<WatchEvent> after(events.begin() + 2, events.end());
+  expectEvents(before, 10, {11, 12});
+  expectEvents(after, 20, {21, 22, 23, 24, 25, 26});
+
+  std::vector<std::string> watchedFrom;
+  for (const auto& r : origin_->requests()) {
+    if (r.target.find("watch=true") != std::string::npos) watchedFrom.push_back(queryValue(r.target, "resourceVersion"));
+  }
+  EXPECT_EQ(watchedFrom, (std::vector<std::string>{"10", "12", "20"}));
+  const workloads::ReflectorCounts& n = reflector.counts();
+  EXPECT_EQ(n.lists, 2u);
+  EXPECT_EQ(n.relists, 1u);
+  EXPECT_EQ(n.expired, 1u);
+  EXPECT_EQ(n.watches, 3u);
+  EXPECT_EQ(n.errors, 1u);  // the reset watch
+  EXPECT_EQ(n.events, 8u);
+  EXPECT_NE(reflector.lastError().find("protocol error"), std::string::npos) << reflector.lastError();
+
+  reflector.stop();
+  EXPECT_EQ(api.pending(), 0u);
+  EXPECT_EQ(t->inFlight(), 0u);
+  EXPECT_EQ(t->streamsOpen(), 0u);
+  // The LISTs' connection stays kept alive; the watches' are gone.
+  expectCleanAndReusable(*t, 1);
 }
 
 }  // namespace
