@@ -397,13 +397,22 @@ void CurlTransport::complete(Active* p, int code) {
   std::unique_ptr<Active> a = std::move(node.mapped());
   CURL* e = a->easy;
   HttpResponse resp = std::move(a->response);
+  bool handshakeCut = false;
   if (a->stream) --streamsOpen_;
   if (e) {
     if (a->added) curl_multi_remove_handle((a->stream ? streams_ : requests_).handle, e);
-    long status = 0, version = 0, connects = 0;
+    long status = 0, version = 0, connects = 0, osErrno = 0;
+    curl_off_t connectedAt = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
     curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &osErrno);
+    curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &connectedAt);
+    // A new connection that the peer reset or closed before its TLS handshake was done
+    // (OpenSSL's SSL_ERROR_SYSCALL: the socket failed, no TLS alert came).
+    handshakeCut = code == CURLE_SSL_CONNECT_ERROR && connects > 0 && connectedAt == 0 &&
+                   (osErrno == ECONNRESET || osErrno == EPIPE || osErrno == ECONNABORTED ||
+                    std::strstr(a->errbuf, "SSL_ERROR_SYSCALL") != nullptr);
     resp.status = static_cast<int>(status);
     resp.httpVersion = std::string(versionString(version));
     stats_.connectionsOpened += static_cast<std::uint64_t>(connects);
@@ -411,6 +420,9 @@ void CurlTransport::complete(Active* p, int code) {
   }
   auto curlCode = static_cast<CURLcode>(code);
   resp.outcome = mapCode(curlCode);
+  // Not a TLS failure but a connection that could not be made: the request was never
+  // sent and, unlike a certificate problem, trying again may work.
+  if (handshakeCut) resp.outcome = TransportOutcome::kConnectFailed;
   if (a->cancelRequested) {
     resp.outcome = TransportOutcome::kAborted;
     resp.detail = "cancelled";
