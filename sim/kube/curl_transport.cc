@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -400,6 +401,7 @@ void CurlTransport::complete(Active* p, int code) {
   bool handshakeCut = false;
   if (a->stream) --streamsOpen_;
   if (e) {
+    if (code == CURLE_OPERATION_TIMEDOUT && a->added) shutDownIfStalled(e, a->request.timeout);
     if (a->added) curl_multi_remove_handle((a->stream ? streams_ : requests_).handle, e);
     long status = 0, version = 0, connects = 0, osErrno = 0;
     curl_off_t connectedAt = 0;
@@ -442,6 +444,26 @@ void CurlTransport::complete(Active* p, int code) {
   if (e) releaseEasy(e);
   ++stats_.completed;
   if (a->done) a->done(std::move(resp));
+}
+
+void CurlTransport::shutDownIfStalled(void* easy, engine::Duration requestTimeout) {
+  // libcurl closes an HTTP/1.1 connection whose transfer timed out, but keeps a
+  // multiplexed (HTTP/2) one: the timeout was one stream's. If nothing at all arrived on
+  // that connection for half the timeout while the stream waited, the connection is
+  // stalled, not the stream, and every request sent on it would time out in turn.
+  // Shutting its socket down (libcurl still owns and closes it) makes the streams still
+  // on it fail and libcurl drop the connection instead of reusing it.
+  curl_socket_t fd = CURL_SOCKET_BAD;
+  // Only valid while the handle is in its multi handle: it finds the connection there.
+  if (curl_easy_getinfo(static_cast<CURL*>(easy), CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
+    return;  // the connection is gone already
+  }
+  const engine::Duration timeout = requestTimeout > engine::Duration::zero() ? requestTimeout : options_.defaultTimeout;
+  const auto now = std::chrono::steady_clock::now();
+  auto heard = lastInput_.find(fd);
+  if (heard != lastInput_.end() && now - heard->second < timeout / 2) return;  // others' streams flow
+  ::shutdown(fd, SHUT_RDWR);
+  lastInput_.erase(fd);
 }
 
 void CurlTransport::cancel(RequestId id) {
@@ -540,7 +562,10 @@ std::size_t CurlTransport::poll(engine::Duration maxWait) {
       continue;
     }
     int flags = 0;
-    if (events[i].events & EPOLLIN) flags |= CURL_CSELECT_IN;
+    if (events[i].events & EPOLLIN) {
+      flags |= CURL_CSELECT_IN;
+      lastInput_[static_cast<int>(tag & 0xffffffffu)] = std::chrono::steady_clock::now();
+    }
     if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
     if (events[i].events & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
     Multi& m = (tag >> 32) == 0 ? requests_ : streams_;
