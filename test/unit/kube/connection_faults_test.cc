@@ -706,5 +706,289 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
   expectCleanAndReusable(*t, 1);
 }
 
+// ---- TLS, HTTP/2: the proxy in front of nghttpd -----------------------------------
+//
+// The proxy cannot see inside TLS, so faults are placed by byte counts large enough to
+// land mid-body; what the client sees of them are TLS and HTTP/2 errors, as with real
+// cuts. The same outcomes are asserted: an error and never part of a body as kOk, a
+// retry where the policy allows one, whole watch events only, nothing left behind.
+
+constexpr std::size_t kBigPayload = 256 * 1024;
+constexpr int kWatchEvents = 3000;  // ~0.5 MB of watch stream in one file
+
+class Http2Faults : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    warmUpLibcurl();
+    docroot_ = new testing::TempDir();
+    docroot_->write("htdocs" + kConfigMaps + "/small", configMap("small", 16));
+    docroot_->write("htdocs" + kConfigMaps + "/big", configMap("big", kBigPayload));
+    std::string events;
+    for (int rv = 1; rv <= kWatchEvents; ++rv) events += testing::watchEvent(rv == 1 ? "ADDED" : "MODIFIED", "w", rv);
+    // nghttpd ignores the query: a watch of this collection gets the file.
+    docroot_->write("htdocs/api/v1/namespaces/watched/configmaps", events);
+    // nghttpd answers any method with the file: what a create in "posted" gets back.
+    docroot_->write("htdocs/api/v1/namespaces/posted/configmaps", configMap("small", 16));
+    server_ = new testing::Nghttpd(docroot_->path() / "htdocs");
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete docroot_;
+    docroot_ = nullptr;
+  }
+  void SetUp() override {
+    if (!server_->ok()) GTEST_SKIP() << server_->why();
+    fdsBefore_ = testing::openFds();
+    proxy_ = std::make_unique<FaultProxy>(server_->port());
+  }
+  void TearDown() override {
+    if (!server_->ok()) return;
+    proxy_.reset();
+    EXPECT_EQ(testing::openFds(), fdsBefore_) << "file descriptors leaked";
+  }
+  std::unique_ptr<CurlTransport> transport() {
+    RestConfig rc;
+    rc.server = "https://127.0.0.1:" + std::to_string(proxy_->port());
+    rc.caPem = server_->caPem();
+    CurlTransportOptions o;
+    o.connectTimeout = 2s;
+    o.defaultTimeout = 5s;
+    return std::make_unique<CurlTransport>(rc, o);
+  }
+  // As Http1Faults::expectCleanAndReusable, with what HTTP/2 changes: libcurl keeps a
+  // connection that died under a multiplexed transfer in its cache, its socket open,
+  // until the next transfer on that multi handle looks for a connection and closes it,
+  // and it may open new connections to resend the requests a reset left without an
+  // answer. So the sockets are counted after a new request and, when a stream's
+  // connection died, a new stream; and what is counted is that the client holds no
+  // socket but those of connections the proxy still relays (none that is dead).
+  void expectCleanAndReusable(CurlTransport& t, bool streamDied = false) {
+    EXPECT_EQ(t.inFlight(), 0u);
+    EXPECT_EQ(t.streamsOpen(), 0u);
+    HttpResponse next = exchange(t, get(kConfigMaps + "/small"));
+    EXPECT_EQ(next.outcome, TransportOutcome::kOk) << next.detail;
+    EXPECT_EQ(next.status, 200);
+    EXPECT_EQ(next.httpVersion, "2");
+    EXPECT_EQ(next.body, configMap("small", 16));
+    if (streamDied) {
+      HttpRequest s = get(kConfigMaps + "/small");
+      s.stream = true;
+      HttpResponse stream = exchange(t, s);
+      EXPECT_EQ(stream.outcome, TransportOutcome::kOk) << stream.detail;
+      EXPECT_EQ(stream.body, configMap("small", 16));
+    }
+    EXPECT_EQ(t.inFlight(), 0u);
+    const auto deadline = Clock::now() + kDeadline;
+    while (testing::clientSockets(proxy_->port()) != proxy_->relaying() && Clock::now() < deadline) t.poll(10ms);
+    EXPECT_EQ(testing::clientSockets(proxy_->port()), proxy_->relaying()) << "the client holds dead sockets";
+    EXPECT_GE(proxy_->relaying(), streamDied ? 2 : 1);
+  }
+
+  static inline testing::TempDir* docroot_ = nullptr;
+  static inline testing::Nghttpd* server_ = nullptr;
+  std::unique_ptr<FaultProxy> proxy_;
+  int fdsBefore_ = 0;
+};
+
+enum class TlsWhere {
+  kHandshake,  // the first bytes of a new connection: its TLS handshake
+  kMidBody     // 64 KiB into the answer to a GET of 256 KiB, on a kept-alive connection
+};
+
+struct TlsCase {
+  FaultKind kind;
+  TlsWhere where;
+};
+
+void PrintTo(const TlsCase& c, std::ostream* os) {
+  *os << testing::toString(c.kind) << (c.where == TlsWhere::kHandshake ? " handshake" : " mid-body");
+}
+
+std::string tlsCaseName(const ::testing::TestParamInfo<TlsCase>& i) {
+  std::string k = testing::toString(i.param.kind);
+  k[0] = static_cast<char>(std::toupper(k[0]));
+  return k + (i.param.where == TlsWhere::kHandshake ? "Handshake" : "MidBody");
+}
+
+class TlsGetFault : public Http2Faults, public ::testing::WithParamInterface<TlsCase> {};
+
+// A cut during the handshake is a connection that could not be made (the request never
+// left); a cut mid-body is a protocol error; a stall is a timeout. Never kOk with part
+// of the body, and the transport is clean and usable afterwards.
+TEST_P(TlsGetFault, IsReportedAndLeavesTheTransportClean) {
+  const TlsCase c = GetParam();
+  auto t = transport();
+  if (c.where == TlsWhere::kMidBody) {
+    HttpResponse warm = exchange(*t, get(kConfigMaps + "/small"));
+    ASSERT_EQ(warm.status, 200) << warm.detail;
+    ASSERT_EQ(warm.httpVersion, "2");
+  }
+  proxy_->inject({c.kind, c.where == TlsWhere::kHandshake ? std::size_t{0} : std::size_t{64 * 1024}});
+  const auto started = Clock::now();
+  HttpResponse r = exchange(*t, get(kConfigMaps + "/big"));
+  const auto took = Clock::now() - started;
+  EXPECT_EQ(proxy_->struck(), 1);
+  TransportOutcome want = TransportOutcome::kProtocolError;
+  if (c.kind == FaultKind::kStall) {
+    want = TransportOutcome::kTimeout;
+    EXPECT_GE(took, kRequestTimeout);
+    EXPECT_LT(took, kRequestTimeout + kTimeoutSlack);
+  } else if (c.where == TlsWhere::kHandshake) {
+    want = TransportOutcome::kConnectFailed;
+  }
+  EXPECT_EQ(r.outcome, want) << r.detail;
+  EXPECT_FALSE(r.detail.empty());
+  EXPECT_LT(r.body.size(), configMap("big", kBigPayload).size());
+  expectCleanAndReusable(*t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tls, TlsGetFault,
+                         ::testing::Values(TlsCase{FaultKind::kReset, TlsWhere::kHandshake},
+                                           TlsCase{FaultKind::kClose, TlsWhere::kHandshake},
+                                           TlsCase{FaultKind::kStall, TlsWhere::kHandshake},
+                                           TlsCase{FaultKind::kReset, TlsWhere::kMidBody},
+                                           TlsCase{FaultKind::kClose, TlsWhere::kMidBody},
+                                           TlsCase{FaultKind::kStall, TlsWhere::kMidBody}),
+                         tlsCaseName);
+
+// A new connection cut during its TLS handshake carried nothing: ApiClient sends any
+// verb again, as after a refused connection.
+TEST_F(Http2Faults, ApiClientRetriesAnyVerbWhoseHandshakeWasCut) {
+  const ResourceRef small = ResourceRef(gvr::kConfigMaps).in("default").named("small");
+  const ResourceRef posted = ResourceRef(gvr::kConfigMaps).in("posted");
+  for (FaultKind k : {FaultKind::kReset, FaultKind::kClose}) {
+    for (Verb v : {Verb::kGet, Verb::kCreate}) {
+      SCOPED_TRACE(std::string(testing::toString(k)) + " " + std::string(statsVerb(v)));
+      auto t = transport();
+      engine::WallClock clock;
+      ApiClient api(*t, clock, clientOptions());
+      const int struck = proxy_->struck();
+      proxy_->inject({k, 0});
+      ApiResult r = api.call(v == Verb::kGet ? ApiRequest::get(small) : ApiRequest::create(posted, {{"a", 1}}));
+      EXPECT_TRUE(r.ok()) << r.describe();
+      EXPECT_EQ(r.attempts, 2);
+      EXPECT_EQ(r.body, nlohmann::json::parse(configMap("small", 16)));
+      EXPECT_EQ(proxy_->struck(), struck + 1);
+      expectCleanAndReusable(*t);
+    }
+  }
+}
+
+// Over TLS and HTTP/2, ApiClient retries a GET cut mid-body; a POST or PATCH cut after
+// it went out on a kept-alive connection is reported, not sent again.
+TEST_F(Http2Faults, ApiClientRetriesAGetCutMidBodyButNotAPostOrPatchCutAfterSending) {
+  auto t = transport();
+  engine::WallClock clock;
+  ApiClient api(*t, clock, clientOptions());
+  const ResourceRef big = ResourceRef(gvr::kConfigMaps).in("default").named("big");
+  const ResourceRef small = ResourceRef(gvr::kConfigMaps).in("default").named("small");
+
+  // A GET cut mid-body on the kept-alive connection: sent again on a new one.
+  ASSERT_TRUE(api.call(ApiRequest::get(small)).ok());
+  proxy_->inject({FaultKind::kReset, 64 * 1024});
+  ApiResult got = api.call(ApiRequest::get(big));
+  EXPECT_TRUE(got.ok()) << got.describe();
+  EXPECT_EQ(got.attempts, 2);
+  EXPECT_EQ(got.body["metadata"]["name"], "big");
+  EXPECT_EQ(got.body["data"]["payload"].get<std::string>().size(), kBigPayload);
+  EXPECT_EQ(got.httpVersion, "2");
+
+  // POST and PATCH reset after they went out on the kept-alive connection.
+  for (Verb v : {Verb::kCreate, Verb::kPatch}) {
+    const int struck = proxy_->struck();
+    proxy_->inject({FaultKind::kReset, 0});
+    ApiResult r = api.call(v == Verb::kCreate ? ApiRequest::create(ResourceRef(gvr::kConfigMaps).in("posted"), {{"a", 1}})
+                                              : ApiRequest::patch(small, PatchType::kMerge, {{"a", 1}}));
+    EXPECT_EQ(r.outcome, TransportOutcome::kProtocolError) << r.describe();
+    EXPECT_EQ(r.attempts, 1);
+    EXPECT_NE(r.detail.find("is not sent again"), std::string::npos) << r.detail;
+    EXPECT_EQ(proxy_->struck(), struck + 1);
+    ASSERT_TRUE(api.call(ApiRequest::get(small)).ok());  // a kept-alive connection again
+  }
+  EXPECT_EQ(api.pending(), 0u);
+  expectCleanAndReusable(*t);
+}
+
+// Eight GETs multiplexed on one connection when it is reset: each one ends, with its
+// whole body (libcurl resends on a new connection those that had no answer byte yet)
+// or with an error, never kOk with part of a body, and the transport goes on.
+TEST_F(Http2Faults, MultiplexedRequestsAllEndWhenTheirConnectionIsReset) {
+  auto t = transport();
+  ASSERT_EQ(exchange(*t, get(kConfigMaps + "/small")).httpVersion, "2");
+  const std::string whole = configMap("big", kBigPayload);
+  proxy_->inject({FaultKind::kReset, 512 * 1024});
+  std::vector<HttpResponse> got;
+  for (int i = 0; i < 8; ++i) t->submit(get(kConfigMaps + "/big", 5s), [&](HttpResponse r) { got.push_back(std::move(r)); });
+  ASSERT_TRUE(pollUntil(*t, [&] { return got.size() == 8u; }));
+  EXPECT_EQ(proxy_->struck(), 1);
+  for (const auto& r : got) {
+    if (r.ok()) {
+      EXPECT_EQ(r.body, whole) << "kOk with part of a body";
+    } else {
+      // Rarely, a request libcurl had queued for the dead connection ends only at its
+      // own timeout: bounded, and reported.
+      EXPECT_TRUE(r.outcome == TransportOutcome::kProtocolError || r.outcome == TransportOutcome::kTimeout)
+          << toString(r.outcome) << ": " << r.detail;
+      EXPECT_LT(r.body.size(), whole.size());
+    }
+  }
+  expectCleanAndReusable(*t);
+}
+
+// The events of a watch whose TLS connection is cut (somewhere in its 0.5 MB) arrive
+// whole and in order up to the cut, and the watch ends once, in error.
+TEST_F(Http2Faults, AWatchCutMidStreamDeliversOnlyWholeEvents) {
+  const ResourceRef watched = ResourceRef(gvr::kConfigMaps).in("watched");
+  for (FaultKind k : {FaultKind::kReset, FaultKind::kClose}) {
+    SCOPED_TRACE(testing::toString(k));
+    auto t = transport();
+    engine::WallClock clock;
+    ApiClient api(*t, clock, clientOptions());
+    proxy_->inject({k, 200 * 1024});
+    std::vector<WatchEvent> events;
+    std::vector<ApiResult> closes;
+    api.watch(watched, {}, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+              [&](const ApiResult& r) { closes.push_back(r); });
+    ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
+    ASSERT_EQ(closes.size(), 1u);
+    EXPECT_EQ(closes[0].outcome, TransportOutcome::kProtocolError) << closes[0].describe();
+    EXPECT_EQ(closes[0].detail.find("watch "), std::string::npos) << closes[0].detail;
+    ASSERT_GT(events.size(), 0u);
+    ASSERT_LT(events.size(), static_cast<std::size_t>(kWatchEvents));
+    std::vector<int> want;
+    for (int rv = 1; rv <= static_cast<int>(events.size()); ++rv) want.push_back(rv);
+    expectEvents(events, 0, want);
+    EXPECT_EQ(t->streamsOpen(), 0u);
+    expectCleanAndReusable(*t, true);
+  }
+}
+
+// A watch stream over TLS that stalls ends at its timeout with whole events only.
+TEST_F(Http2Faults, AStalledWatchStreamTimesOutWithWholeEventsOnly) {
+  auto t = transport();
+  proxy_->inject({FaultKind::kStall, 200 * 1024});
+  WatchStreamDecoder decoder;
+  std::vector<WatchEvent> events;
+  HttpRequest w = get("/api/v1/namespaces/watched/configmaps?watch=true", kRequestTimeout);
+  w.stream = true;
+  w.onBodyChunk = [&](std::string_view chunk) {
+    return decoder.feed(chunk, [&](WatchEvent&& e) { events.push_back(std::move(e)); });
+  };
+  const auto started = Clock::now();
+  HttpResponse r = exchange(*t, std::move(w));
+  const auto took = Clock::now() - started;
+  EXPECT_EQ(r.outcome, TransportOutcome::kTimeout) << r.detail;
+  EXPECT_GE(took, kRequestTimeout);
+  EXPECT_LT(took, kRequestTimeout + kTimeoutSlack);
+  EXPECT_TRUE(decoder.error().empty()) << decoder.error();
+  ASSERT_GT(events.size(), 0u);
+  ASSERT_LT(events.size(), static_cast<std::size_t>(kWatchEvents));
+  std::vector<int> want;
+  for (int rv = 1; rv <= static_cast<int>(events.size()); ++rv) want.push_back(rv);
+  expectEvents(events, 0, want);
+  expectCleanAndReusable(*t, true);
+}
+
 }  // namespace
 }  // namespace cpscale::kube
