@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <mutex>
 
 #include "sim/common/error.h"
+#include "sim/kube/retry_policy.h"
 
 namespace cpscale::kube {
 namespace {
@@ -89,6 +91,8 @@ struct CurlTransport::Active {
   std::size_t replica = 0;
   bool cancelRequested = false;  // cancel() from inside a curl callback
   bool consumerStopped = false;  // onBodyChunk returned false
+  std::size_t bodySent = 0;      // of request.body, handed to libcurl so far
+  bool resendable = false;       // idempotent: may go out twice
   CURLcode submitError = CURLE_OK;
   char errbuf[CURL_ERROR_SIZE] = {0};
 
@@ -122,6 +126,27 @@ struct CurlTransport::Active {
       a->response.body.append(data, size * n);
     }
     return size * n;
+  }
+
+  static size_t onRead(char* buffer, size_t size, size_t n, void* self) {
+    auto* a = static_cast<Active*>(self);
+    const std::string& body = a->request.body;
+    const std::size_t k = std::min(size * n, body.size() - a->bodySent);
+    std::memcpy(buffer, body.data() + a->bodySent, k);
+    a->bodySent += k;
+    return k;
+  }
+
+  // libcurl rewinds a request's body to send it again on a new connection when the
+  // kept-alive one it went out on died before any answer arrived. An idempotent
+  // request may go out twice; any other may already have taken effect (the server had
+  // it), so the rewind is refused and the request fails (CURLE_SEND_FAIL_REWIND)
+  // instead of being resent behind the caller's retry policy.
+  static int onSeek(void* self, curl_off_t offset, int origin) {
+    auto* a = static_cast<Active*>(self);
+    if (!a->resendable || origin != SEEK_SET || offset != 0) return CURL_SEEKFUNC_FAIL;
+    a->bodySent = 0;
+    return CURL_SEEKFUNC_OK;
   }
 };
 
@@ -281,6 +306,10 @@ void* CurlTransport::acquireEasy() {
   }
   curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Active::onHeader);
   curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Active::onBody);
+  // Bodies are read through a callback rather than CURLOPT_POSTFIELDS, whose rewind
+  // libcurl does on its own: onSeek decides whether a body may be sent twice.
+  curl_easy_setopt(e, CURLOPT_READFUNCTION, &Active::onRead);
+  curl_easy_setopt(e, CURLOPT_SEEKFUNCTION, &Active::onSeek);
   return e;
 }
 
@@ -291,7 +320,8 @@ void CurlTransport::releaseEasy(void* easy) {
   curl_easy_setopt(easy, CURLOPT_PRIVATE, nullptr);
   curl_easy_setopt(easy, CURLOPT_WRITEDATA, nullptr);
   curl_easy_setopt(easy, CURLOPT_HEADERDATA, nullptr);
-  curl_easy_setopt(easy, CURLOPT_POSTFIELDS, nullptr);
+  curl_easy_setopt(easy, CURLOPT_READDATA, nullptr);
+  curl_easy_setopt(easy, CURLOPT_SEEKDATA, nullptr);
   if (freeEasy_.size() < kMaxPooledEasy) {
     freeEasy_.push_back(easy);
   } else {
@@ -335,10 +365,12 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   if (r.method == "GET" || (r.method != "POST" && r.body.empty() && r.method != "PUT" && r.method != "PATCH")) {
     curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
   } else {
-    // POSTFIELDS does not copy: the body lives in Active until completion.
+    // The body lives in Active until completion; onRead hands it over.
+    p->resendable = RetryPolicy::idempotent(r.method);
     curl_easy_setopt(e, CURLOPT_POST, 1L);
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-    curl_easy_setopt(e, CURLOPT_POSTFIELDS, r.body.data());
+    curl_easy_setopt(e, CURLOPT_READDATA, p);
+    curl_easy_setopt(e, CURLOPT_SEEKDATA, p);
   }
   if (r.method != "GET" && r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
   for (const auto& h : r.headers) {
@@ -366,13 +398,23 @@ void CurlTransport::complete(Active* p, int code) {
   std::unique_ptr<Active> a = std::move(node.mapped());
   CURL* e = a->easy;
   HttpResponse resp = std::move(a->response);
+  bool handshakeCut = false;
   if (a->stream) --streamsOpen_;
   if (e) {
+    if (code == CURLE_OPERATION_TIMEDOUT && a->added) shutDownIfStalled(e, a->request.timeout);
     if (a->added) curl_multi_remove_handle((a->stream ? streams_ : requests_).handle, e);
-    long status = 0, version = 0, connects = 0;
+    long status = 0, version = 0, connects = 0, osErrno = 0;
+    curl_off_t connectedAt = 0;
     curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(e, CURLINFO_HTTP_VERSION, &version);
     curl_easy_getinfo(e, CURLINFO_NUM_CONNECTS, &connects);
+    curl_easy_getinfo(e, CURLINFO_OS_ERRNO, &osErrno);
+    curl_easy_getinfo(e, CURLINFO_APPCONNECT_TIME_T, &connectedAt);
+    // A new connection that the peer reset or closed before its TLS handshake was done
+    // (OpenSSL's SSL_ERROR_SYSCALL: the socket failed, no TLS alert came).
+    handshakeCut = code == CURLE_SSL_CONNECT_ERROR && connects > 0 && connectedAt == 0 &&
+                   (osErrno == ECONNRESET || osErrno == EPIPE || osErrno == ECONNABORTED ||
+                    std::strstr(a->errbuf, "SSL_ERROR_SYSCALL") != nullptr);
     resp.status = static_cast<int>(status);
     resp.httpVersion = std::string(versionString(version));
     stats_.connectionsOpened += static_cast<std::uint64_t>(connects);
@@ -380,12 +422,18 @@ void CurlTransport::complete(Active* p, int code) {
   }
   auto curlCode = static_cast<CURLcode>(code);
   resp.outcome = mapCode(curlCode);
+  // Not a TLS failure but a connection that could not be made: the request was never
+  // sent and, unlike a certificate problem, trying again may work.
+  if (handshakeCut) resp.outcome = TransportOutcome::kConnectFailed;
   if (a->cancelRequested) {
     resp.outcome = TransportOutcome::kAborted;
     resp.detail = "cancelled";
   } else if (a->consumerStopped) {
     resp.outcome = TransportOutcome::kAborted;
     resp.detail = "aborted by the body consumer";
+  } else if (curlCode == CURLE_SEND_FAIL_REWIND) {
+    resp.detail = "the connection closed after the request was sent and before an answer arrived; a " +
+                  a->request.method + " is not sent again (it may have taken effect)";
   } else if (curlCode != CURLE_OK) {
     // curl's messages name the host and the failing step, never headers or tokens.
     resp.detail = curl_easy_strerror(curlCode);
@@ -396,6 +444,26 @@ void CurlTransport::complete(Active* p, int code) {
   if (e) releaseEasy(e);
   ++stats_.completed;
   if (a->done) a->done(std::move(resp));
+}
+
+void CurlTransport::shutDownIfStalled(void* easy, engine::Duration requestTimeout) {
+  // libcurl closes an HTTP/1.1 connection whose transfer timed out, but keeps a
+  // multiplexed (HTTP/2) one: the timeout was one stream's. If nothing at all arrived on
+  // that connection for half the timeout while the stream waited, the connection is
+  // stalled, not the stream, and every request sent on it would time out in turn.
+  // Shutting its socket down (libcurl still owns and closes it) makes the streams still
+  // on it fail and libcurl drop the connection instead of reusing it.
+  curl_socket_t fd = CURL_SOCKET_BAD;
+  // Only valid while the handle is in its multi handle: it finds the connection there.
+  if (curl_easy_getinfo(static_cast<CURL*>(easy), CURLINFO_ACTIVESOCKET, &fd) != CURLE_OK || fd == CURL_SOCKET_BAD) {
+    return;  // the connection is gone already
+  }
+  const engine::Duration timeout = requestTimeout > engine::Duration::zero() ? requestTimeout : options_.defaultTimeout;
+  const auto now = std::chrono::steady_clock::now();
+  auto heard = lastInput_.find(fd);
+  if (heard != lastInput_.end() && now - heard->second < timeout / 2) return;  // others' streams flow
+  ::shutdown(fd, SHUT_RDWR);
+  lastInput_.erase(fd);
 }
 
 void CurlTransport::cancel(RequestId id) {
@@ -494,7 +562,10 @@ std::size_t CurlTransport::poll(engine::Duration maxWait) {
       continue;
     }
     int flags = 0;
-    if (events[i].events & EPOLLIN) flags |= CURL_CSELECT_IN;
+    if (events[i].events & EPOLLIN) {
+      flags |= CURL_CSELECT_IN;
+      lastInput_[static_cast<int>(tag & 0xffffffffu)] = std::chrono::steady_clock::now();
+    }
     if (events[i].events & EPOLLOUT) flags |= CURL_CSELECT_OUT;
     if (events[i].events & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
     Multi& m = (tag >> 32) == 0 ? requests_ : streams_;

@@ -110,6 +110,9 @@ class CurlTransport final : public Transport {
   // Runs the multi handles whose timers are due; returns how soon the next one is.
   std::optional<engine::Duration> runTimers();
   void action(Multi& m, int fd, int events);
+  // After a transfer timed out: shuts down the connection it leaves in libcurl's cache
+  // when nothing arrived on it for half the timeout (a stalled HTTP/2 connection).
+  void shutDownIfStalled(void* easy, engine::Duration requestTimeout);
 
   RestConfig config_;
   CurlTransportOptions options_;
@@ -124,6 +127,8 @@ class CurlTransport final : public Transport {
   std::vector<void*> freeEasy_;
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
   std::vector<RequestId> deferredCancels_;
+  // When each socket last had input, for telling a stalled connection from a slow stream.
+  std::unordered_map<int, std::chrono::steady_clock::time_point> lastInput_;
   bool inPerform_ = false;
   RequestId nextId_ = 0;
   std::size_t streamsOpen_ = 0;
