@@ -353,7 +353,9 @@ std::vector<std::string> phaseLines(const RunResult& r) {
 }
 
 std::string incidentLine(const Incident& i) {
-  std::string s = "at " + formatElapsed(i.atSeconds) + ": " + i.kind;
+  std::string s = (i.untilSeconds ? "from " + formatElapsed(i.atSeconds) + " to " + formatElapsed(*i.untilSeconds)
+                                  : "at " + formatElapsed(i.atSeconds)) +
+                  ": " + i.kind;
   if (!i.member.empty()) s += " " + i.member;
   if (!i.detail.empty()) s += " (" + i.detail + ")";
   return s;

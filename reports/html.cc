@@ -68,7 +68,7 @@ bool charted(const Figure& f) { return f.window != metrics::Window::kSetup && f.
 // Every time chart carries the run's phases and incidents.
 svg::TimeChart onTimeline(svg::TimeChart c, const RunResult& r) {
   for (const Phase& p : r.phases) c.phases.push_back({p.name, p.startSeconds, p.endSeconds, p.complete});
-  for (const Incident& i : r.incidents) c.incidents.push_back({incidentLine(i), i.atSeconds});
+  for (const Incident& i : r.incidents) c.incidents.push_back({incidentLine(i), i.atSeconds, i.untilSeconds});
   return c;
 }
 

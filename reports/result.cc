@@ -74,7 +74,11 @@ json toJson(const RunResult& r) {
                       {"complete", p.complete}, {"detail", p.detail}});
   json incidents = json::array();
   for (const Incident& i : r.incidents)
-    incidents.push_back({{"kind", i.kind}, {"member", i.member}, {"atSeconds", number(i.atSeconds)}, {"detail", i.detail}});
+  {
+    json in = {{"kind", i.kind}, {"member", i.member}, {"atSeconds", number(i.atSeconds)}, {"detail", i.detail}};
+    if (i.untilSeconds) in["untilSeconds"] = number(*i.untilSeconds);
+    incidents.push_back(std::move(in));
+  }
   json j = {
       {"apiVersion", std::string(kResultApiVersion)},
       {"kind", std::string(kResultKind)},
@@ -191,7 +195,12 @@ RunResult fromJson(const json& j, const std::string& where) {
   Reader is = root.at("incidents");
   for (std::size_t i = 0; i < is.array().size(); ++i) {
     Reader in = is.at(i);
-    r.incidents.push_back({in.at("kind").str(), in.strOr("member"), in.at("atSeconds").num(), in.strOr("detail")});
+    Incident inc{in.at("kind").str(), in.strOr("member"), in.at("atSeconds").num(), in.strOr("detail"), std::nullopt};
+    if (in.has("untilSeconds")) {
+      inc.untilSeconds = in.at("untilSeconds").num();
+      if (*inc.untilSeconds < inc.atSeconds) in.at("untilSeconds").fail("is before atSeconds");
+    }
+    r.incidents.push_back(std::move(inc));
   }
 
   Reader fs = root.at("figures");

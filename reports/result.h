@@ -104,10 +104,13 @@ struct Phase {
 // Something that happened to the target during the run: a member that exited, a fault.
 // Drawn on every chart and listed in the report.
 struct Incident {
-  std::string kind;    // "member-exited", ...
+  std::string kind;    // "member-exited", "fault", ...
   std::string member;  // e.g. kube-apiserver-1
   double atSeconds = 0;
   std::string detail;
+  // A window rather than an instant: a fault, from when it struck to when the member
+  // was ready again (or the run ended).
+  std::optional<double> untilSeconds;
   bool operator==(const Incident&) const = default;
 };
 

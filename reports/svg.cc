@@ -189,7 +189,7 @@ std::string timeChart(const TimeChart& c) {
   // series that starts late must not hide that setup came first.
   double tEnd = ts.empty() ? 1 : ts.back();
   for (const PhaseSpan& p : c.phases) tEnd = std::max(tEnd, p.end);
-  for (const IncidentMark& m : c.incidents) tEnd = std::max(tEnd, m.at);
+  for (const IncidentMark& m : c.incidents) tEnd = std::max(tEnd, m.until.value_or(m.at));
   std::vector<double> xt = timeTicks(tEnd);
   Frame f{72, kW - 220.0, 40, kH - 36.0, std::max(xt.back(), tEnd), yt.back() * s.divisor};
   yAxis(out, f, yt, s);
@@ -252,8 +252,11 @@ std::string timeChart(const TimeChart& c) {
         << "\" stroke=\"#4b5563\" stroke-width=\"1\" stroke-dasharray=\"4 3\"/>\n";
   for (const IncidentMark& m : c.incidents) {
     double x = clampX(m.at);
-    out << "<g class=\"incident\"><title>" << escape(m.label) << "</title><rect x=\"" << num(x - 4) << "\" y=\"" << num(f.top)
-        << "\" width=\"8\" height=\"" << num(f.bottom - f.top) << "\" fill=\"#cf222e\" fill-opacity=\"0.18\"/><line x1=\""
+    // An instant is a narrow band around its line; a window spans its whole length.
+    const double x0 = m.until ? x : x - 4, x1 = m.until ? std::max(clampX(*m.until), x + 2) : x + 4;
+    out << "<g class=\"incident" << (m.until ? " incident-window" : "") << "\"><title>" << escape(m.label)
+        << "</title><rect x=\"" << num(x0) << "\" y=\"" << num(f.top) << "\" width=\"" << num(x1 - x0) << "\" height=\""
+        << num(f.bottom - f.top) << "\" fill=\"#cf222e\" fill-opacity=\"0.18\"/><line x1=\""
         << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(f.top) << "\" y2=\"" << num(f.bottom)
         << "\" stroke=\"#cf222e\" stroke-width=\"1.5\"/></g>\n";
   }

@@ -28,10 +28,12 @@ struct PhaseSpan {
   bool complete = true;  // false: labelled "(cut short)"
 };
 
-// Something that happened to the target: a red band at `at` with `label` as its tooltip.
+// Something that happened to the target: a red band at `at` (or over [at, until], a
+// fault's window) with `label` as its tooltip.
 struct IncidentMark {
   std::string label;
   double at = 0;
+  std::optional<double> until;
 };
 
 struct TimeChart {

@@ -457,6 +457,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
   std::unique_ptr<kube::ApiClient> setupClient;
   bool created = false;  // the run may have created objects: clean up, whatever happens
   bool planeBroken = false;  // a member of the local plane exited: the plane goes, and its objects with it
+  std::string downAtEnd;     // a member a fault left down (the plane goes too, with its objects)
   std::vector<metrics::ScrapeTarget> scrapeTargets;
   RunCounters ownCounters;
   RunCounters& counters = opt.counters ? *opt.counters : ownCounters;
@@ -466,6 +467,16 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     reports::writeRunOutputs(result, opt.outDir);
     return result;
   };
+
+  // A scenario's faults act on the target's members: checked before anything starts.
+  if (!sc.faults.empty()) {
+    MemberFaults* members = target.faults();
+    if (members == nullptr)
+      throw ConfigError(sc.faults.front().where, sc.faults.front().path,
+                        "faults act on the members of the local plane cpscale starts; a user's cluster's or the "
+                        "model's are not the run's to kill");
+    validateFaults(sc.faults, members->members());
+  }
 
   try {
     // 1. The target.
@@ -543,6 +554,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     };
     std::vector<PerWorker> perWorker(sc.workers);
 
+    // The scenario's faults, on the run's clock from the steady window's start.
+    std::unique_ptr<FaultInjector> injector;
+    if (!sc.faults.empty()) injector = std::make_unique<FaultInjector>(*target.faults(), sc.faults, runClock);
     ProgressReporter progress(counters, sc.duration, opt.progress && !virtualTime);
     RunTimeline tl;
     std::atomic<bool> runDone{false};
@@ -632,7 +646,15 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
         if (interrupted()) return cut(now, "interrupted");
         if (auto how = target.crashed()) {
           std::string member = how->substr(0, how->find(' '));
-          tl.incidents.push_back({"member-exited", member, secondsAt(now), *how});
+          // Rehearsing faults, a member that exits in the steady window (a controller
+          // that lost its leader Lease while its apiserver was down) is started again,
+          // as its kubelet would, and the run goes on.
+          if (injector && tl.steadyStart) {
+            if (opt.progress) std::cerr << "\ncpscale run: " << member << " exited; starting it again\n";
+            injector->recover(member, *how);
+            return true;
+          }
+          tl.incidents.push_back({"member-exited", member, secondsAt(now), *how, std::nullopt});
           return cut(now, member + " exited during the run");
         }
         // The current stage (the scenario's setup, or a capacity step's growth): its
@@ -660,6 +682,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
           if (step == 0) {
             tl.steadyStart = now;
             pool.setSteadyStart(now);
+            if (injector) injector->start(now);
           } else {
             stepPhases.push_back({"grow/" + knobText(opt.steps[step]), secondsAt(growStart), secondsAt(now), true,
                                   stageSettled ? "" : controllersBehind});
@@ -752,11 +775,14 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     } catch (...) {
       runDone = true;
       if (monitor.joinable()) monitor.join();
+      if (injector) injector->finish();
       throw;
     }
     runDone = true;
     if (monitor.joinable()) monitor.join();
     if (!tl.end) tl.end = clock.now();
+    // What has not struck by now does not; a frozen member is resumed.
+    if (injector) injector->finish();
     progress.stop();
     scrapes.finish();
 
@@ -766,6 +792,13 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     result.phases.insert(result.phases.end(), stepPhases.begin(), stepPhases.end());
     result.incidents = tl.incidents;
     planeBroken = target.ownsMembers() && !tl.incidents.empty();
+    if (injector) {
+      for (auto& i : injector->incidents(*tl.end)) result.incidents.push_back(std::move(i));
+      std::stable_sort(result.incidents.begin(), result.incidents.end(),
+                       [](const reports::Incident& a, const reports::Incident& b) { return a.atSeconds < b.atSeconds; });
+      // A member still down: the run's objects go with the plane, not through its API.
+      downAtEnd = injector->downAtEnd();
+    }
     result.measuredSeconds = tl.steadyStart ? secondsAt(*tl.end) - secondsAt(*tl.steadyStart) : 0;
     for (std::size_t i = 0; i < sc.workloads.size(); ++i) {
       nlohmann::json merged = nlohmann::json::object();
@@ -858,6 +891,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
       add(metrics::bytesPerKindFigures(setupSlice, ramps), metrics::Window::kSetup);
     }
     add(metrics::scrapeHealthFigures(all), metrics::Window::kRun);
+    if (injector) add(injector->figures(), metrics::Window::kRun);
 
     add(metrics::clientCountFigures(setupStats, setupEnd - engine::TimePoint{}), metrics::Window::kSetup);
     {
@@ -904,6 +938,9 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
   if (planeBroken && !opt.keepPlane) {
     result.workloads.push_back(
         {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped with its data"}}});
+  } else if (!downAtEnd.empty() && !opt.keepPlane) {
+    result.workloads.push_back(
+        {"cleanup", "cleanup", {{"skipped", downAtEnd + " was down when the run ended (a fault); the plane is stopped with its data"}}});
   } else if (opt.cleanup && created && setupClient && target.needsCleanup()) {
     // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
     // exits at once (exit 3). What was measured goes to disk first, so that exit loses

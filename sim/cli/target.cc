@@ -95,7 +95,7 @@ class LiveTarget : public Target {
   std::string heapProfilePath_;
 };
 
-class LocalTarget final : public LiveTarget {
+class LocalTarget final : public LiveTarget, public MemberFaults {
  public:
   explicit LocalTarget(LocalTargetOptions o) : LiveTarget(o.profile), opt_(std::move(o)) {}
 
@@ -144,7 +144,19 @@ class LocalTarget final : public LiveTarget {
   bool ownsMembers() const override { return true; }
   void close() override { plane_.reset(); }
 
+  MemberFaults* faults() override { return this; }
+  std::vector<std::string> members() const override { return controlplane::memberNames(opt_.profile); }
+  void kill(const std::string& m) override { plane().kill(m); }
+  void restart(const std::string& m, const std::function<bool()>& abandon) override { plane().restart(m, abandon); }
+  void pause(const std::string& m) override { plane().pause(m); }
+  void resume(const std::string& m) override { plane().resume(m); }
+  void markDown(const std::string& m) override { plane().markDown(m); }
+
  private:
+  controlplane::LocalPlane& plane() {
+    if (!plane_) throw std::logic_error("the local plane is not running");
+    return *plane_;
+  }
   LocalTargetOptions opt_;
   std::unique_ptr<controlplane::LocalPlane> plane_;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "reports/result.h"
+#include "sim/cli/faults.h"
 #include "sim/controlplane/profile.h"
 #include "sim/engine/clock.h"
 #include "sim/engine/simulator.h"
@@ -55,6 +56,9 @@ class Target {
   virtual std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) = 0;
   // Whether a member of the target exited during the run ("etcd-main exited ...").
   virtual std::optional<std::string> crashed() { return std::nullopt; }
+  // What a scenario's faults act on: a local plane's members; nullptr for a target whose
+  // members are not the run's to kill (a user's cluster, the model).
+  virtual MemberFaults* faults() { return nullptr; }
   // Whether what the run created must be deleted afterwards (a model's store goes
   // with it).
   virtual bool needsCleanup() const { return true; }

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <nlohmann/json.hpp>
@@ -205,18 +206,97 @@ LocalPlane::~LocalPlane() {
 }
 
 void LocalPlane::stop() {
+  std::lock_guard lock(mu_);
   if (stopped_) return;
   stopped_ = true;
+  // A frozen member would ignore SIGTERM until its grace ran out.
+  for (const auto& c : record_.components)
+    if (isRunning(c.process)) ::kill(c.process.pid, SIGCONT);
   stopRecorded(record_);
 }
 
 std::optional<std::string> LocalPlane::crashed() const {
+  std::lock_guard lock(mu_);
   for (const auto& c : record_.components) {
+    if (down_.contains(c.name)) continue;
     if (auto how = reapIfExited(c.process)) {
       return c.name + " " + *how + "; last lines of " + c.log.string() + ":\n" + tailFile(c.log, 15);
     }
   }
   return std::nullopt;
+}
+
+std::vector<std::string> memberNames(const Profile& profile) {
+  std::vector<std::string> out;
+  for (const auto& e : profile.etcds) out.push_back("etcd-" + e.name);
+  for (int i = 0; i < profile.apiservers; ++i) out.push_back("kube-apiserver-" + std::to_string(i));
+  if (profile.controllerManager.enabled) out.push_back("kube-controller-manager");
+  if (profile.scheduler.enabled) out.push_back("kube-scheduler");
+  return out;
+}
+
+Component& LocalPlane::member(const std::string& name) {
+  for (auto& c : record_.components)
+    if (c.name == name) return c;
+  std::string known;
+  for (const auto& c : record_.components) known += (known.empty() ? "" : ", ") + c.name;
+  throw ConfigError("the local plane", "member", "no member named '" + name + "' (the plane has " + known + ")");
+}
+
+std::vector<std::string> LocalPlane::memberNames() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  for (const auto& c : record_.components) out.push_back(c.name);
+  return out;
+}
+
+void LocalPlane::kill(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Component& c = member(name);
+  down_.insert(name);
+  if (isRunning(c.process)) ::kill(c.process.pid, SIGKILL);
+  for (int i = 0; i < 500 && isRunning(c.process); ++i) {
+    reapIfExited(c.process);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  reapIfExited(c.process);
+}
+
+void LocalPlane::markDown(const std::string& name) {
+  std::lock_guard lock(mu_);
+  member(name);
+  down_.insert(name);
+}
+
+void LocalPlane::restart(const std::string& name, const std::function<bool()>& abandon) {
+  Component copy;
+  {
+    std::lock_guard lock(mu_);
+    Component& c = member(name);
+    if (!down_.contains(name)) throw std::logic_error(name + " was not killed");
+    // A member's port is free again once it died, unless something took it meanwhile.
+    c.process = spawn({argv_.at(name), c.log, options_.detached});
+    writeRecord();
+    copy = c;
+  }
+  // Ready as at start (etcd's /health, an apiserver's /readyz, a controller's leader
+  // Lease); until then crashed() still looks away, and a member that exits at once is
+  // reported here.
+  waitReady(copy, std::chrono::steady_clock::now() + options_.readyTimeout, abandon);
+  std::lock_guard lock(mu_);
+  down_.erase(name);
+}
+
+void LocalPlane::pause(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Component& c = member(name);
+  if (isRunning(c.process)) ::kill(c.process.pid, SIGSTOP);
+}
+
+void LocalPlane::resume(const std::string& name) {
+  std::lock_guard lock(mu_);
+  Component& c = member(name);
+  if (isRunning(c.process)) ::kill(c.process.pid, SIGCONT);
 }
 
 void LocalPlane::start() {
@@ -303,6 +383,7 @@ void LocalPlane::startEtcd(const EtcdSpec& spec, int index) {
   for (const auto& a : spec.extraArgs) argv.push_back(a);
   Component c{"etcd", name, client, dir / "logs" / (name + ".log"), {}, "", false};
   c.process = spawn({argv, c.log, options_.detached});
+  argv_[c.name] = argv;
   record_.components.push_back(c);
 }
 
@@ -357,6 +438,7 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
   Component c{"kube-apiserver", name, "https://127.0.0.1:" + std::to_string(port),
               dir / "logs" / (name + ".log"), {}, "", false};
   c.process = spawn({argv, c.log, options_.detached});
+  argv_[c.name] = argv;
   record_.components.push_back(c);
 }
 
@@ -398,10 +480,12 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
   Component c{role, role, "https://127.0.0.1:" + std::to_string(port), dir / "logs" / (role + ".log"), {},
               apiserver.name, spec.apiserver.has_value()};
   c.process = spawn({argv, c.log, options_.detached});
+  argv_[c.name] = argv;
   record_.components.push_back(c);
 }
 
-void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_point deadline) {
+void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_point deadline,
+                           const std::function<bool()>& abandon) {
   PkiPaths pki{record_.stateDir / "pki"};
   std::vector<std::string> urls;
   if (c.role == "etcd") {
@@ -425,6 +509,7 @@ void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_p
                                " s (last probe of " + url + ": " + last + "); last lines of " + c.log.string() +
                                ":\n" + tailFile(c.log, 15));
       if (interrupted()) throw UnavailableError("interrupted while waiting for " + c.name);
+      if (abandon && abandon()) throw UnavailableError("no longer waited for: the run ended before " + c.name + " was ready");
       if (auto how = reapIfExited(c.process))
         throw UnavailableError(c.name + " " + *how + " before it became ready; last lines of " + c.log.string() +
                                ":\n" + tailFile(c.log, 15));

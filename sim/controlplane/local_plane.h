@@ -6,7 +6,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -76,8 +80,22 @@ class LocalPlane {
   const PlaneRecord& record() const { return record_; }
   const std::filesystem::path& kubeconfig() const { return record_.kubeconfig; }
 
-  // A description of the first member that is no longer running, with its log tail.
+  // A description of the first member that is no longer running, with its log tail
+  // (a member killed by kill() is down on purpose: not reported until it is restarted).
   std::optional<std::string> crashed() const;
+
+  // Faults (a scenario's `faults:`), by member name as the record has it (etcd-main,
+  // kube-apiserver-0, kube-controller-manager, ...); ConfigError for an unknown name.
+  // kill: SIGKILL, reaped at once. restart: starts a killed member again with its own
+  // command line (data directory, port, certificates) and returns once it is ready;
+  // UnavailableError if it does not come up. pause/resume: SIGSTOP/SIGCONT.
+  void kill(const std::string& member);
+  void restart(const std::string& member, const std::function<bool()>& abandon = {});
+  // A member that exited on its own (crashed() reported it): down, so restart() may follow.
+  void markDown(const std::string& member);
+  void pause(const std::string& member);
+  void resume(const std::string& member);
+  std::vector<std::string> memberNames() const;
   // Stops every member (apiservers first) and removes plane.json. Idempotent.
   void stop();
   // Leaves the plane running after this object is destroyed (cpscale up).
@@ -88,15 +106,28 @@ class LocalPlane {
   void startEtcd(const EtcdSpec& spec, int index);
   void startApiserver(int index, int port, const std::vector<std::string>& etcdUrls);
   void startController(const std::string& role, const ComponentSpec& spec);
-  void waitReady(const Component& c, std::chrono::steady_clock::time_point deadline);
+  void waitReady(const Component& c, std::chrono::steady_clock::time_point deadline,
+                 const std::function<bool()>& abandon = {});
   void writeKubeconfig();
   void writeRecord() const;
 
+  Component& member(const std::string& name);
+
   PlaneOptions options_;
   PlaneRecord record_;
+  // Each member's command line, to start it again after a kill.
+  std::map<std::string, std::vector<std::string>> argv_;
+  // Guards the members' processes and `down_` (faults act on another thread than the
+  // supervisor's crashed()).
+  mutable std::mutex mu_;
+  std::set<std::string> down_;  // killed on purpose, not yet restarted
   bool released_ = false;
   bool stopped_ = false;
 };
+
+// The names a plane of this profile gives its members, in start order (etcd-<name>...,
+// kube-apiserver-<i>..., then the controller components it runs).
+std::vector<std::string> memberNames(const Profile& profile);
 
 std::filesystem::path recordPath(const std::filesystem::path& stateDir);
 // Reads plane.json; nullopt when there is none. Throws ConfigError if it is corrupt.

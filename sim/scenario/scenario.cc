@@ -206,7 +206,39 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   return c;
 }
 
+std::vector<FaultSpec> readFaults(const YamlField& f, const Scenario& s) {
+  std::vector<FaultSpec> out;
+  for (const auto& item : f.items()) {
+    item.expectMap({"kill", "stop", "at", "restartAfter", "for"});
+    FaultSpec fs;
+    fs.where = item.where();
+    fs.path = item.path();
+    auto kill = item.get("kill"), stop = item.get("stop");
+    if (kill.has_value() == stop.has_value())
+      throw item.error("give exactly one of kill: MEMBER or stop: MEMBER");
+    fs.action = kill ? FaultSpec::Action::kKill : FaultSpec::Action::kStop;
+    const YamlField& member = kill ? *kill : *stop;
+    fs.member = member.asString();
+    if (fs.member.empty()) throw member.error("names no member (e.g. kube-apiserver-0, etcd-main)");
+    auto at = item.require("at");
+    fs.at = asDuration(at, false);
+    if (fs.at >= s.duration)
+      throw at.error("is not inside the steady window (duration " + formatDuration(s.duration) + ")");
+    if (fs.action == FaultSpec::Action::kKill) {
+      if (auto g = item.get("for")) throw g->error("`for` is for stop; a killed member comes back with restartAfter");
+      if (auto g = item.get("restartAfter")) fs.restartAfter = asDuration(*g);
+    } else {
+      if (auto g = item.get("restartAfter")) throw g->error("a stopped member is resumed after `for`, not restarted");
+      fs.stopFor = asDuration(item.require("for"));
+    }
+    out.push_back(std::move(fs));
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string_view toString(FaultSpec::Action a) { return a == FaultSpec::Action::kKill ? "kill" : "stop"; }
 
 Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides) {
   // Parse, apply overrides to the tree, then validate: an override is checked exactly
@@ -218,7 +250,7 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   YamlField top(root, path.string(), "");
 
   top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval",
-                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity"});
+                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity", "faults"});
   if (auto f = top.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
     throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
   if (auto f = top.get("kind"); f && f->asString() != "Scenario")
@@ -271,6 +303,11 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
     }
   }
   if (auto f = top.get("capacity")) s.capacity = readCapacity(*f, s);
+  if (auto f = top.get("faults")) {
+    s.faults = readFaults(*f, s);
+    if (s.capacity && !s.faults.empty())
+      throw f->error("faults and a capacity search do not mix: a step that breaks under a fault says nothing about capacity");
+  }
   s.effective = yamlToJson(root);
   return s;
 }

@@ -70,6 +70,31 @@ std::string unitOfKnob(const std::string& kind, const std::string& field);
 // value is the last step), rounded to whole numbers when `whole` (counts).
 std::vector<double> capacityLadder(const CapacitySpec& spec, bool whole = true);
 
+// `faults:` (cpscale run on the local plane): members of the plane killed or frozen
+// during the steady window, to rehearse what a run (and the plane) does through them.
+//   faults:
+//     - kill: kube-apiserver-0   # SIGKILL the member ...
+//       at: 20s                  # ... this long after the steady window started
+//       restartAfter: 10s        # start it again (same flags, data and port); unset: it stays down
+//     - stop: etcd-main          # SIGSTOP: frozen, not dead (a hung disk, a stalled VM)
+//       at: 40s
+//       for: 5s                  # then SIGCONT
+// The run goes on through them: the client counts its errors and retries, watches are
+// reopened or relisted, the fault's window is an incident in result.json and on every
+// chart, counters that restart at 0 are split at the restart, and the gates decide the
+// exit code.
+struct FaultSpec {
+  enum class Action { kKill, kStop };
+  Action action = Action::kKill;
+  std::string member;                           // a member of the plane: etcd-main, kube-apiserver-0, ...
+  engine::Duration at{0};                       // from the steady window's start
+  std::optional<engine::Duration> restartAfter;  // kill: when to start it again
+  engine::Duration stopFor{0};                  // stop: how long it stays frozen
+  std::string where;                            // file:line of the entry
+  std::string path;                             // "faults[0]", for errors found at run time
+};
+std::string_view toString(FaultSpec::Action a);
+
 struct Scenario {
   std::string name;
   std::string description;
@@ -93,6 +118,7 @@ struct Scenario {
   std::vector<std::unique_ptr<workloads::Workload>> workloads;
   std::vector<Gate> gates;
   std::optional<CapacitySpec> capacity;
+  std::vector<FaultSpec> faults;
   // The scenario after overrides, as the result document records it.
   nlohmann::json effective;
 };

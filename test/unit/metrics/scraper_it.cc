@@ -65,10 +65,10 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     // The real servers say which process answered: one process, started before the run.
     for (std::size_t r = 0; r < t.history.scrapes(); ++r) EXPECT_TRUE(t.history.identity(r).startTime);
     EXPECT_EQ(t.history.processes().count(), 1u);
-    if (t.info.role == TargetRole::kEtcd) EXPECT_FALSE(t.history.identity(0).replica.empty());
+    if (t.info.role == TargetRole::kEtcd) { EXPECT_FALSE(t.history.identity(0).replica.empty()); }
     // What the controller figures read is kept from the real controllers' expositions.
-    if (t.info.role == TargetRole::kControllerManager) EXPECT_FALSE(t.history.seriesNamed("workqueue_depth").empty());
-    if (t.info.role == TargetRole::kScheduler) EXPECT_FALSE(t.history.seriesNamed("scheduler_pending_pods").empty());
+    if (t.info.role == TargetRole::kControllerManager) { EXPECT_FALSE(t.history.seriesNamed("workqueue_depth").empty()); }
+    if (t.info.role == TargetRole::kScheduler) { EXPECT_FALSE(t.history.seriesNamed("scheduler_pending_pods").empty()); }
     if (t.info.role != TargetRole::kApiserver) continue;
     const auto& ids = t.history.seriesNamed("apiserver_request_total");
     ASSERT_FALSE(ids.empty());

@@ -200,7 +200,9 @@ TEST(CapacityIndexEntry, KeepsTheReadFiguresWithoutTheirSeries) {
   EXPECT_NE(metrics::findFigure(e.steps[0].figures, "axis_pressure"), nullptr);
   // Of the latencies, only those from the scheduled send.
   for (const auto& f : e.steps[0].figures)
-    if (f.name == "client_latency_p99") EXPECT_NE(metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}), nullptr);
+    if (f.name == "client_latency_p99") {
+      EXPECT_NE(metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}), nullptr);
+    }
   EXPECT_EQ(e.held, s.held);
   EXPECT_EQ(pressureAtHeld(e).size(), pressureAtHeld(s).size());
 }

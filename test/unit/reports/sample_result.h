@@ -45,7 +45,7 @@ inline RunResult sampleResult() {
   r.phases = {{"setup", 0, 30, true, ""},
               {"ramp/platform/configmaps", 5, 25, true, ""},
               {"steady", 30, 90, true, ""}};
-  r.incidents = {{"member-exited", "kube-apiserver-1", 70, "exit status 137 (killed)"}};
+  r.incidents = {{"member-exited", "kube-apiserver-1", 70, "exit status 137 (killed)", std::nullopt}};
   auto& f = r.figures;
   f.push_back(Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}},
                                100, "1/s", Source::kApiserver, ramp(100, 100)));

@@ -196,3 +196,32 @@ TEST_F(ScenarioTest, SetValuesWithBadYamlOrNumbersAreConfigErrors) {
 
 }  // namespace
 }  // namespace cpscale::scenario
+
+namespace cpscale::scenario {
+namespace {
+
+TEST_F(ScenarioTest, FaultsAreReadAndCheckedAgainstTheSteadyWindow) {
+  const std::string head = "name: t\nduration: 60s\nworkloads:\n  - kind: kubelets\n    count: 1\nfaults:\n";
+  Scenario s = loadScenario(write(head + "  - kill: kube-apiserver-0\n    at: 20s\n    restartAfter: 10s\n"
+                                         "  - stop: etcd-main\n    at: 40s\n    for: 5s\n"));
+  ASSERT_EQ(s.faults.size(), 2u);
+  EXPECT_EQ(s.faults[0].action, FaultSpec::Action::kKill);
+  EXPECT_EQ(s.faults[0].member, "kube-apiserver-0");
+  EXPECT_EQ(s.faults[0].at, std::chrono::seconds(20));
+  EXPECT_EQ(s.faults[0].restartAfter, std::chrono::seconds(10));
+  EXPECT_EQ(s.faults[1].action, FaultSpec::Action::kStop);
+  EXPECT_EQ(s.faults[1].stopFor, std::chrono::seconds(5));
+  EXPECT_EQ(s.faults[1].path, "faults[1]");
+  // Each mistake names its line and field.
+  std::string e = errorOf(head + "  - kill: kube-apiserver-0\n    stop: etcd-main\n    at: 1s\n");
+  EXPECT_NE(e.find(":7: field 'faults[0]': give exactly one of kill"), std::string::npos) << e;
+  e = errorOf(head + "  - stop: etcd-main\n    at: 1s\n");
+  EXPECT_NE(e.find("field 'faults[0].for'"), std::string::npos) << e;
+  e = errorOf(head + "  - kill: etcd-main\n    at: 60s\n");
+  EXPECT_NE(e.find(":8: field 'faults[0].at': is not inside the steady window"), std::string::npos) << e;
+  e = errorOf(head + "  - kill: etcd-main\n    at: 1s\n    for: 2s\n");
+  EXPECT_NE(e.find("field 'faults[0].for'"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace cpscale::scenario
