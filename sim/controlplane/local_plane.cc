@@ -203,16 +203,55 @@ LocalPlane::LocalPlane(PlaneOptions options) : options_(std::move(options)) {
 
 LocalPlane::~LocalPlane() {
   if (!released_) stop();
+  else stopSpawner();
+}
+
+ProcessIdentity LocalPlane::spawnOnPlaneThread(const SpawnOptions& options) {
+  std::packaged_task<ProcessIdentity()> task([options] { return spawn(options); });
+  auto result = task.get_future();
+  {
+    std::lock_guard lock(spawnMu_);
+    spawns_.push_back(std::move(task));
+    if (!spawner_.joinable())
+      spawner_ = std::thread([this] {
+        std::unique_lock l(spawnMu_);
+        for (;;) {
+          spawnCv_.wait(l, [this] { return spawnerDone_ || !spawns_.empty(); });
+          if (spawns_.empty()) return;
+          auto t = std::move(spawns_.front());
+          spawns_.pop_front();
+          l.unlock();
+          t();
+          l.lock();
+        }
+      });
+  }
+  spawnCv_.notify_all();
+  return result.get();
 }
 
 void LocalPlane::stop() {
-  std::lock_guard lock(mu_);
-  if (stopped_) return;
-  stopped_ = true;
-  // A frozen member would ignore SIGTERM until its grace ran out.
-  for (const auto& c : record_.components)
-    if (isRunning(c.process)) ::kill(c.process.pid, SIGCONT);
-  stopRecorded(record_);
+  {
+    std::lock_guard lock(mu_);
+    if (!stopped_) {
+      stopped_ = true;
+      // A frozen member would ignore SIGTERM until its grace ran out.
+      for (const auto& c : record_.components)
+        if (isRunning(c.process)) ::kill(c.process.pid, SIGCONT);
+      stopRecorded(record_);
+    }
+  }
+  // After the members stopped: those it spawned would get their parent-death signal.
+  stopSpawner();
+}
+
+void LocalPlane::stopSpawner() {
+  {
+    std::lock_guard lock(spawnMu_);
+    spawnerDone_ = true;
+  }
+  spawnCv_.notify_all();
+  if (spawner_.joinable()) spawner_.join();
 }
 
 std::optional<std::string> LocalPlane::crashed() const {
@@ -275,7 +314,7 @@ void LocalPlane::restart(const std::string& name, const std::function<bool()>& a
     Component& c = member(name);
     if (!down_.contains(name)) throw std::logic_error(name + " was not killed");
     // A member's port is free again once it died, unless something took it meanwhile.
-    c.process = spawn({argv_.at(name), c.log, options_.detached});
+    c.process = spawnOnPlaneThread({argv_.at(name), c.log, options_.detached});
     writeRecord();
     copy = c;
   }

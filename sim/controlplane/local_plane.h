@@ -7,7 +7,11 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <condition_variable>
+#include <deque>
+#include <future>
 #include <map>
+#include <thread>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -112,6 +116,10 @@ class LocalPlane {
   void writeRecord() const;
 
   Component& member(const std::string& name);
+  // Spawns on the plane's own thread: a child's parent-death signal fires when the
+  // thread that spawned it exits, and a fault's restart runs on a short-lived one.
+  ProcessIdentity spawnOnPlaneThread(const SpawnOptions& options);
+  void stopSpawner();
 
   PlaneOptions options_;
   PlaneRecord record_;
@@ -121,6 +129,11 @@ class LocalPlane {
   // supervisor's crashed()).
   mutable std::mutex mu_;
   std::set<std::string> down_;  // killed on purpose, not yet restarted
+  std::mutex spawnMu_;
+  std::condition_variable spawnCv_;
+  std::deque<std::packaged_task<ProcessIdentity()>> spawns_;
+  bool spawnerDone_ = false;
+  std::thread spawner_;
   bool released_ = false;
   bool stopped_ = false;
 };
