@@ -3,6 +3,7 @@
 // the wire (methods, bodies, the bearer token). Waiting here is on real sockets, so
 // it is bounded by wall-clock deadlines rather than virtual time.
 #include "sim/kube/curl_transport.h"
+#include "test/unit/kube/loopback.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -36,38 +37,10 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using testing::TempDir;
 
-// A socket bound to a free port on 127.0.0.1 (listening when backlog > 0); its port.
-int bindLoopback(int backlog, int& port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  port = ntohs(a.sin_port);
-  if (backlog > 0) ::listen(fd, backlog);
-  return fd;
-}
-
-int freePort() {
-  int port = 0;
-  ::close(bindLoopback(0, port));
-  return port;
-}
-
-bool canConnect(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
+// The loopback helpers the connection-fault tests share.
+using cpscale::kube::testing::bindLoopback;
+using cpscale::kube::testing::canConnect;
+using cpscale::kube::testing::freePort;
 
 std::string slurp(const std::string& path) {
   std::ifstream in(path);
