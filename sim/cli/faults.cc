@@ -66,6 +66,7 @@ void FaultInjector::carryOut(std::size_t index, engine::TimePoint steadyStart) {
                            (f.restartAfter ? ", restart after " + formatDuration(*f.restartAfter) : ", not restarted")
                      : "SIGSTOP at " + formatDuration(f.at) + " into the steady window for " + formatDuration(f.stopFor);
     rec.struck = struck;
+    rec.comesBack = f.action == scenario::FaultSpec::Action::kStop || f.restartAfter.has_value();
     r = records_.size();
     records_.push_back(std::move(rec));
   }
@@ -173,7 +174,7 @@ std::vector<reports::Incident> FaultInjector::incidents(engine::TimePoint end) c
       what += std::string(r.restartAsked ? "; restart failed: " : "; failed: ") + r.failure;
     else if (r.restartAsked || r.kind == "stop")
       what += "; still " + std::string(r.kind == "stop" ? "frozen" : "starting") + " when the run ended";
-    else if (r.kind == "exited" || r.detail.ends_with("not restarted"))
+    else if (!r.comesBack)
       what += "; down until the run ended";
     else
       what += "; the run ended before its restart";

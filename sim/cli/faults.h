@@ -74,6 +74,7 @@ class FaultInjector {
     std::string member;
     std::string kind;    // "kill", "stop", "exited"
     std::string detail;  // what the scenario asked (or how the member exited)
+    bool comesBack = true;  // a restart (or resume) is due; false for a kill without restartAfter
     std::optional<engine::TimePoint> struck, restartAsked, ready;
     std::string failure;  // the restart failed: why
   };

@@ -391,5 +391,99 @@ TEST(RunTest, SetupThatNeverFinishesFailsTheRunWithExitThree) {
   EXPECT_EQ(result["workloads"][0]["summary"]["setupComplete"], false);
 }
 
+// The fault rehearsal on the real plane: kube-apiserver-0 killed 10 s into the steady
+// window and started again 8 s later, etcd frozen for 4 s at 40 s. The run goes on
+// through both, counts what failed, reopens its watches, splits the restarted
+// apiserver's counters, marks each fault's window, exits as its gates decide and leaves
+// nothing running.
+TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
+  fs::path out = makeTempDir("run-faults");
+  fs::path log = makeTempDir("run-faults-log") / "cpscale.log";
+  auto proc = controlplane::spawn({{CPSCALE_BINARY, "run", std::string(CPSCALE_SOURCE_DIR) + "/scenarios/fault-rehearsal.yaml",
+                                   "--out", out.string(), "--run-id", "itfaults"},
+                                  log, false});
+  // Every member the plane ever had, the restarted apiserver included.
+  std::vector<controlplane::PlaneRecord> seen;
+  int status = 0;
+  for (;;) {
+    if (auto rec = controlplane::readRecord(out / "plane")) seen.push_back(*rec);
+    if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << controlplane::tailFile(log, 40);
+  json result = readJson(out / "result.json");
+  ASSERT_EQ(result["status"], "completed") << result["statusDetail"] << controlplane::tailFile(log, 40);
+  // The gates decide the exit code.
+  bool gatesPass = !result["gates"].empty();
+  for (const auto& g : result["gates"]) gatesPass = gatesPass && g["passed"].get<bool>();
+  EXPECT_EQ(WEXITSTATUS(status), gatesPass ? 0 : 1) << result["gates"].dump();
+  EXPECT_EQ(result["exitCode"], WEXITSTATUS(status));
+
+  // Each fault is an incident with its window, from the steady window's start.
+  double steadyStart = -1;
+  for (const auto& p : result["phases"])
+    if (p["name"] == "steady") steadyStart = p["startSeconds"].get<double>();
+  ASSERT_GE(steadyStart, 0) << result["phases"].dump();
+  const json* kill = nullptr;
+  const json* stop = nullptr;
+  for (const auto& i : result["incidents"]) {
+    if (i["kind"] != "fault") continue;
+    if (i["member"] == "kube-apiserver-0") kill = &i;
+    if (i["member"] == "etcd-main") stop = &i;
+  }
+  ASSERT_NE(kill, nullptr) << result["incidents"].dump();
+  ASSERT_NE(stop, nullptr) << result["incidents"].dump();
+  EXPECT_NEAR((*kill)["atSeconds"].get<double>(), steadyStart + 10, 1.5);
+  const double down = (*kill)["untilSeconds"].get<double>() - (*kill)["atSeconds"].get<double>();
+  EXPECT_GE(down, 8) << kill->dump();
+  EXPECT_LT(down, 60) << kill->dump();
+  EXPECT_NE((*kill)["detail"].get<std::string>().find("ready again"), std::string::npos) << kill->dump();
+  EXPECT_NEAR((*stop)["atSeconds"].get<double>(), steadyStart + 40, 1.5);
+  EXPECT_NEAR((*stop)["untilSeconds"].get<double>() - (*stop)["atSeconds"].get<double>(), 4, 1) << stop->dump();
+  const json* downtime = figure(result, "fault_downtime_seconds", "run", {{"member", "kube-apiserver-0"}});
+  ASSERT_NE(downtime, nullptr);
+  ASSERT_TRUE((*downtime)["value"].is_number()) << downtime->dump();
+  EXPECT_NEAR((*downtime)["value"].get<double>(), down, 0.5);
+  const json* restart = figure(result, "fault_restart_seconds", "run", {{"member", "kube-apiserver-0"}});
+  ASSERT_NE(restart, nullptr);
+  ASSERT_TRUE((*restart)["value"].is_number()) << restart->dump();
+  EXPECT_LT((*restart)["value"].get<double>(), down - 7.5);
+
+  // What failed while the apiserver was down is counted, not lost.
+  double errors = 0;
+  for (const auto& f : result["figures"])
+    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number()) errors += f["value"].get<double>();
+  EXPECT_GT(errors, 0) << "no request failed while kube-apiserver-0 was down";
+  // The watchers' streams broke with it and were opened again (2 kinds x 2 watchers).
+  const json* watched = nullptr;
+  for (const auto& w : result["workloads"])
+    if (w["name"] == "watched") watched = &w["summary"];
+  ASSERT_NE(watched, nullptr);
+  EXPECT_GT((*watched)["watchStreams"].get<double>(), 4) << watched->dump();
+  // The restarted apiserver's counters start again at 0: split at the restart, the
+  // window's Lease PUTs read the fleet's 10/s less what the outage lost (a reset read
+  // as last - first would give a fraction of that).
+  const json* puts = figure(result, "write_qps", "steady",
+                            {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}});
+  ASSERT_NE(puts, nullptr);
+  ASSERT_TRUE((*puts)["value"].is_number()) << puts->dump();
+  EXPECT_GT((*puts)["value"].get<double>(), 6) << puts->dump();
+  EXPECT_LT((*puts)["value"].get<double>(), 10.5) << puts->dump();
+
+  // On every chart: the fault's window as a band.
+  std::string html = controlplane::readFile(out / "report.html");
+  EXPECT_NE(html.find("incident incident-window"), std::string::npos);
+  // Nothing left: the objects deleted through the API, every member stopped.
+  const json* cleanup = nullptr;
+  for (const auto& w : result["workloads"])
+    if (w["name"] == "cleanup") cleanup = &w["summary"];
+  ASSERT_NE(cleanup, nullptr);
+  EXPECT_EQ((*cleanup)["complete"], true) << cleanup->dump();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_NE(seen.front().components.size(), 0u);
+  for (const auto& rec : seen) EXPECT_FALSE(controlplane::anyRunning(rec));
+  EXPECT_FALSE(controlplane::readRecord(out / "plane"));
+}
+
 }  // namespace
 }  // namespace cpscale::testing

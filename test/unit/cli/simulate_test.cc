@@ -200,5 +200,21 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
   EXPECT_NE(page.find("<tr class=\"bad\"><td>apiserver_heap_inuse_after_gc_bytes"), std::string::npos);
 }
 
+TEST_F(SimulateTest, FaultsAreRefusedOnTheModelBeforeAnythingStarts) {
+  SimulateOptions so;
+  so.calibration = testCalibration();
+  so.run.runId = "faults";
+  so.run.outDir = dir_ / "faults";
+  so.run.progress = false;
+  try {
+    simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "fault-rehearsal.yaml", {}, so);
+    FAIL() << "a fault on the model ran";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "faults[0]");
+    EXPECT_NE(std::string(e.what()).find("local plane"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "faults" / reports::kResultFile));
+}
+
 }  // namespace
 }  // namespace cpscale::cli
