@@ -484,6 +484,41 @@ bool isWatchFamilySample(std::string_view n) {
          n == "apiserver_watch_events_total" || n.starts_with("apiserver_watch_events_sizes");
 }
 
+// The events each resource's watch cache holds (watch_cache_events): its ring replayed
+// from the capacity gauge and the events-received counter at each scrape. The ring
+// keeps every event until it is full, then the newest `capacity`, so
+//   held = min(capacity, held at the scrape before + events received since);
+// at the first scrape (or after a restart) the counter's running total is every
+// event the cache took in: held = min(capacity, total). That is exact while the ring
+// has not yet dropped anything, and once it is full; between a doubling and the ring
+// filling again it is an upper bound.
+void watchCacheEventsHeld(std::vector<Figure>& out, const TargetScrapes& t) {
+  const ScrapeHistory& h = t.history;
+  const auto& received = h.seriesNamed("apiserver_watch_cache_events_received_total");
+  for (ScrapeHistory::SeriesId cap : h.seriesNamed("watch_cache_capacity")) {
+    const Labels& l = h.key(cap).labels;
+    auto rid = std::find_if(received.begin(), received.end(), [&](ScrapeHistory::SeriesId r) { return h.key(r).labels == l; });
+    TimeSeries held;
+    std::optional<double> total;
+    double n = 0;
+    for (std::size_t k = 0; k < h.scrapes(); ++k) {
+      const std::optional<double> c = h.value(k, cap);
+      // A resource that has not received an event has no counter series yet.
+      const std::optional<double> r = rid == received.end() ? 0.0 : h.value(k, *rid).value_or(0);
+      if (!c || !r) continue;
+      n = !total || *r < *total ? *r : n + (*r - *total);
+      n = std::min(n, *c);
+      total = *r;
+      held.times.push_back(h.time(k));
+      held.values.push_back(n);
+    }
+    if (held.values.empty()) continue;
+    const double last = held.values.back();
+    out.push_back(Figure::measured("watch_cache_events", withLabel(l, "apiserver", t.info.name), last, "events",
+                                   Source::kApiserver, std::move(held)));
+  }
+}
+
 void watchCacheFigures(std::vector<Figure>& out, const TargetScrapes& t) {
   const ScrapeHistory& h = t.history;
   // Histograms (e.g. apiserver_watch_events_sizes): the mean over the window from the
@@ -523,6 +558,7 @@ void watchCacheFigures(std::vector<Figure>& out, const TargetScrapes& t) {
       out.push_back(Figure::measured(key.first, key.second, m.first / m.second, "", Source::kApiserver));
     }
   }
+  watchCacheEventsHeld(out, t);
 }
 
 }  // namespace

@@ -434,17 +434,33 @@ Param unloadedLatency(const std::vector<Win>& wins, bool (*inClass)(std::string_
   throw FitError("unloaded " + cls + " latency: no probe window measured a " + cls + " request");
 }
 
-// The dormant workload's fixed payload size of a state probe.
-double payloadBytes(const ProbeResult& p) {
+// The fixed payload size of a probe's workload of this kind (dormant: a state probe;
+// churn: a churn probe).
+double payloadBytes(const ProbeResult& p, std::string_view workload = "dormant") {
+  const std::string what = std::string(toString(p.kind)) + " probe " + p.name;
   const json& cfg = p.result.scenario.effectiveConfig;
   if (cfg.is_object() && cfg.contains("workloads") && cfg["workloads"].is_array()) {
     for (const json& w : cfg["workloads"]) {
-      if (!w.is_object() || w.value("kind", "") != "dormant") continue;
+      if (!w.is_object() || w.value("kind", "") != workload) continue;
       if (w.contains("objectBytes") && w["objectBytes"].is_number()) return w["objectBytes"].get<double>();
-      throw FitError("state probe " + p.name + ": the dormant workload's objectBytes must be a fixed size (a number)");
+      throw FitError(what + ": the " + std::string(workload) + " workload's objectBytes must be a fixed size (a number)");
     }
   }
-  throw FitError("state probe " + p.name + ": its scenario has no dormant workload");
+  throw FitError(what + ": its scenario has no " + std::string(workload) + " workload");
+}
+
+// The events the watch caches hold at t (watch_cache_events), summed over resources:
+// the custom resources' (a group outside *.k8s.io and the core group).
+struct HeldEvents {
+  double custom = 0;
+};
+HeldEvents heldAt(const Figures& fs, const std::string& apiserver, Time t) {
+  HeldEvents e;
+  for (const Figure* f : named(fs, "watch_cache_events", labels({{"apiserver", apiserver}}))) {
+    const std::string_view group = labelValue(f->labels, "group");
+    if (group.find('.') != std::string_view::npos && !group.ends_with(".k8s.io")) e.custom += valueAt(f, t);
+  }
+  return e;
 }
 
 void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& wins, const CalibrationFitOptions& o,
@@ -561,7 +577,60 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
                     (afterGc ? "after a forced GC" : "in use (go_memstats_heap_inuse_bytes)") +
                     ", its own objects included; the interval is the mean's");
 
-  // Nodes: heap against the node count over the node probe's steps.
+  // A custom resource's watch cache: the churn probe's heap over the base, less its
+  // sessions' versions (one per event the ring holds: every write is a new version),
+  // against the events the sessions' ring holds. Its slope is each event's own cost,
+  // its intercept the custom resource's (the probe serves one).
+  const double lease = c.heapPerObject.value + c.heapPerObjectByte.value * o.leaseBytes;
+  Design ring;
+  ring.names = {"events"};
+  std::size_t churnWindows = 0;
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kChurn) continue;
+    ++churnWindows;
+    const double version = c.heapPerObject.value + c.heapPerObjectByte.value * (payloadBytes(*w.probe, "churn") + o.envelopeBytes);
+    for (const Figure* any : named(w.figures, "apiserver_heap_inuse_bytes")) {
+      std::string api(labelValue(any->labels, "apiserver"));
+      if (api.empty()) continue;
+      const Figure* heap = heapFigure(w.figures, api);
+      for (Time t : timesOf(*heap)) {
+        const HeldEvents e = heldAt(w.figures, api, t);
+        if (e.custom <= 0) continue;
+        ring.add({e.custom}, valueAt(heap, t) - c.heapBaseBytes.value - e.custom * version);
+      }
+    }
+  }
+  if (ring.y.empty()) {
+    c.heapPerCustomResourceEvent = Param::fixed(0);
+    c.heapPerCustomResource = Param::fixed(0);
+    c.notes.push_back(churnWindows == 0 ? "watch cache: no churn probe; heapPerCustomResourceEvent and heapPerCustomResource held at 0"
+                                        : "watch cache: the churn probe has no watch_cache_events (watch_cache_capacity was not "
+                                          "scraped); heapPerCustomResourceEvent and heapPerCustomResource held at 0");
+  } else {
+    Fitted fr = fitDesign(std::move(ring), "watch cache heap", o.confidence, c.notes);
+    c.heapPerCustomResourceEvent = fr.params.at("events");
+    // The session version subtracted per event is itself a fit: its interval widens
+    // the event's by as much (nearly every held event is a session's).
+    const double bytes = payloadBytes(*std::find_if(wins.begin(), wins.end(), [](const Win& w) {
+                                        return w.probe->kind == ProbeKind::kChurn;
+                                      })->probe,
+                                      "churn") + o.envelopeBytes;
+    const double version = c.heapPerObject.value + c.heapPerObjectByte.value * bytes;
+    const double versionLow = c.heapPerObject.low + c.heapPerObjectByte.low * bytes;
+    const double versionHigh = c.heapPerObject.high + c.heapPerObjectByte.high * bytes;
+    c.heapPerCustomResourceEvent.low = std::max(0.0, c.heapPerCustomResourceEvent.low - (versionHigh - version));
+    c.heapPerCustomResourceEvent.high += version - versionLow;
+    c.heapPerCustomResource = fr.params.at("intercept");
+    c.fits.push_back(quality("heap_per_custom_resource_event", fr.fit));
+    c.notes.push_back("watch cache: " + numberText(c.heapPerCustomResourceEvent.value) +
+                      " B per event a custom resource's ring holds beyond its object, " +
+                      numberText(c.heapPerCustomResource.value) +
+                      " B for the custom resource served: the churn probe's heap over the base less one session version per "
+                      "held event, against watch_cache_events");
+  }
+
+  // Nodes: heap against the node count over the node probe's steps, the Leases' and
+  // Nodes' watch cache rings included (they fill with the fleet's renewals).
   Design nodes;
   nodes.names = {"nodes"};
   for (const Win& w : wins) {
@@ -575,7 +644,6 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
       for (Time t : timesOf(*heap)) nodes.add({valueAt(count, t)}, valueAt(heap, t));
     }
   }
-  const double lease = c.heapPerObject.value + c.heapPerObjectByte.value * o.leaseBytes;
   c.heapBytesPerObjectByResource["leases"] = lease;
   try {
     Fitted fn = fitDesign(std::move(nodes), "heap per node", o.confidence, c.notes);
@@ -713,48 +781,25 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
 // ---- summary ----
 
 std::string renderCalibrationSummary(const Calibration& c) {
-  struct Row {
-    const char* name;
-    const Param* p;
-    const char* unit;
-  };
-  const Row rows[] = {
-      {"apiserverIdleCores", &c.apiserverIdleCores, "cores"},
-      {"apiserverCpuLeaseWrite", &c.apiserverCpuLeaseWrite, "core-s"},
-      {"apiserverCpuWrite", &c.apiserverCpuWrite, "core-s"},
-      {"apiserverCpuRead", &c.apiserverCpuRead, "core-s"},
-      {"apiserverCpuWatchEvent", &c.apiserverCpuWatchEvent, "core-s"},
-      {"etcdIdleCores", &c.etcdIdleCores, "cores"},
-      {"etcdCpuPerProposal", &c.etcdCpuPerProposal, "core-s"},
-      {"generatorCpuPerRequest", &c.generatorCpuPerRequest, "core-s"},
-      {"latencyRead", &c.latencyRead, "s"},
-      {"latencyWrite", &c.latencyWrite, "s"},
-      {"heapBaseBytes", &c.heapBaseBytes, "bytes"},
-      {"heapPerObject", &c.heapPerObject, "bytes"},
-      {"heapPerObjectByte", &c.heapPerObjectByte, "bytes"},
-      {"etcdDbBaseBytes", &c.etcdDbBaseBytes, "bytes"},
-      {"etcdDbBytesPerWrite", &c.etcdDbBytesPerWrite, "bytes"},
-      {"etcdFsyncSeconds", &c.etcdFsyncSeconds, "s"},
-  };
   std::ostringstream os;
   char line[256];
   os << "Calibration of " << (c.profile.empty() ? "?" : c.profile) << " on " << c.host << " (" << c.cpus << " CPUs"
      << (c.cpuModel.empty() ? "" : ", " + c.cpuModel) << "), Kubernetes " << c.kubernetesVersion << ", etcd "
      << c.etcdVersion << ", measured " << c.measuredAt << "\n\n";
-  std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", "parameter", "value", "95% interval", "unit");
+  std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", "parameter", "value", "95% interval", "unit");
   os << line;
-  for (const Row& r : rows) {
-    std::string interval = r.p->low == r.p->value && r.p->high == r.p->value
-                               ? "(set)"
-                               : "[" + numberText(r.p->low) + ", " + numberText(r.p->high) + "]";
-    std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", r.name, numberText(r.p->value).c_str(), interval.c_str(),
-                  r.unit);
+  for (const ParamField& f : calibrationParams()) {
+    const Param& p = c.*f.member;
+    std::string interval =
+        p.low == p.value && p.high == p.value ? "(set)" : "[" + numberText(p.low) + ", " + numberText(p.high) + "]";
+    std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", f.name, numberText(p.value).c_str(), interval.c_str(),
+                  f.unit);
     os << line;
   }
-  std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", "rssOverHeap", numberText(c.rssOverHeap).c_str(), "", "ratio");
+  std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", "rssOverHeap", numberText(c.rssOverHeap).c_str(), "", "ratio");
   os << line;
   for (const auto& [resource, bytes] : c.heapBytesPerObjectByResource) {
-    std::snprintf(line, sizeof line, "%-24s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(), "",
+    std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(), "",
                   "bytes/object");
     os << line;
   }

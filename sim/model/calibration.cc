@@ -18,28 +18,26 @@ using nlohmann::json;
 
 constexpr const char* kKind = "Calibration";
 
-// The parameters in the order the file lists them, with their members.
-struct ParamField {
-  const char* name;
-  Param Calibration::*member;
-};
+// In the order the file lists them.
 constexpr ParamField kParams[] = {
-    {"apiserverIdleCores", &Calibration::apiserverIdleCores},
-    {"apiserverCpuLeaseWrite", &Calibration::apiserverCpuLeaseWrite},
-    {"apiserverCpuWrite", &Calibration::apiserverCpuWrite},
-    {"apiserverCpuRead", &Calibration::apiserverCpuRead},
-    {"apiserverCpuWatchEvent", &Calibration::apiserverCpuWatchEvent},
-    {"etcdIdleCores", &Calibration::etcdIdleCores},
-    {"etcdCpuPerProposal", &Calibration::etcdCpuPerProposal},
-    {"generatorCpuPerRequest", &Calibration::generatorCpuPerRequest},
-    {"latencyRead", &Calibration::latencyRead},
-    {"latencyWrite", &Calibration::latencyWrite},
-    {"heapBaseBytes", &Calibration::heapBaseBytes},
-    {"heapPerObject", &Calibration::heapPerObject},
-    {"heapPerObjectByte", &Calibration::heapPerObjectByte},
-    {"etcdDbBaseBytes", &Calibration::etcdDbBaseBytes},
-    {"etcdDbBytesPerWrite", &Calibration::etcdDbBytesPerWrite},
-    {"etcdFsyncSeconds", &Calibration::etcdFsyncSeconds},
+    {"apiserverIdleCores", &Calibration::apiserverIdleCores, "cores"},
+    {"apiserverCpuLeaseWrite", &Calibration::apiserverCpuLeaseWrite, "core-s"},
+    {"apiserverCpuWrite", &Calibration::apiserverCpuWrite, "core-s"},
+    {"apiserverCpuRead", &Calibration::apiserverCpuRead, "core-s"},
+    {"apiserverCpuWatchEvent", &Calibration::apiserverCpuWatchEvent, "core-s"},
+    {"etcdIdleCores", &Calibration::etcdIdleCores, "cores"},
+    {"etcdCpuPerProposal", &Calibration::etcdCpuPerProposal, "core-s"},
+    {"generatorCpuPerRequest", &Calibration::generatorCpuPerRequest, "core-s"},
+    {"latencyRead", &Calibration::latencyRead, "s"},
+    {"latencyWrite", &Calibration::latencyWrite, "s"},
+    {"heapBaseBytes", &Calibration::heapBaseBytes, "bytes"},
+    {"heapPerObject", &Calibration::heapPerObject, "bytes"},
+    {"heapPerObjectByte", &Calibration::heapPerObjectByte, "bytes"},
+    {"heapPerCustomResourceEvent", &Calibration::heapPerCustomResourceEvent, "bytes"},
+    {"heapPerCustomResource", &Calibration::heapPerCustomResource, "bytes"},
+    {"etcdDbBaseBytes", &Calibration::etcdDbBaseBytes, "bytes"},
+    {"etcdDbBytesPerWrite", &Calibration::etcdDbBytesPerWrite, "bytes"},
+    {"etcdFsyncSeconds", &Calibration::etcdFsyncSeconds, "s"},
 };
 
 json paramJson(const Param& p) { return {{"value", p.value}, {"low", p.low}, {"high", p.high}}; }
@@ -68,6 +66,8 @@ Param readParam(const Reader& f) {
 }
 
 }  // namespace
+
+std::span<const ParamField> calibrationParams() { return kParams; }
 
 std::filesystem::path defaultCalibrationPath() {
   return std::filesystem::path(CPSCALE_SOURCE_DIR) / "profiles" / "calibration" / "default.json";

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -97,11 +98,20 @@ struct Calibration {
 
   // kube-apiserver heap (go_memstats_heap_inuse_bytes), per replica:
   //   heapBase + sum over objects of (heapPerObject + heapPerObjectByte * json bytes)
-  // with a measured per-resource override where the probes had one.
+  // with a measured per-resource override where the probes had one, plus the watch
+  // cache (below).
   Param heapBaseBytes;
   Param heapPerObject;
   Param heapPerObjectByte;
   std::map<std::string, double> heapBytesPerObjectByResource;  // "leases", "nodes", "<plural>.<group>"
+  // The watch cache's ring of a custom resource: each event it holds costs
+  // heapPerCustomResourceEvent beyond its object (an event that is not an object's
+  // current version also costs that version by the rules above), and each custom
+  // resource served costs heapPerCustomResource (its CRD's handlers, schema and
+  // caches). Built-in resources' rings are in their per-object figures (the node's
+  // with its Lease was measured with the Leases' ring as it fills).
+  Param heapPerCustomResourceEvent;
+  Param heapPerCustomResource;
   // RSS over heap (process_resident_memory_bytes / heap inuse).
   double rssOverHeap = 1.6;
 
@@ -121,6 +131,14 @@ struct Calibration {
 // The calibration that ships with cpscale, measured on the machine described in it
 // (profiles/calibration/default.json under the source tree).
 std::filesystem::path defaultCalibrationPath();
+
+// The fitted parameters in the order the file lists them: name, member and unit.
+struct ParamField {
+  const char* name;
+  Param Calibration::*member;
+  const char* unit;
+};
+std::span<const ParamField> calibrationParams();
 
 nlohmann::json toJson(const Calibration& c);
 // Throws ConfigError naming the file and the field for a missing or bad field, or a

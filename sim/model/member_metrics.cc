@@ -192,6 +192,19 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
     sample(out, "apiserver_resource_objects", {{"group", t->type.group}, {"resource", t->type.resource}},
            std::round(t->weightedObjects));
   }
+  // The watch cache's ring per resource (watch_cache.go): its capacity, and the events
+  // it has taken in (a sampled change counts its weight).
+  family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");
+  for (const auto& t : store.tables()) {
+    sample(out, "watch_cache_capacity", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->historyCapacity > 0 ? t->historyCapacity : static_cast<double>(store.options().historyMin)));
+  }
+  family(out, "apiserver_watch_cache_events_received_total", "counter",
+         "[ALPHA] Counter of events received in watch cache broken by resource type.");
+  for (const auto& t : store.tables()) {
+    sample(out, "apiserver_watch_cache_events_received_total", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->recordedWeight));
+  }
   family(out, "apiserver_storage_objects", "gauge",
          "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
          "value will be -1.");

@@ -391,7 +391,7 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
     : sched_(sched),
       options_(std::move(options)),
       cal_(options_.calibration),
-      store_(StoreOptions{options_.watchHistoryMin, options_.watchHistory, 200'000,
+      store_(StoreOptions{options_.watchHistoryMin, options_.watchHistory, StoreOptions{}.historyMax,
                           engine::streamSeed(options_.seed, "model/store")}),
       rng_(engine::streamSeed(options_.seed, "model/plane")),
       start_(sched.now()) {
@@ -1016,13 +1016,17 @@ double ModelPlane::Impl::heapBytes() const {
   if (heapAt_ && heapAt_->first == sched_.now() && heapAt_->second == store_.revision()) return heap_;
   double heap = cal_.heapBaseBytes.value;
   const auto& byResource = cal_.heapBytesPerObjectByResource;
-  // Every object, and every change still in the watch cache's event window whose
-  // object is not an object's current version (superseded or deleted): the cache keeps
-  // it for the window. A current version is the object itself, held once.
+  // Every object, and every change still in the watch cache's ring whose object is
+  // not an object's current version (superseded or deleted): the ring keeps it. A
+  // current version is the object itself, held once. In a custom resource's ring each
+  // event costs its own bookkeeping too, and the resource its fixed share.
   for (const auto& t : store_.tables()) {
+    const double perEvent = t->type.custom ? cal_.heapPerCustomResourceEvent.value : 0;
+    if (t->type.custom && t->served) heap += cal_.heapPerCustomResource.value;
     double objects = t->weightedObjects, bytes = t->weightedBytes;
     std::string key;
     for (const Change& c : t->history) {
+      heap += c.weight * perEvent;
       key.assign(c.ns).append("/").append(c.name);
       auto live = t->objects.find(key);
       if (c.type != ChangeType::kDeleted && live != t->objects.end() && live->second.rv == c.rv) continue;

@@ -52,8 +52,9 @@ struct ModelOptions {
   // process_start_time_seconds are this plus virtual time.
   std::int64_t epochUnixNanos = 0;
   // What each resource's watch history keeps for watches resuming from a
-  // resourceVersion (older ones are answered 410 Expired): every change of the last
-  // `watchHistory`, and at least the last `watchHistoryMin`.
+  // resourceVersion (older ones are answered 410 Expired), and the heap holds: the
+  // watch cache's ring (StoreOptions), sized to hold `watchHistory` of events, at
+  // least `watchHistoryMin` of them.
   engine::Duration watchHistory = std::chrono::seconds(75);
   std::size_t watchHistoryMin = 100;
   // kube-apiserver's --request-timeout: a request that would wait longer is answered

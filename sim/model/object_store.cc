@@ -415,10 +415,30 @@ std::string ObjectStore::timestamp() const {
 }
 
 void ObjectStore::record(Table& t, Change c) {
+  const double lower = static_cast<double>(options_.historyMin), upper = static_cast<double>(options_.historyMax);
+  if (t.historyCapacity == 0) t.historyCapacity = lower;
+  const double held = t.history.empty() ? 0 : t.recordedWeight - (t.history.front().cumulative - t.history.front().weight);
+  if (!t.history.empty() && held + c.weight > t.historyCapacity) {
+    // Full: resized before the event goes in, as resizeCacheLocked does.
+    if (c.at - t.history.front().at < options_.historyWindow) {
+      t.historyCapacity = std::min(2 * t.historyCapacity, upper);
+    } else {
+      // The newest quarter's first event: the first whose cumulative weight is past
+      // everything but the last capacity/4.
+      const double from = t.recordedWeight - t.historyCapacity / 4;
+      auto q = std::upper_bound(t.history.begin(), t.history.end(), from,
+                                [](double v, const Change& h) { return v < h.cumulative; });
+      if (q != t.history.end() && c.at - q->at > options_.historyWindow)
+        t.historyCapacity = std::max(t.historyCapacity / 2, lower);
+    }
+  }
+  t.recordedWeight += c.weight;
+  c.cumulative = t.recordedWeight;
   t.history.push_back(std::move(c));
   if (onChange_) onChange_(t, t.history.back());
-  while (t.history.size() > options_.historyMax ||
-         (t.history.size() > options_.historyMin && t.history.front().at + options_.historyWindow < now_)) {
+  // The oldest events leave the ring; the newest stays even when heavier than it.
+  while (t.history.size() > 1 &&
+         t.recordedWeight - (t.history.front().cumulative - t.history.front().weight) > t.historyCapacity) {
     t.compactedRv = t.history.front().rv;
     t.history.pop_front();
   }

@@ -85,6 +85,7 @@ struct Change {
   std::shared_ptr<const LabelSet> oldLabels;  // kModified: before (a selector may stop or start matching)
   engine::TimePoint at{};
   double weight = 1;  // the writer's sampling weight
+  double cumulative = 0;  // the table's recorded weight up to and including this change
 };
 
 // One open watch on a resource, as the store sees it: its filters and how far it has
@@ -123,6 +124,8 @@ struct Table {
   std::map<std::string, StoredObject> objects;  // by "namespace/name"
   std::deque<Change> history;
   std::uint64_t compactedRv = 0;  // changes up to here are no longer in history
+  double historyCapacity = 0;     // the watch cache's ring, in real events (0: not sized yet)
+  double recordedWeight = 0;      // every change's weight, summed
   WatcherList watchers;
   double weightedObjects = 0;
   double weightedBytes = 0;  // sum of weight x JSON bytes
@@ -158,11 +161,15 @@ std::string statusBody(int code, std::string_view reason, std::string_view messa
 void strategicMergePatch(nlohmann::json& target, const nlohmann::json& patch);
 
 struct StoreOptions {
-  // Changes kept per resource for watches to replay: at least `historyMin` and all of
-  // the last `historyWindow`, never more than `historyMax`.
-  std::size_t historyMin = 100;
-  engine::Duration historyWindow = std::chrono::seconds(75);
-  std::size_t historyMax = 200'000;
+  // Changes kept per resource for watches to replay, as kube-apiserver's watch cache
+  // keeps them (watch_cache.go: updateCache, resizeCacheLocked): a ring whose capacity
+  // starts at `historyMin` events, doubles when it is full and its oldest event is
+  // younger than `historyWindow` (eventFreshDuration), and halves when it is full and
+  // its newest quarter began longer ago, within [historyMin, historyMax]. A change of
+  // weight w fills w slots.
+  std::size_t historyMin = 100;                                // defaultLowerBoundCapacity
+  engine::Duration historyWindow = std::chrono::seconds(75);  // eventFreshDuration
+  std::size_t historyMax = 100 * 1024;                         // defaultUpperBoundCapacity
   std::uint64_t seed = 1;  // uids and generated names
 };
 
@@ -173,6 +180,7 @@ class ObjectStore {
   using TableSink = std::function<void(Table&)>;
 
   explicit ObjectStore(StoreOptions options = {});
+  const StoreOptions& options() const { return options_; }
   // The built-in resources a vanilla kube-apiserver serves and the namespaces it
   // creates (default, kube-system, kube-public, kube-node-lease).
   void bootstrap();

@@ -406,6 +406,36 @@ TEST(Figures, ObjectsPerResourceWithDeprecatedFallback) {
   EXPECT_EQ(valueOf(figs, "apiserver_objects", {{"apiserver", "api-old"}, {"group", ""}, {"resource", "pods"}}), 2);
 }
 
+// The events a watch cache's ring holds, replayed from its capacity and the events it
+// received: everything until the ring is full, then the capacity; a restart (the
+// counter drops) starts over; a resource that never received an event holds none.
+TEST(Figures, WatchCacheEventsHeldReplayTheRing) {
+  auto scrape = [](int capacity, std::optional<int> received) {
+    std::string s = "# TYPE watch_cache_capacity gauge\n"
+                    "watch_cache_capacity{group=\"x.io\",resource=\"widgets\"} " + std::to_string(capacity) + "\n"
+                    "watch_cache_capacity{group=\"\",resource=\"pods\"} 100\n"
+                    "# TYPE apiserver_watch_cache_events_received_total counter\n";
+    if (received)
+      s += "apiserver_watch_cache_events_received_total{group=\"x.io\",resource=\"widgets\"} " +
+           std::to_string(*received) + "\n";
+    return s;
+  };
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, scrape(100, std::nullopt)},
+                       {5, scrape(100, 60)},
+                       {10, scrape(200, 250)},
+                       {15, scrape(200, 300)},
+                       {20, scrape(100, 10)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  const Figure* held = findFigure(figs, "watch_cache_events", {{"apiserver", "api-0"}, {"resource", "widgets"}});
+  ASSERT_TRUE(held && held->value);
+  EXPECT_EQ(held->overTime.values, (std::vector<double>{0, 60, 200, 200, 10}));
+  EXPECT_EQ(*held->value, 10);
+  EXPECT_EQ(held->unit, "events");
+  EXPECT_EQ(valueOf(figs, "watch_cache_events", {{"apiserver", "api-0"}, {"resource", "pods"}}), 0);
+}
+
 TEST(Figures, BytesPerObjectByRegression) {
   std::vector<std::pair<int, std::string>> scrapes;
   for (int i = 0; i <= 5; ++i) {

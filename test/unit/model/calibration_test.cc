@@ -473,6 +473,10 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   expectCovers(c.heapPerObject, t["heapPerObject"], "heapPerObject");
   expectCovers(c.heapPerObjectByte, t["heapPerObjectByte"], "heapPerObjectByte");
   expectCovers(c.heapBaseBytes, t["heapBaseBytes"], "heapBaseBytes");
+  // The watch cache: each held event's own cost and the custom resource's, from the
+  // churn probe's heap against watch_cache_events.
+  expectCovers(c.heapPerCustomResourceEvent, t["heapPerCustomResourceEvent"], "heapPerCustomResourceEvent");
+  expectCovers(c.heapPerCustomResource, t["heapPerCustomResource"], "heapPerCustomResource");
   expectCovers(c.etcdDbBytesPerWrite, t["etcdDbBytesPerWrite"], "etcdDbBytesPerWrite");
   expectCovers(c.etcdFsyncSeconds, t["etcdFsyncSeconds"], "etcdFsyncSeconds");
   // The CPU intervals are informative, not merely wide.
@@ -527,7 +531,7 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
     EXPECT_GT(f.r2, 0.5) << f.name;
   }
   EXPECT_EQ(fits, (std::set<std::string>{"apiserver_cpu", "etcd_cpu", "generator_cpu", "heap_per_object",
-                                         "heap_per_node", "etcd_db"}));
+                                         "heap_per_custom_resource_event", "heap_per_node", "etcd_db"}));
   const FitQuality& cpu = *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "apiserver_cpu"; });
   EXPECT_EQ(cpu.observations, 7u * 15u);  // 7 windows of 15 scrape intervals
   EXPECT_NEAR(cpu.residualStd, 0.008, 0.003);

@@ -339,6 +339,51 @@ TEST(ModelPlane, ExpiredResourceVersionIs410AndCancelEndsAWatch) {
   EXPECT_EQ(h.plane->stats().watchers, 0u);
 }
 
+// The history a watch can resume from is kube-apiserver's watch cache ring: full of
+// events younger than the fresh duration, it doubles (so it holds more than that
+// duration); full and its newest quarter older, it halves.
+TEST(ModelPlane, TheWatchHistoryIsAWatchCacheRingThatGrowsAndShrinks) {
+  ModelOptions o;
+  o.watchHistory = 10s;
+  o.watchHistoryMin = 4;
+  Harness h(o);
+  const ResourceRef cms = ResourceRef(kube::gvr::kConfigMaps).in("default");
+  std::vector<std::string> rvs;
+  auto write = [&](int i) {
+    kube::ApiResult r = i == 0 ? h.api->create(cms, configMap("a", "default"))
+                               : h.api->patchMerge(cms.named("a"), {{"data", {{"i", std::to_string(i)}}}});
+    ASSERT_TRUE(r.ok());
+    rvs.push_back(r.body["metadata"]["resourceVersion"]);
+  };
+  // Replays (true) or answers 410 (false) a watch from the n-th newest write's rv.
+  auto resumes = [&](std::size_t n) {
+    Recorder rec;
+    kube::ListOptions from;
+    from.resourceVersion = rvs[rvs.size() - n];
+    const kube::CallId id = watch(h, cms, from, rec);
+    h.sim.runFor(100ms);
+    const bool expired = !rec.events.empty() && rec.events[0].type == kube::WatchEventType::kError;
+    if (!rec.closed) h.api->cancel(id);
+    h.sim.runFor(100ms);
+    return !expired;
+  };
+  // One write a second for 30 s: 4 -> 8 -> 16 (full at 8 with its oldest 7 s old),
+  // then full at 16 with its oldest 15 s old: it stays at 16, past the 10 s window.
+  for (int i = 0; i < 30; ++i) {
+    write(i);
+    h.sim.runFor(1s);
+  }
+  EXPECT_TRUE(resumes(17));   // its 16 changes after it are all held
+  EXPECT_FALSE(resumes(18));  // the 17th newest is gone
+  // Slow writes: the newest quarter (4, then 2) is older than 10 s: 16 -> 8 -> 4.
+  for (int i = 30; i < 32; ++i) {
+    h.sim.runFor(10s);
+    write(i);
+  }
+  EXPECT_TRUE(resumes(5));
+  EXPECT_FALSE(resumes(6));
+}
+
 TEST(ModelPlane, NonResourcePathsAndMembers) {
   Harness h;
   auto members = h.plane->members();
