@@ -4,7 +4,8 @@ namespace cpscale::cli {
 
 kube::RequestId CountingTransport::submit(kube::HttpRequest req, kube::ResponseHandler done) {
   counters_.sent.fetch_add(1, std::memory_order_relaxed);
-  if (req.intendedAt) {
+  // A retry keeps its call's scheduled time: the wait since is the client's backoff.
+  if (req.intendedAt && req.attempt == 1) {
     std::int64_t lag = (clock_.now() - *req.intendedAt).count();
     std::int64_t seen = counters_.maxLagNs.load(std::memory_order_relaxed);
     while (lag > seen && !counters_.maxLagNs.compare_exchange_weak(seen, lag, std::memory_order_relaxed)) {

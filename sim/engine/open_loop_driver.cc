@@ -62,8 +62,15 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
                           TimePoint submitted) {
   const TimePoint now = clock_.now();
   const TimePoint intended = *req.intendedAt;
-  statsFor(intended).recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
-  inWindow(intended, [&](RequestStats& w) { w.recordSend(std::max(Duration{0}, submitted - intended), now - submitted); });
+  if (req.attempt > 1) {
+    // A retry keeps its call's scheduled time, so its latency covers the stall; the
+    // time since then is the client's own backoff, not the generator running late.
+    statsFor(intended).recordRetry(req.retryReason, req.retryWait);
+    inWindow(intended, [&](RequestStats& w) { w.recordRetry(req.retryReason, req.retryWait); });
+  } else {
+    statsFor(intended).recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
+    inWindow(intended, [&](RequestStats& w) { w.recordSend(std::max(Duration{0}, submitted - intended), now - submitted); });
+  }
   Flight& f = flights_[id];
   f.intended = intended;
   f.sent = now;

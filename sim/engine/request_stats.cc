@@ -57,6 +57,15 @@ void RequestStats::merge(const RequestStats& other) {
   queueWait_.merge(other.queueWait_);
   completed_ += other.completed_;
   for (const auto& [status, n] : other.statusCounts_) statusCounts_[status] += n;
+  for (const auto& [reason, n] : other.retries_) retries_[reason] += n;
+  retryWait_.merge(other.retryWait_);
+}
+
+void RequestStats::recordRetry(std::string_view reason, Duration wait) {
+  auto it = retries_.find(reason);
+  if (it == retries_.end()) it = retries_.emplace(std::string(reason.empty() ? "unknown" : reason), 0).first;
+  ++it->second;
+  retryWait_.addValue(ns(wait));
 }
 
 GeneratorLimit generatorLimit(const RequestStats& stats, double quantile, Duration threshold) {

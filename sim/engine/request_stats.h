@@ -51,6 +51,9 @@ class RequestStats {
   void recordSend(Duration submitLag, Duration queueWait);
   // The exact HTTP status of a completed request (0: no response), for errors by code.
   void recordStatus(int status) { ++statusCounts_[status]; }
+  // A retry the client sent by itself, why ("429", "5xx", "connect failed", ...) and
+  // how long it waited before it (Retry-After or backoff).
+  void recordRetry(std::string_view reason, Duration wait);
   void merge(const RequestStats& other);
 
   const std::map<RequestKey, RequestLatency>& latency() const { return latency_; }
@@ -61,12 +64,17 @@ class RequestStats {
   std::uint64_t sent() const { return scheduleLag_.count(); }
   std::uint64_t completed() const { return completed_; }
   const std::map<int, std::uint64_t>& statusCounts() const { return statusCounts_; }
+  const std::map<std::string, std::uint64_t, std::less<>>& retries() const { return retries_; }
+  // The waits before retries, in ns.
+  const HdrHistogram& retryWait() const { return retryWait_; }
 
  private:
   std::map<RequestKey, RequestLatency> latency_;
   HdrHistogram scheduleLag_, submitLag_, queueWait_;
   std::uint64_t completed_ = 0;
   std::map<int, std::uint64_t> statusCounts_;
+  std::map<std::string, std::uint64_t, std::less<>> retries_;
+  HdrHistogram retryWait_;
 };
 
 // Why requests left later than scheduled, when they did by more than the threshold.

@@ -131,6 +131,7 @@ struct ApiClient::Call {
   RequestId inTransport = 0;      // the attempt on the wire, 0 if none
   engine::EventId retryEvent = 0;  // the scheduled retry, 0 if none
   std::optional<HttpResponse> lastResponse;
+  RetryDecision lastRetry;  // why and after how long the attempt on the wire was retried
 };
 
 struct ApiClient::Watch {
@@ -163,8 +164,14 @@ ApiClient::~ApiClient() {
   for (CallId id : ids) cancel(id);
 }
 
-HttpRequest ApiClient::toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt) const {
+HttpRequest ApiClient::toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt, int attempt,
+                              const RetryDecision& retried) const {
   HttpRequest h;
+  h.attempt = attempt;
+  if (attempt > 1) {
+    h.retryReason = retried.reason;
+    h.retryWait = retried.delay;
+  }
   h.method = httpMethod(r.verb);
   h.path = requestPath(r.ref, r.query);
   h.headers.reserve(3);
@@ -236,15 +243,17 @@ ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int atte
 ApiResult ApiClient::call(ApiRequest request) {
   const engine::TimePoint started = clock_.now();
   const engine::TimePoint intended = request.intendedAt.value_or(started);
+  RetryDecision retried;
   for (int attempt = 1;; ++attempt) {
     std::optional<HttpResponse> resp;
-    transport_.submit(toHttp(request, attempt == 1 ? request.intendedAt : std::nullopt),
+    transport_.submit(toHttp(request, attempt == 1 ? request.intendedAt : intended, attempt, retried),
                       [&resp](HttpResponse r) { resp = std::move(r); });
     while (!resp) transport_.poll(options_.pollSlice);
     AttemptOutcome a{httpMethod(request.verb), resp->outcome, resp->status, resp->header("retry-after"),
                      attempt, clock_.now() - started};
     RetryDecision d = retry_.decide(a);
     if (!d.retry) return toResult(request, std::move(*resp), attempt, clock_.now() - intended);
+    retried = d;
     clock_.sleepFor(d.delay);
   }
 }
@@ -267,8 +276,9 @@ CallId ApiClient::callAsync(ApiRequest request, ResultHandler done) {
 void ApiClient::startAttempt(const std::shared_ptr<Call>& c) {
   ++c->attempts;
   CallId id = c->id;
-  c->inTransport = transport_.submit(toHttp(c->request, c->attempts == 1 ? c->request.intendedAt : std::nullopt),
-                                     [this, id](HttpResponse r) { onAttemptDone(id, std::move(r)); });
+  c->inTransport =
+      transport_.submit(toHttp(c->request, c->attempts == 1 ? c->request.intendedAt : c->intended, c->attempts, c->lastRetry),
+                        [this, id](HttpResponse r) { onAttemptDone(id, std::move(r)); });
 }
 
 void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
@@ -285,6 +295,7 @@ void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
   }
   // Kept so a cancel during the backoff can still report what the server last said.
   c->lastResponse = std::move(resp);
+  c->lastRetry = d;
   c->retryEvent = scheduler_->scheduleAfter(d.delay, [this, id] {
     auto it2 = calls_.find(id);
     if (it2 == calls_.end()) return;

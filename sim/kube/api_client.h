@@ -172,7 +172,8 @@ class ApiClient {
  private:
   struct Call;
   struct Watch;
-  HttpRequest toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt) const;
+  HttpRequest toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt, int attempt = 1,
+                     const RetryDecision& retried = {}) const;
   ApiResult toResult(const ApiRequest& r, HttpResponse&& resp, int attempts, engine::Duration latency) const;
   void startAttempt(const std::shared_ptr<Call>& call);
   void onAttemptDone(CallId id, HttpResponse&& resp);

@@ -40,8 +40,14 @@ struct HttpRequest {
   std::string statsVerb;
   // When the request was meant to be sent (the actor's scheduled event time). The
   // open-loop driver measures latency from here as well as from the actual send, so
-  // a generator that falls behind cannot hide server stalls. Unset: "now".
+  // a generator that falls behind cannot hide server stalls. Unset: "now". A retried
+  // attempt keeps its first attempt's: its latency from the schedule covers the stall.
   std::optional<engine::TimePoint> intendedAt;
+  // Which attempt of the call this is (1: the first). A later one says why the client
+  // retried (RetryDecision::reason, a static string) and how long it waited first.
+  int attempt = 1;
+  std::string_view retryReason;
+  engine::Duration retryWait{0};
 };
 
 // Whether the exchange happened at all; HTTP-level failures are in `status`.

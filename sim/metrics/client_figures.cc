@@ -81,6 +81,21 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   for (const auto& [outcome, n] : errors) {
     out.push_back(Figure::measured("client_errors", {{"outcome", outcome}}, n, "count", Source::kClient));
   }
+  // Retries the client sent by itself, by why, and the time they waited first.
+  std::uint64_t retries = 0;
+  for (const auto& [reason, n] : stats.retries()) {
+    out.push_back(Figure::measured("client_retries", {{"reason", reason}}, static_cast<double>(n), "count", Source::kClient));
+    retries += n;
+  }
+  out.push_back(Figure::measured("client_retries_total", {}, static_cast<double>(retries), "count", Source::kClient));
+  const engine::HdrHistogram& wait = stats.retryWait();
+  if (wait.count() == 0) {
+    out.push_back(Figure::unavailable("client_retry_wait_max", {}, "s", Source::kClient, "no request was retried"));
+  } else {
+    out.push_back(Figure::measured("client_retry_wait_seconds_total", {}, wait.mean() * static_cast<double>(wait.count()) / 1e9,
+                                   "s", Source::kClient));
+    out.push_back(Figure::measured("client_retry_wait_max", {}, nsToSeconds(wait.max()), "s", Source::kClient));
+  }
   // Errors by exact code (409, 429, 503, ...; "none" when no response came back).
   for (const auto& [status, n] : stats.statusCounts()) {
     if (status >= 200 && status < 300) continue;

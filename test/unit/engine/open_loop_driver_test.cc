@@ -83,6 +83,41 @@ TEST(OpenLoopDriver, RecordsPerResourceVerbAndOutcome) {
   EXPECT_EQ(s.statusCounts(), (std::map<int, std::uint64_t>{{0, 1}, {200, 2}, {409, 1}}));
 }
 
+// A retry the client sent by itself is counted by why, with its wait; it is not the
+// generator running late, and its latency from the schedule covers the whole stall.
+TEST(OpenLoopDriver, RetriesAreCountedAndTheirLatencyRunsFromTheFirstSchedule) {
+  VirtualSimulator sim;
+  ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
+    return ScriptedTransport::Reply{5ms, r.attempt == 1 ? 429 : 200};
+  });
+  OpenLoopDriver driver(server, sim.clock());
+  auto noop = [](kube::HttpResponse) {};
+  driver.submit(lease(TimePoint{0ms}), noop);
+  sim.scheduleAt(TimePoint{1005ms}, [&] {
+    kube::HttpRequest retry = lease(TimePoint{0ms});
+    retry.attempt = 2;
+    retry.retryReason = "429";
+    retry.retryWait = 1s;
+    driver.submit(retry, noop);
+  });
+  sim.run();
+  const RequestStats& s = driver.stats();
+  EXPECT_EQ(s.retries(), (std::map<std::string, std::uint64_t, std::less<>>{{"429", 1}}));
+  EXPECT_EQ(s.retryWait().count(), 1u);
+  EXPECT_NEAR(static_cast<double>(s.retryWait().max()), 1e9, 1e6);
+  EXPECT_EQ(s.scheduleLag().count(), 1u);  // the first attempt only
+  EXPECT_EQ(s.scheduleLag().max(), 0u);
+  EXPECT_EQ(driver.limit(), GeneratorLimit::kNone);
+  EXPECT_NEAR(static_cast<double>(only(s).fromScheduled.max()), 1.010e9, 1e6);
+  EXPECT_NEAR(static_cast<double>(only(s).fromSent.max()), 5e6, 1e4);
+  EXPECT_EQ(only(s, OutcomeClass::kClientError).fromSent.count(), 1u);
+  RequestStats merged;
+  merged.merge(s);
+  merged.merge(s);
+  EXPECT_EQ(merged.retries().at("429"), 2u);
+  EXPECT_EQ(merged.retryWait().count(), 2u);
+}
+
 // The in-flight bound queues requests FIFO; their latency from the scheduled time
 // includes the wait, their latency from the send does not.
 TEST(OpenLoopDriver, BoundsConcurrencyAndKeepsTheScheduledTime) {

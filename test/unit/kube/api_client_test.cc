@@ -199,6 +199,15 @@ TEST(ApiClientSync, TooManyRequestsWaitsRetryAfterInVirtualTime) {
   EXPECT_EQ(t.requests()[1].submittedAt - t.requests()[0].submittedAt, Duration(2s));
   EXPECT_EQ(clock.now(), TimePoint(2s));
   EXPECT_EQ(r.latency, Duration(2s));
+  // The retry says what it is, and keeps the call's scheduled time.
+  const HttpRequest& first = t.requests()[0].request;
+  const HttpRequest& retry = t.requests()[1].request;
+  EXPECT_EQ(first.attempt, 1);
+  EXPECT_TRUE(first.retryReason.empty());
+  EXPECT_EQ(retry.attempt, 2);
+  EXPECT_EQ(retry.retryReason, "429");
+  EXPECT_EQ(retry.retryWait, Duration(2s));
+  EXPECT_EQ(retry.intendedAt, TimePoint(0s));
 }
 
 TEST(ApiClientSync, ServerErrorsBackOffExponentiallyThenGiveUp) {
@@ -288,6 +297,11 @@ TEST_F(AsyncFixture, RetriesAreScheduledNotSlept) {
   EXPECT_EQ(results[0].body["ok"], true);
   EXPECT_EQ(doneAt, TimePoint(1010ms));  // 5ms + Retry-After 1s + 5ms
   EXPECT_EQ(c.pending(), 0u);
+  ASSERT_EQ(t.requests().size(), 2u);
+  EXPECT_EQ(t.requests()[1].request.attempt, 2);
+  EXPECT_EQ(t.requests()[1].request.retryReason, "429");
+  EXPECT_EQ(t.requests()[1].request.retryWait, Duration(1s));
+  EXPECT_EQ(t.requests()[1].request.intendedAt, TimePoint(0s));
 }
 
 TEST_F(AsyncFixture, ManyConcurrentCallsEachFinishOnce) {

@@ -44,6 +44,25 @@ TEST(ClientFigures, ErrorsByExactCode) {
   EXPECT_EQ(merged.statusCounts().at(409), 4u);
 }
 
+TEST(ClientFigures, RetriesByReasonAndTheirWait) {
+  engine::RequestStats none;
+  auto quiet = clientCountFigures(none, std::chrono::seconds(1));
+  EXPECT_EQ(*findFigure(quiet, "client_retries_total")->value, 0);
+  EXPECT_FALSE(findFigure(quiet, "client_retry_wait_max")->value);
+  EXPECT_EQ(findFigure(quiet, "client_retries", {{"reason", "429"}}), nullptr);
+
+  engine::RequestStats s;
+  s.recordRetry("429", std::chrono::seconds(1));
+  s.recordRetry("429", std::chrono::seconds(2));
+  s.recordRetry("connect failed", milliseconds(100));
+  auto figs = clientCountFigures(s, std::chrono::seconds(1));
+  EXPECT_EQ(*findFigure(figs, "client_retries", {{"reason", "429"}})->value, 2);
+  EXPECT_EQ(*findFigure(figs, "client_retries", {{"reason", "connect failed"}})->value, 1);
+  EXPECT_EQ(*findFigure(figs, "client_retries_total")->value, 3);
+  EXPECT_NEAR(*findFigure(figs, "client_retry_wait_seconds_total")->value, 3.1, 3.1 / 500);
+  EXPECT_NEAR(*findFigure(figs, "client_retry_wait_max")->value, 2, 2.0 / 500);
+}
+
 TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
   engine::RequestStats s;
   s.recordLatency({"widgets", "WATCH", OutcomeClass::kSuccess}, std::chrono::minutes(5), std::chrono::minutes(5));
