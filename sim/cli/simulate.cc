@@ -321,6 +321,16 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
     cal.sharedHost = false;
     cal.apiserverCores = cal.etcdCores = *options.dedicatedCores;
   }
+  // The model queues at its cores; it has no admission limits to answer 429 with.
+  const controlplane::Profile& pf = options.profile;
+  const char* limit = pf.maxRequestsInflight                                       ? "maxRequestsInflight"
+                      : pf.maxMutatingRequestsInflight                             ? "maxMutatingRequestsInflight"
+                      : pf.loadIdentity == controlplane::LoadIdentity::kUser        ? "loadIdentity"
+                                                                                    : nullptr;
+  if (limit)
+    throw ConfigError(pf.source.empty() ? "profile" : pf.source, limit,
+                      "the model has no admission limits (max-inflight, API Priority and Fairness): rehearse overload "
+                      "with `cpscale run` on the local plane");
   auto target = modelTarget(options.profile, cal, weight, sc.seed);
   RunOptions ro = options.run;
   ro.profile = options.profile;

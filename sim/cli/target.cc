@@ -4,7 +4,10 @@
 #include <iostream>
 
 #include "sim/cli/target_check.h"
+#include "sim/common/error.h"
 #include "sim/controlplane/local_plane.h"
+#include "sim/controlplane/pki.h"
+#include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 
 namespace cpscale::cli {
@@ -54,7 +57,8 @@ class LiveTarget : public Target {
   kube::Transport& setupTransport() override { return *setup_; }
   engine::Clock& setupClock() override { return wall_; }
   kube::TransportPtr loadTransport(const scenario::Scenario& sc) override {
-    return std::make_unique<kube::CurlTransport>(config_, loadTransportOptions(sc, loadServers_));
+    return std::make_unique<kube::CurlTransport>(loadConfig_ ? *loadConfig_ : config_,
+                                                 loadTransportOptions(sc, loadServers_));
   }
   std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
@@ -90,6 +94,8 @@ class LiveTarget : public Target {
   kube::RestConfig config_;
   engine::WallClock wall_;
   std::unique_ptr<kube::CurlTransport> setup_;
+  // The workloads' own credentials, when they are not the run's (loadIdentity: user).
+  std::optional<kube::RestConfig> loadConfig_;
   // Every replica that serves the workloads, round-robin as a load balancer would.
   std::vector<std::string> loadServers_;
   std::string heapProfilePath_;
@@ -139,6 +145,7 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
     }
     // The local plane's apiservers profile (their default): heap after a forced GC.
     heapProfilePath_ = "/debug/pprof/heap?gc=1&debug=1";
+    if (opt_.profile.loadIdentity == controlplane::LoadIdentity::kUser) useLoadIdentity();
   }
   std::optional<std::string> crashed() override { return plane_ ? plane_->crashed() : std::nullopt; }
   bool ownsMembers() const override { return true; }
@@ -157,6 +164,25 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
     if (!plane_) throw std::logic_error("the local plane is not running");
     return *plane_;
   }
+  // The workloads authenticate as user cpscale-load (group cpscale:load), bound to
+  // cluster-admin: what they may do is unchanged, but flow control now applies to them.
+  // Setup, cleanup and scrapes stay on the admin certificate.
+  void useLoadIdentity() {
+    const controlplane::PkiPaths pki{plane_->record().stateDir / "pki"};
+    kube::ApiClient admin(*setup_, wall_);
+    const nlohmann::json binding = {
+        {"apiVersion", "rbac.authorization.k8s.io/v1"},
+        {"kind", "ClusterRoleBinding"},
+        {"metadata", {{"name", "cpscale-load"}}},
+        {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "cluster-admin"}}},
+        {"subjects", nlohmann::json::array({{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", "cpscale:load"}}})}};
+    kube::ApiResult r = admin.create(kube::ResourceRef(kube::gvr::kClusterRoleBindings), binding);
+    if (!r.ok() && r.status != 409)
+      throw UnavailableError("binding the workloads' identity (cpscale:load) to cluster-admin: " + r.describe());
+    loadConfig_ = config_;
+    loadConfig_->clientCertPem = controlplane::readFile(pki.loadCert());
+    loadConfig_->clientKeyPem = kube::Secret(controlplane::readFile(pki.loadKey()));
+  }
   LocalTargetOptions opt_;
   std::unique_ptr<controlplane::LocalPlane> plane_;
 };
@@ -164,6 +190,10 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
 class ClusterTarget final : public LiveTarget {
  public:
   ClusterTarget(kube::RestConfig config, controlplane::Profile profile) : LiveTarget(std::move(profile)) {
+    if (profile_.loadIdentity == controlplane::LoadIdentity::kUser)
+      throw ConfigError(profile_.source.empty() ? "profile" : profile_.source, "loadIdentity",
+                        "'user' is the local plane's: cpscale issues its certificate with the plane's CA; against a "
+                        "cluster the workloads use the kubeconfig's credentials");
     connect(std::move(config));
   }
   void open(reports::RunResult& result) override {

@@ -223,6 +223,14 @@ void ensurePki(const PkiPaths& p, const PkiOptions& options) {
     writeFile(p.adminCert(), pemOfCert(cert.get()), kPublic);
   }
 
+  if (!allExist({p.loadCert(), p.loadKey()})) {
+    PKeyPtr key = newEcKey();
+    X509Ptr cert = issue(key.get(), {"cpscale-load", {"cpscale:load"}}, caCert.get(), caKey.get(), options.validityDays,
+                         false, "clientAuth", "");
+    writeFile(p.loadKey(), pemOfKey(key.get()), kSecret);
+    writeFile(p.loadCert(), pemOfCert(cert.get()), kPublic);
+  }
+
   for (const std::string component : kPkiComponents) {
     if (allExist({p.componentCert(component), p.componentKey(component)})) continue;
     PKeyPtr key = newEcKey();

@@ -20,6 +20,10 @@ struct PkiPaths {
   std::filesystem::path servingKey() const { return dir / "apiserver.key"; }
   std::filesystem::path adminCert() const { return dir / "admin.crt"; }
   std::filesystem::path adminKey() const { return dir / "admin.key"; }
+  // The workloads' own identity (user cpscale-load, group cpscale:load), used when the
+  // profile says loadIdentity: user.
+  std::filesystem::path loadCert() const { return dir / "load.crt"; }
+  std::filesystem::path loadKey() const { return dir / "load.key"; }
   std::filesystem::path serviceAccountKey() const { return dir / "sa.key"; }
   std::filesystem::path serviceAccountPub() const { return dir / "sa.pub"; }
   // component: "kube-controller-manager" or "kube-scheduler".

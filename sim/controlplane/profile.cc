@@ -155,7 +155,7 @@ Profile loadProfile(const std::filesystem::path& path) {
   YamlField root = loadYamlFile(path);
   root.expectMap({"apiVersion", "kind", "name", "description", "apiservers", "etcds", "watchCache",
                   "watchCacheSizes", "maxRequestsInflight", "maxMutatingRequestsInflight",
-                  "priorityAndFairness", "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
+                  "priorityAndFairness", "loadIdentity", "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
   Profile p;
   p.source = path.string();
   if (auto f = root.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
@@ -196,6 +196,12 @@ Profile loadProfile(const std::filesystem::path& path) {
   if (auto f = root.get("maxMutatingRequestsInflight"))
     p.maxMutatingRequestsInflight = static_cast<int>(f->asInt(0, 1'000'000));
   if (auto f = root.get("priorityAndFairness")) p.priorityAndFairness = f->asBool();
+  if (auto f = root.get("loadIdentity")) {
+    const std::string v = f->asString();
+    if (v == "admin") p.loadIdentity = LoadIdentity::kAdmin;
+    else if (v == "user") p.loadIdentity = LoadIdentity::kUser;
+    else throw f->error("is '" + v + "' (one of admin, user)");
+  }
   if (auto f = root.get("featureGates"))
     for (auto& [k, v] : f->entries()) p.featureGates[k] = v.asBool();
   p.apiserverArgs.clear();  // a profile file states its flags itself

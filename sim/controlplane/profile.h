@@ -35,6 +35,18 @@ struct ComponentSpec {
   std::vector<std::string> args;
 };
 
+// Who the workloads' requests authenticate as on the local plane.
+enum class LoadIdentity {
+  // The admin certificate (group system:masters): exempt from API Priority and
+  // Fairness and from --max-requests-inflight, as a load tool run with an admin
+  // kubeconfig is.
+  kAdmin,
+  // A certificate for user cpscale-load in group cpscale:load, bound to cluster-admin
+  // by a ClusterRoleBinding: flow control applies to it as to any other client (flow
+  // schema global-default), so a low limit answers it 429.
+  kUser,
+};
+
 struct Profile {
   std::string name = "classic";  // a DNS label: it names the run's output directory
   std::string description = "one kube-apiserver, one etcd, upstream defaults";
@@ -47,6 +59,7 @@ struct Profile {
   std::optional<int> maxRequestsInflight;
   std::optional<int> maxMutatingRequestsInflight;
   bool priorityAndFairness = true;
+  LoadIdentity loadIdentity = LoadIdentity::kAdmin;
   std::map<std::string, bool> featureGates;
   // Extra kube-apiserver flags, each "--name=value"; they come last, so they win, which
   // is why loadProfile refuses those cpscale owns (addresses, ports, etcd, PKI,

@@ -454,6 +454,10 @@ TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
   for (const auto& f : result["figures"])
     if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number()) errors += f["value"].get<double>();
   EXPECT_GT(errors, 0) << "no request failed while kube-apiserver-0 was down";
+  // ... and the client retried what it could: the connections the dead apiserver refused.
+  const json* refused = figure(result, "client_retries", "steady", {{"reason", "connect failed"}});
+  ASSERT_NE(refused, nullptr) << "no retry after a refused connection while kube-apiserver-0 was down";
+  EXPECT_GT((*refused)["value"].get<double>(), 0);
   // The watchers' streams broke with it and were opened again (2 kinds x 2 watchers).
   const json* watched = nullptr;
   for (const auto& w : result["workloads"])
@@ -482,6 +486,53 @@ TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
   ASSERT_FALSE(seen.empty());
   EXPECT_NE(seen.front().components.size(), 0u);
   for (const auto& rec : seen) EXPECT_FALSE(controlplane::anyRunning(rec));
+  EXPECT_FALSE(controlplane::readRecord(out / "plane"));
+}
+
+// A 429 storm: one mutating in-flight slot, APF off, the workloads as an ordinary
+// user. The apiserver answers the excess 429 with Retry-After 1 s; the client honours
+// it, the retries are figures, and the latency from the scheduled time shows the
+// stall the latency from the last send does not.
+TEST(RunTest, OverloadIsAnswered429AndTheRetriesAreFigures) {
+  fs::path out = makeTempDir("run-overload");
+  auto r = runCommand(cpscale("run " + std::string(CPSCALE_SOURCE_DIR) + "/scenarios/overload.yaml --profile " +
+                              std::string(CPSCALE_SOURCE_DIR) + "/profiles/overload.yaml --out " + out.string() +
+                              " --run-id itoverload --set duration=30s"));
+  json result = readJson(out / "result.json");
+  ASSERT_EQ(result["status"], "completed") << result["statusDetail"] << r.output;
+  EXPECT_EQ(result["exitCode"], r.exitCode) << r.output;
+  const json* throttled = figure(result, "client_errors_by_code", "steady", {{"code", "429"}});
+  ASSERT_NE(throttled, nullptr) << "no 429 in the steady window";
+  EXPECT_GT((*throttled)["value"].get<double>(), 10);
+  // Not one 403: the user's binding to cluster-admin lets it do what admin did.
+  EXPECT_EQ(figure(result, "client_errors_by_code", "steady", {{"code", "403"}}), nullptr);
+  const json* retries = figure(result, "client_retries", "steady", {{"reason", "429"}});
+  ASSERT_NE(retries, nullptr);
+  EXPECT_GT((*retries)["value"].get<double>(), 10);
+  // Retry-After: 1 is honoured: the longest wait is that second (not a 100 ms backoff).
+  const json* wait = figure(result, "client_retry_wait_max", "steady");
+  ASSERT_NE(wait, nullptr);
+  ASSERT_TRUE((*wait)["value"].is_number()) << wait->dump();
+  EXPECT_NEAR((*wait)["value"].get<double>(), 1.0, 0.05);
+  const json* waited = figure(result, "client_retry_wait_seconds_total", "steady");
+  ASSERT_NE(waited, nullptr);
+  EXPECT_NEAR((*waited)["value"].get<double>(), (*retries)["value"].get<double>(), 0.1 * (*retries)["value"].get<double>() + 1);
+  // The retries are the client's own waiting, not the generator running late.
+  const json* limited = figure(result, "generator_limited", "steady");
+  ASSERT_NE(limited, nullptr);
+  EXPECT_EQ((*limited)["value"], 0) << limited->dump();
+  // The stall: a create that was retried took over a second from its schedule; its
+  // last attempt alone did not.
+  const json* scheduled = figure(result, "client_latency_p99", "steady",
+                                 {{"resource", "agentsessions"}, {"verb", "POST"}, {"measured_from", "scheduled"}});
+  const json* sent = figure(result, "client_latency_p99", "steady",
+                            {{"resource", "agentsessions"}, {"verb", "POST"}, {"measured_from", "sent"}});
+  ASSERT_TRUE(scheduled && sent);
+  EXPECT_GE((*scheduled)["value"].get<double>(), 1.0) << scheduled->dump();
+  EXPECT_LT((*sent)["value"].get<double>(), 1.0) << sent->dump();
+  // Writes still went through.
+  EXPECT_GT(figureValue(result, "write_qps", "resource", "agentsessions"), 5);
+  // Nothing of the run is left: the plane it started is gone.
   EXPECT_FALSE(controlplane::readRecord(out / "plane"));
 }
 

@@ -216,5 +216,24 @@ TEST_F(SimulateTest, FaultsAreRefusedOnTheModelBeforeAnythingStarts) {
   EXPECT_FALSE(fs::exists(dir_ / "faults" / reports::kResultFile));
 }
 
+// The model queues at its cores and answers no 429: a profile whose point is admission
+// limits is refused, naming the field, rather than simulated as if it had none.
+TEST_F(SimulateTest, AdmissionLimitsAreRefusedOnTheModel) {
+  SimulateOptions so;
+  so.calibration = testCalibration();
+  so.profile = controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / "overload.yaml");
+  so.run.runId = "overload";
+  so.run.outDir = dir_ / "overload";
+  so.run.progress = false;
+  try {
+    simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "overload.yaml", {}, so);
+    FAIL() << "the overload profile ran on the model";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "maxRequestsInflight");
+    EXPECT_NE(std::string(e.what()).find("cpscale run"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "overload" / reports::kResultFile));
+}
+
 }  // namespace
 }  // namespace cpscale::cli

@@ -44,7 +44,7 @@ class PkiTest : public ::testing::Test {
 };
 
 TEST_F(PkiTest, PrivateKeysAreOwnerOnly) {
-  for (const auto& key : {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.serviceAccountKey(),
+  for (const auto& key : {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.loadKey(), paths.serviceAccountKey(),
                           paths.componentKey("kube-controller-manager"), paths.componentKey("kube-scheduler")}) {
     SCOPED_TRACE(key);
     EXPECT_EQ(fs::status(key).permissions(), fs::perms::owner_read | fs::perms::owner_write);
@@ -75,6 +75,22 @@ TEST_F(PkiTest, AdminCertIsAClientInSystemMasters) {
   EXPECT_STREQ(buf, "system:masters");
   X509_free(ca);
   X509_free(admin);
+}
+
+// The workloads' own identity: a client, not in system:masters (whom flow control
+// exempts), in the group the plane binds to cluster-admin.
+TEST_F(PkiTest, LoadCertIsAnOrdinaryClient) {
+  X509* ca = loadCert(paths.caCert());
+  X509* load = loadCert(paths.loadCert());
+  ASSERT_TRUE(ca && load);
+  EXPECT_TRUE(verifies(ca, load, X509_PURPOSE_SSL_CLIENT));
+  char buf[256];
+  X509_NAME_get_text_by_NID(X509_get_subject_name(load), NID_organizationName, buf, sizeof buf);
+  EXPECT_STREQ(buf, "cpscale:load");
+  X509_NAME_get_text_by_NID(X509_get_subject_name(load), NID_commonName, buf, sizeof buf);
+  EXPECT_STREQ(buf, "cpscale-load");
+  X509_free(ca);
+  X509_free(load);
 }
 
 TEST_F(PkiTest, ComponentCertsAreTheirUpstreamIdentityAndServeLoopback) {

@@ -84,6 +84,18 @@ TEST_F(ProfileTest, BadValuesNameTheField) {
             std::string::npos);
 }
 
+TEST_F(ProfileTest, LoadIdentityIsAdminUnlessTheProfileSaysUser) {
+  EXPECT_EQ(loadProfile(write("name: x\n")).loadIdentity, LoadIdentity::kAdmin);
+  EXPECT_EQ(loadProfile(write("name: x\nloadIdentity: user\n")).loadIdentity, LoadIdentity::kUser);
+  EXPECT_EQ(loadProfile(write("name: x\nloadIdentity: admin\n")).loadIdentity, LoadIdentity::kAdmin);
+  std::string e = errorOf("name: x\nloadIdentity: root\n");
+  EXPECT_NE(e.find(":2: field 'loadIdentity': is 'root' (one of admin, user)"), std::string::npos) << e;
+  Profile overload = loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles/overload.yaml");
+  EXPECT_EQ(overload.loadIdentity, LoadIdentity::kUser);
+  EXPECT_FALSE(overload.priorityAndFairness);
+  EXPECT_EQ(overload.maxMutatingRequestsInflight, 1);
+}
+
 TEST_F(ProfileTest, FlagsCpscaleOwnsAreRefusedNamingFileLineAndField) {
   // Each would re-bind the plane, swap its storage or credentials, or open it up.
   for (const char* flag :
