@@ -133,7 +133,9 @@ fuzz: debian-deps
 # The unit tests under AddressSanitizer and UndefinedBehaviorSanitizer: any report
 # aborts its test, so ctest fails. No integration tests, no benchmarks.
 ASAN_DIR ?= build-asan
-SANITIZER_FLAGS := -DCPSCALE_BUILD_INTEGRATION_TESTS=OFF -DCPSCALE_BUILD_BENCH=OFF
+# -O1 -g1: half the compile time of -O2 -g, and still file:line in every report.
+SANITIZER_FLAGS := -DCPSCALE_BUILD_INTEGRATION_TESTS=OFF -DCPSCALE_BUILD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 sanitize: debian-deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPSCALE_SANITIZE=address,undefined \
 	  $(SANITIZER_FLAGS) $(LAUNCHER)
