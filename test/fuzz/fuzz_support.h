@@ -43,12 +43,15 @@ class Sandbox {
     std::filesystem::path base = std::filesystem::is_directory("/dev/shm", ec) && ::access("/dev/shm", W_OK) == 0
                                      ? std::filesystem::path("/dev/shm")
                                      : std::filesystem::temp_directory_path();
-    std::string tmpl = (base / "cpscale-fuzz-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      std::perror("mkdtemp");
+    // Named by the process id (digits only), so a path in a message never looks like a
+    // credential to the kubeconfig target's check.
+    std::filesystem::path dir = base / ("cpscale-fuzz-" + std::to_string(::getpid()) + "-" + std::to_string(count_++));
+    std::filesystem::remove_all(dir, ec);
+    if (!std::filesystem::create_directory(dir, ec)) {
+      std::fprintf(stderr, "cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
       std::abort();
     }
-    dir_ = std::filesystem::canonical(tmpl);
+    dir_ = std::filesystem::canonical(dir);
   }
   ~Sandbox() {
     std::error_code ec;
@@ -73,6 +76,7 @@ class Sandbox {
   }
 
  private:
+  static inline int count_ = 0;
   std::filesystem::path dir_;
 };
 
