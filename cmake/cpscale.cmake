@@ -6,7 +6,8 @@ function(cpscale_library name)
 endfunction()
 
 # cpscale_test(NAME SOURCES ... [DEPS ...] [LABELS ...]): a GoogleTest binary whose
-# cases are registered with CTest one by one. LABELS: unit (default) or integration.
+# cases are registered with CTest one by one. LABELS: unit (default) or integration;
+# integration binaries are left out when CPSCALE_BUILD_INTEGRATION_TESTS is OFF.
 function(cpscale_test name)
   cmake_parse_arguments(ARG "SERIAL" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   if(NOT ARG_LABELS)
@@ -14,6 +15,9 @@ function(cpscale_test name)
   endif()
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
+  endif()
+  if("integration" IN_LIST ARG_LABELS AND NOT CPSCALE_BUILD_INTEGRATION_TESTS)
+    return()
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gmock GTest::gtest_main)

@@ -99,6 +99,13 @@ bool compare(double measured, GateOp op, double threshold) {
 }  // namespace
 
 Gate parseGate(const std::string& text, const std::string& where, const std::string& field) {
+  // std::regex matches by recursion, a stack frame or more per character: a gate of
+  // some 100,000 characters overflowed the stack. A real gate is one line.
+  constexpr std::size_t kMaxGateLength = 1024;
+  if (text.size() > kMaxGateLength)
+    throw ConfigError(where, field,
+                      "gate is " + std::to_string(text.size()) + " characters long (at most " +
+                          std::to_string(kMaxGateLength) + "): '" + text.substr(0, 60) + "...'");
   static const std::regex re(R"(^\s*([a-zA-Z_:][a-zA-Z0-9_:.]*)\s*(\{[^}]*\})?\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, re))

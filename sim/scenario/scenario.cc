@@ -190,6 +190,16 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   auto max = f.require("max");
   c.max = max.asDouble();
   if (c.max < c.start) throw max.error("must be >= start");
+  // Each step is a run of its own: start 1, factor 1.0000001 and max 1e300 made a ladder
+  // that exhausted memory before the first step.
+  constexpr double kMaxSteps = 100;
+  const double steps = std::ceil(std::log(c.max / c.start) / std::log(c.factor)) + 1;
+  if (!(steps <= kMaxSteps)) {
+    auto factor = f.get("factor");
+    throw max.error("start " + start.node().Scalar() + ", factor " + (factor ? factor->node().Scalar() : "2") +
+                    " and max " + max.node().Scalar() + " make a ladder of more than " +
+                    std::to_string(static_cast<int>(kMaxSteps)) + " steps (raise factor or lower max)");
+  }
   c.hold = s.duration;
   if (auto g = f.get("hold")) c.hold = asDuration(*g);
   if (auto g = f.get("settle")) c.settle = asDuration(*g, false);

@@ -140,7 +140,8 @@ TEST(BytesPerObject, TooFewPointsAndNoRampKeepTheirReasons) {
   BytesPerObjectOptions window;
   window.from = at(5);
   window.to = at(15);
-  const Figure& f = get(bytesPerObjectFigures(ramp(0), window), "bytes_per_object", kApi0);
+  const auto few = bytesPerObjectFigures(ramp(0), window);  // outlives the reference into it
+  const Figure& f = get(few, "bytes_per_object", kApi0);
   ASSERT_FALSE(f.value);
   EXPECT_TRUE(contains(f.unavailableReason, "3 scrape(s) with both heap and object counts")) << f.unavailableReason;
   window.minPoints = 3;
@@ -148,7 +149,8 @@ TEST(BytesPerObject, TooFewPointsAndNoRampKeepTheirReasons) {
   EXPECT_DOUBLE_EQ(valueOf(three, "bytes_per_object", kApi0), 3000);
   EXPECT_EQ(get(three, "bytes_per_object", kApi0).window, Window::kSetup);
 
-  const Figure& flat = get(bytesPerObjectFigures(ramp(0, 2000, 0)), "bytes_per_object", kApi0);
+  const auto flatFigures = bytesPerObjectFigures(ramp(0, 2000, 0));
+  const Figure& flat = get(flatFigures, "bytes_per_object", kApi0);
   ASSERT_FALSE(flat.value);
   EXPECT_TRUE(contains(flat.unavailableReason, "did not change")) << flat.unavailableReason;
 }

@@ -344,7 +344,8 @@ TEST(Figures, TargetThatNeverAnsweredGivesItsError) {
   api.status.failures = 1;
   api.status.lastError = "HTTP 403: forbidden";
   std::vector<TargetScrapes> apis{api};
-  const Figure* w = findFigure(writeFigures(apis), "write_qps");
+  const auto writes = writeFigures(apis);  // outlives the pointer into it
+  const Figure* w = findFigure(writes, "write_qps");
   ASSERT_TRUE(w && !w->value);
   EXPECT_NE(w->unavailableReason.find("HTTP 403"), std::string::npos);
 }

@@ -79,6 +79,25 @@ TEST(GateTest, BadGatesNameWhereAndField) {
   }
 }
 
+TEST(GateTest, OverlongGateIsAConfigErrorNotAStackOverflow) {
+  // std::regex recursed once per character: these crashed the process.
+  for (std::string bad : {"write_qps <= " + std::string(200'000, '1'), "write_qps{" + std::string(200'000, 'a') + "=b} <= 1",
+                          std::string(200'000, 'x') + " <= 1"}) {
+    try {
+      gate(bad);
+      FAIL() << "expected ConfigError";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("s.yaml:9: field 'gates[0]': gate is 200"), std::string::npos)
+          << std::string(e.what()).substr(0, 200);
+      EXPECT_NE(std::string(e.what()).find("(at most 1024)"), std::string::npos);
+      EXPECT_LT(std::string(e.what()).size(), 200u) << "the message quotes only the gate's start";
+    }
+  }
+  const std::string longest = "write_qps{resource=" + std::string(1024 - 25, 'l') + "} <= 1";
+  ASSERT_EQ(longest.size(), 1024u);
+  EXPECT_EQ(gate(longest).selector.at(0).value.size(), 1024u - 25);
+}
+
 TEST(GateTest, ExactLabelsPickOneFigure) {
   auto r = evaluateGate(gate("write_qps <= 100"), figures());
   ASSERT_TRUE(r.measured);

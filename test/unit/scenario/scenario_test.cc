@@ -109,6 +109,24 @@ TEST_F(ScenarioTest, CapacityBlockIsValidatedNamingTheField) {
   EXPECT_EQ(capacityLadder(*s.capacity), (std::vector<double>{100, 200, 300}));
 }
 
+TEST_F(ScenarioTest, CapacityLadderOfMoreThanAHundredStepsIsAConfigError) {
+  const std::string base = std::string(kMinimal) + "capacity:\n  knob: workloads.fleet.count\n";
+  // This ladder (about 7e9 steps) used to be built step by step until memory ran out.
+  std::string e = errorOf(base + "  start: 1\n  factor: 1.0000001\n  max: 1e300\n");
+  EXPECT_NE(e.find("field 'capacity.max': start 1, factor 1.0000001 and max 1e300 make a ladder of more than 100 "
+                   "steps (raise factor or lower max)"),
+            std::string::npos)
+      << e;
+  e = errorOf(base + "  start: 1e-300\n  max: 1e300\n");  // max / start overflows to inf
+  EXPECT_NE(e.find("start 1e-300, factor 2 and max 1e300 make a ladder of more than 100 steps"), std::string::npos) << e;
+  // The longest ladder allowed: 1, 2, 4, ..., 2^98, then max (2^99 is 6.3e29).
+  Scenario s = loadScenario(write(base + "  start: 1\n  max: 6e29\n"));
+  ASSERT_TRUE(s.capacity);
+  EXPECT_EQ(capacityLadder(*s.capacity).size(), 100u);
+  e = errorOf(base + "  start: 1\n  max: 1e30\n");
+  EXPECT_NE(e.find("more than 100 steps"), std::string::npos) << e;
+}
+
 TEST_F(ScenarioTest, ReadsFieldsAndGates) {
   Scenario s = loadScenario(write(kMinimal));
   EXPECT_EQ(s.name, "t");
