@@ -65,32 +65,32 @@ TEST_F(PkiTest, ServingCertVerifiesForLoopbackNames) {
   X509_free(serving);
 }
 
-TEST_F(PkiTest, AdminCertIsAClientInSystemMasters) {
+// The client identities: the admin in system:masters, and the workloads' own, an
+// ordinary client (flow control exempts system:masters) in the group the plane binds
+// to cluster-admin.
+TEST_F(PkiTest, ClientCertsAreTheAdminAndTheWorkloadsOwn) {
+  struct Identity {
+    fs::path cert;
+    const char* commonName;
+    const char* organization;
+  };
   X509* ca = loadCert(paths.caCert());
-  X509* admin = loadCert(paths.adminCert());
-  ASSERT_TRUE(ca && admin);
-  EXPECT_TRUE(verifies(ca, admin, X509_PURPOSE_SSL_CLIENT));
-  char buf[256];
-  X509_NAME_get_text_by_NID(X509_get_subject_name(admin), NID_organizationName, buf, sizeof buf);
-  EXPECT_STREQ(buf, "system:masters");
+  ASSERT_TRUE(ca);
+  for (const Identity& id : {Identity{paths.adminCert(), "cpscale-admin", "system:masters"},
+                             Identity{paths.loadCert(), "cpscale-load", "cpscale:load"}}) {
+    SCOPED_TRACE(id.cert);
+    X509* cert = loadCert(id.cert);
+    ASSERT_TRUE(cert);
+    EXPECT_TRUE(verifies(ca, cert, X509_PURPOSE_SSL_CLIENT));
+    EXPECT_FALSE(verifies(ca, cert, X509_PURPOSE_SSL_SERVER));
+    char buf[256];
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_organizationName, buf, sizeof buf);
+    EXPECT_STREQ(buf, id.organization);
+    X509_NAME_get_text_by_NID(X509_get_subject_name(cert), NID_commonName, buf, sizeof buf);
+    EXPECT_STREQ(buf, id.commonName);
+    X509_free(cert);
+  }
   X509_free(ca);
-  X509_free(admin);
-}
-
-// The workloads' own identity: a client, not in system:masters (whom flow control
-// exempts), in the group the plane binds to cluster-admin.
-TEST_F(PkiTest, LoadCertIsAnOrdinaryClient) {
-  X509* ca = loadCert(paths.caCert());
-  X509* load = loadCert(paths.loadCert());
-  ASSERT_TRUE(ca && load);
-  EXPECT_TRUE(verifies(ca, load, X509_PURPOSE_SSL_CLIENT));
-  char buf[256];
-  X509_NAME_get_text_by_NID(X509_get_subject_name(load), NID_organizationName, buf, sizeof buf);
-  EXPECT_STREQ(buf, "cpscale:load");
-  X509_NAME_get_text_by_NID(X509_get_subject_name(load), NID_commonName, buf, sizeof buf);
-  EXPECT_STREQ(buf, "cpscale-load");
-  X509_free(ca);
-  X509_free(load);
 }
 
 TEST_F(PkiTest, ComponentCertsAreTheirUpstreamIdentityAndServeLoopback) {
