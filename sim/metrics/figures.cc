@@ -503,12 +503,12 @@ void watchCacheEventsHeld(std::vector<Figure>& out, const TargetScrapes& t) {
     double n = 0;
     for (std::size_t k = 0; k < h.scrapes(); ++k) {
       const std::optional<double> c = h.value(k, cap);
+      if (!c) continue;
       // A resource that has not received an event has no counter series yet.
-      const std::optional<double> r = rid == received.end() ? 0.0 : h.value(k, *rid).value_or(0);
-      if (!c || !r) continue;
-      n = !total || *r < *total ? *r : n + (*r - *total);
+      const double r = rid == received.end() ? 0.0 : h.value(k, *rid).value_or(0);
+      n = !total || r < *total ? r : n + (r - *total);
       n = std::min(n, *c);
-      total = *r;
+      total = r;
       held.times.push_back(h.time(k));
       held.values.push_back(n);
     }

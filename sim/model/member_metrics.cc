@@ -197,7 +197,7 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
   family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");
   for (const auto& t : store.tables()) {
     sample(out, "watch_cache_capacity", {{"group", t->type.group}, {"resource", t->type.resource}},
-           std::round(t->historyCapacity > 0 ? t->historyCapacity : static_cast<double>(store.options().historyMin)));
+           std::round(t->historyCapacity));
   }
   family(out, "apiserver_watch_cache_events_received_total", "counter",
          "[ALPHA] Counter of events received in watch cache broken by resource type.");

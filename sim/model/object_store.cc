@@ -301,6 +301,7 @@ Table& ObjectStore::addType(ResourceType type) {
   t->type = std::move(type);
   if (t->type.versions.empty()) t->type.versions.push_back(t->type.version);
   t->index = tables_.size();
+  t->historyCapacity = static_cast<double>(options_.historyMin);
   Table& ref = *t;
   byKey_[ref.type.key()] = &ref;
   tables_.push_back(std::move(t));
@@ -416,9 +417,11 @@ std::string ObjectStore::timestamp() const {
 
 void ObjectStore::record(Table& t, Change c) {
   const double lower = static_cast<double>(options_.historyMin), upper = static_cast<double>(options_.historyMax);
-  if (t.historyCapacity == 0) t.historyCapacity = lower;
-  const double held = t.history.empty() ? 0 : t.recordedWeight - (t.history.front().cumulative - t.history.front().weight);
-  if (!t.history.empty() && held + c.weight > t.historyCapacity) {
+  // The weight the ring holds: everything recorded since its oldest change.
+  auto held = [&t] {
+    return t.history.empty() ? 0 : t.recordedWeight - (t.history.front().cumulative - t.history.front().weight);
+  };
+  if (!t.history.empty() && held() + c.weight > t.historyCapacity) {
     // Full: resized before the event goes in, as resizeCacheLocked does.
     if (c.at - t.history.front().at < options_.historyWindow) {
       t.historyCapacity = std::min(2 * t.historyCapacity, upper);
@@ -437,8 +440,7 @@ void ObjectStore::record(Table& t, Change c) {
   t.history.push_back(std::move(c));
   if (onChange_) onChange_(t, t.history.back());
   // The oldest events leave the ring; the newest stays even when heavier than it.
-  while (t.history.size() > 1 &&
-         t.recordedWeight - (t.history.front().cumulative - t.history.front().weight) > t.historyCapacity) {
+  while (t.history.size() > 1 && held() > t.historyCapacity) {
     t.compactedRv = t.history.front().rv;
     t.history.pop_front();
   }

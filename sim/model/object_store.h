@@ -124,7 +124,7 @@ struct Table {
   std::map<std::string, StoredObject> objects;  // by "namespace/name"
   std::deque<Change> history;
   std::uint64_t compactedRv = 0;  // changes up to here are no longer in history
-  double historyCapacity = 0;     // the watch cache's ring, in real events (0: not sized yet)
+  double historyCapacity = 0;     // the watch cache's ring, in real events (historyMin when added)
   double recordedWeight = 0;      // every change's weight, summed
   WatcherList watchers;
   double weightedObjects = 0;
@@ -180,7 +180,6 @@ class ObjectStore {
   using TableSink = std::function<void(Table&)>;
 
   explicit ObjectStore(StoreOptions options = {});
-  const StoreOptions& options() const { return options_; }
   // The built-in resources a vanilla kube-apiserver serves and the namespaces it
   // creates (default, kube-system, kube-public, kube-node-lease).
   void bootstrap();

@@ -160,6 +160,15 @@ TEST_F(ExitCodesTest, LookAlikeLoopbackServersNeedYes) {
   }
 }
 
+// The workloads' own identity is the local plane's (its CA issues the certificate):
+// against a cluster it is refused before anything is sent.
+TEST_F(ExitCodesTest, LoadIdentityUserIsRefusedAgainstACluster) {
+  const std::string profile = std::string(CPSCALE_SOURCE_DIR) + "/profiles/overload.yaml";
+  Outcome o = cpscale(run({scenario(""), "--profile", profile, "--kubeconfig", kubeconfig("https://127.0.0.1:1")}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(profile + ": field 'loadIdentity'"), std::string::npos) << o.output;
+}
+
 TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {
   Outcome o = cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
   EXPECT_EQ(o.exitCode, 2) << o.output;
