@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <unordered_map>
@@ -229,13 +230,17 @@ enum class SessionState : std::uint8_t { kCreating, kRunning, kSuspended, kDelet
 class ChurnInstance;
 
 struct Session {
-  Session(ChurnInstance& c, std::uint64_t id, std::uint32_t target, std::uint32_t ns, Duration statusInterval);
+  Session(ChurnInstance& c, std::uint64_t id, std::uint64_t seed, Duration statusInterval);
   void onStatusTimer();
 
   ChurnInstance* churn;
   std::uint64_t id;
-  std::uint32_t target;
-  std::uint32_t ns;
+  // Every draw about this session (its kind, namespace, size, dwells, whether it
+  // suspends) comes from its own stream, in its lifecycle's order: the same whichever
+  // worker runs it and whatever order the server's answers arrive in.
+  engine::RandomStream rng;
+  std::uint32_t target = 0;
+  std::uint32_t ns = 0;
   std::uint32_t step = 0;
   std::uint32_t suspends = 0;
   SessionState state = SessionState::kCreating;
@@ -253,22 +258,17 @@ class ChurnInstance final : public WorkloadInstance {
         bucket_(buckets_->acquire(ctx_.sim, ctx_.runId, ctx_.share(p.create.qps),
                                   std::max(1.0, std::ceil(ctx_.share(p.create.burst))), ctx_.sim.now())),
         // A growth draws its own arrivals, not a copy of the base's.
-        rng_(ctx_.seed, "churn/" + p.name + "/" + std::to_string(ctx_.workerIndex()) +
-                            (p.firstSessionId == 0 ? "" : "/" + std::to_string(p.firstSessionId))),
-        nextId_(p.firstSessionId) {
+        rng_(ctx_.seed, "churn/" + p.name + (p.firstSessionId == 0 ? "" : "/" + std::to_string(p.firstSessionId))),
+        sessionSeed_(engine::streamSeed(ctx_.seed, "churn/" + p.name + "/sessions")),
+        nextId_(p.firstSessionId),
+        endId_(p.maxSessions > 0 ? p.firstSessionId + static_cast<std::uint64_t>(p.maxSessions)
+                                 : std::numeric_limits<std::uint64_t>::max()),
+        nextArrival_(ctx_.sim.now()) {
     validateRunId(ctx_.runId);
     // Nothing to set up beyond the CRDs prepare() installed: sessions are the load. The
     // scenario's `warmup` lets the live-session population build up before measuring.
     ctx_.setupDone();
     for (const auto& t : p.targets) totalWeight_ += t.weight;
-    // maxSessions is split like the rate: worker i starts its share (rounded so the
-    // shares add up to the total).
-    if (p.maxSessions > 0) {
-      const std::int64_t w = static_cast<std::int64_t>(ctx_.workers());
-      const std::int64_t i = static_cast<std::int64_t>(ctx_.workerIndex());
-      budget_ = p.maxSessions / w + (i < p.maxSessions % w ? 1 : 0);
-      if (budget_ == 0) return;
-    }
     scheduleArrival();
   }
   ~ChurnInstance() override {
@@ -293,26 +293,37 @@ class ChurnInstance final : public WorkloadInstance {
 
   engine::Simulator& sim() { return ctx_.sim; }
 
+  // Every worker draws the population's whole arrival sequence (one stream, the full
+  // rate) and starts the sessions it owns, round-robin by id. So which sessions arrive
+  // when is the same for any number of workers, and in the model: a live run and its
+  // simulation with one seed are one realization, and their difference is the model's,
+  // not sampling noise (a 60 s window's write rate moves ~8 % from seed to seed).
+  // maxSessions caps the ids, so the workers' shares add up to it exactly.
   void scheduleArrival() {
-    events_.at(ctx_.sim.now() + rng_.interArrival(ctx_.share(p_.sessionsPerMinute / 60.0)), [this] {
-      arrive();
-      if (budget_ < 0 || static_cast<std::int64_t>(c_.started) < budget_) scheduleArrival();
-    });
+    const double rate = p_.sessionsPerMinute / 60.0;
+    while (nextId_ < endId_) {
+      nextArrival_ += rng_.interArrival(rate);
+      const std::uint64_t id = nextId_++;
+      if (id % ctx_.workers() != ctx_.workerIndex()) continue;
+      events_.at(nextArrival_, [this, id] {
+        arrive(id);
+        scheduleArrival();
+      });
+      return;
+    }
   }
 
-  void arrive() {
+  void arrive(std::uint64_t id) {
     ++c_.started;
-    const std::uint64_t id = nextId_++;
-    double pick = rng_.uniform() * totalWeight_;
-    std::uint32_t target = 0;
-    while (target + 1 < p_.targets.size() && pick >= p_.targets[target].weight) pick -= p_.targets[target++].weight;
-    auto ns = static_cast<std::uint32_t>(rng_.below(static_cast<std::uint64_t>(p_.namespaces)));
-    auto s = std::make_unique<Session>(*this, id, target, ns, p_.statusInterval);
-    Session& session = *s;
+    auto s = std::make_unique<Session>(*this, id, engine::streamSeed(sessionSeed_, id), p_.statusInterval);
+    double pick = s->rng.uniform() * totalWeight_;
+    while (s->target + 1 < p_.targets.size() && pick >= p_.targets[s->target].weight) {
+      pick -= p_.targets[s->target++].weight;
+    }
+    s->ns = static_cast<std::uint32_t>(s->rng.below(static_cast<std::uint64_t>(p_.namespaces)));
     sessions_.emplace(id, std::move(s));
     // Creation waits for the population's token; the wait is client-side throttling.
     events_.at(bucket_.reserve(ctx_.sim.now()), [this, id] { withSession(id, [this](Session& s) { create(s); }); });
-    (void)session;
   }
 
   template <class Fn>
@@ -321,7 +332,7 @@ class ChurnInstance final : public WorkloadInstance {
   }
 
   std::string objectName(const Session& s) const {
-    return p_.name + "-" + std::to_string(ctx_.workerIndex()) + "-" + std::to_string(s.id);
+    return p_.name + "-" + std::to_string(s.id);
   }
   kube::ResourceRef ref(const Session& s) const {
     return kube::ResourceRef(p_.targets[s.target].gvr)
@@ -334,7 +345,7 @@ class ChurnInstance final : public WorkloadInstance {
     const ChurnTarget& t = p_.targets[s.target];
     const std::string name = objectName(s);
     const std::string ns = ChurnWorkload::namespaceName(ctx_.runId, p_.name, s.ns);
-    const auto bytes = static_cast<std::size_t>(p_.objectBytes.sample(rng_));
+    const auto bytes = static_cast<std::size_t>(p_.objectBytes.sample(s.rng));
     json obj = {{"apiVersion", t.apiVersion()},
                 {"kind", t.kind},
                 {"metadata", {{"name", name}, {"namespace", ns}, {"labels", runLabels(ctx_.runId, p_.name)}}}};
@@ -378,10 +389,10 @@ class ChurnInstance final : public WorkloadInstance {
     statusUpdate(s);
     if (s.status) s.status->startAfter(p_.statusInterval);
     const std::uint64_t id = s.id;
-    events_.at(ctx_.sim.now() + p_.running.sampleDuration(rng_), [this, id] {
+    events_.at(ctx_.sim.now() + p_.running.sampleDuration(s.rng), [this, id] {
       withSession(id, [this](Session& s) {
         if (s.status) s.status->stop();
-        if (static_cast<std::int64_t>(s.suspends) < p_.maxSuspends && rng_.uniform() < p_.suspendProbability) {
+        if (static_cast<std::int64_t>(s.suspends) < p_.maxSuspends && s.rng.uniform() < p_.suspendProbability) {
           suspend(s);
         } else {
           remove(s);
@@ -437,7 +448,7 @@ class ChurnInstance final : public WorkloadInstance {
     ++s.suspends;
     write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, true)), &c_.suspends);
     const std::uint64_t id = s.id;
-    events_.at(ctx_.sim.now() + p_.suspended.sampleDuration(rng_), [this, id] {
+    events_.at(ctx_.sim.now() + p_.suspended.sampleDuration(s.rng), [this, id] {
       withSession(id, [this](Session& s) {
         write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, false)), &c_.resumes);
         enterRunning(s);
@@ -462,17 +473,19 @@ class ChurnInstance final : public WorkloadInstance {
   EventTracker events_;
   std::shared_ptr<ChurnBuckets> buckets_;
   TokenBucket& bucket_;  // this worker's, shared with the entry's growths
-  engine::RandomStream rng_;
-  std::uint64_t nextId_;
+  engine::RandomStream rng_;      // the population's arrivals
+  std::uint64_t sessionSeed_;     // sessions' streams: streamSeed(sessionSeed_, id)
+  std::uint64_t nextId_;          // the next arrival's id, whichever worker owns it
+  std::uint64_t endId_;           // maxSessions: no id from here on
+  engine::TimePoint nextArrival_; // the next arrival's time
   double totalWeight_ = 0;
-  std::int64_t budget_ = -1;  // sessions this instance may start; -1: unlimited
   std::unordered_map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::string lastError_;
   Counts c_;
 };
 
-Session::Session(ChurnInstance& c, std::uint64_t i, std::uint32_t t, std::uint32_t n, Duration statusInterval)
-    : churn(&c), id(i), target(t), ns(n) {
+Session::Session(ChurnInstance& c, std::uint64_t i, std::uint64_t seed, Duration statusInterval)
+    : churn(&c), id(i), rng(seed) {
   if (statusInterval > Duration{0}) {
     status.emplace(c.sim(), engine::PeriodicTimer::bind<&Session::onStatusTimer>(this), statusInterval);
   }

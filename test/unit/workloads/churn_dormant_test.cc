@@ -72,6 +72,102 @@ dwell:
   EXPECT_EQ(inst->summary()["sessionsLive"], 0);
 }
 
+// What each session does, read from the requests: its create's time, kind, namespace
+// and size, then its writes in order (the lifecycle's draws decide them all).
+using SessionTrace = std::map<std::string, std::vector<std::string>>;
+void traceSessions(const std::vector<kube::FakeTransport::Recorded>& requests, SessionTrace& out) {
+  for (const auto& r : requests) {
+    const std::string p = pathOf(r.request);
+    std::string name;
+    if (r.request.method == "POST") {
+      const json obj = json::parse(r.request.body);
+      name = obj["metadata"]["name"];
+      out[name].push_back("POST " + p + " at " + std::to_string(r.submittedAt.time_since_epoch().count()) +
+                          " bytes " + std::to_string(r.request.body.size()));
+      continue;
+    }
+    std::string rest = p.substr(p.rfind("/s-") + 1);
+    name = rest.substr(0, rest.find('/'));
+    // A status write carries the time it was sent; the rest is the session's.
+    const bool stamped = r.request.body.find("lastUpdate") != std::string::npos;
+    out[name].push_back(r.request.method + " " + p + " " + (stamped ? "" : r.request.body));
+  }
+}
+
+// A live run spreads sessions over its workers, the model runs them on one, and the
+// server answers each at its own speed: none of that may change which sessions arrive
+// when and what each does, or a live run and its simulation are two different samples
+// (a 60 s window's write rate moves ~8 % between seeds) and their difference is noise.
+TEST(Churn, TheSessionsAreTheSameForAnyWorkersAndAnyLatency) {
+  const char* kEntry = R"(kind: churn
+name: s
+sessionsPerMinute: 600
+createQps: 1000
+namespaces: 3
+statusInterval: 2s
+suspendProbability: 0.5
+maxSuspends: 2
+objectBytes: {uniform: [100, 2000]}
+dwell: {running: 3s, suspended: 2s}
+targets:
+  - crd: agentsessions.churn.cpscale.io
+    weight: 2
+  - builtin: configmaps
+)";
+  auto wl = makeWorkload(entry(kEntry));
+  SessionTrace one;
+  {
+    Harness h;
+    auto inst = wl->start(h.ctx);
+    h.sim.runUntil(engine::TimePoint{60s});
+    inst->stop();
+    traceSessions(h.transport.requests(), one);
+  }
+  constexpr std::size_t kWorkers = 3;
+  std::vector<kube::FakeTransport*> transports(kWorkers);
+  std::vector<Harness> answers(kWorkers);  // only their default answers
+  engine::WorkerPool pool({.workers = kWorkers, .seed = 42}, [&](engine::Worker& w) -> kube::TransportPtr {
+    auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
+    t->setLatency(std::chrono::milliseconds(40 * (w.index() + 1)));  // slower, and unequal
+    Harness* a = &answers[w.index()];
+    t->setHandler([a](const kube::HttpRequest& r) { return a->answer(r); });
+    transports[w.index()] = t.get();
+    return t;
+  });
+  std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
+  std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
+  std::uint64_t started = 0;
+  pool.run(
+      [&](engine::Worker& w) {
+        apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
+        WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
+        instances[w.index()] = wl->start(ctx);
+      },
+      engine::TimePoint{60s});
+  SessionTrace many;
+  for (std::size_t i = 0; i < kWorkers; ++i) {
+    started += instances[i]->summary()["sessionsStarted"].get<std::uint64_t>();
+    EXPECT_GT(instances[i]->summary()["sessionsStarted"].get<std::uint64_t>(), 150u) << "worker " << i;
+    instances[i]->stop();
+    traceSessions(transports[i]->requests(), many);
+  }
+  for (auto& i : instances) i.reset();  // before the pool's drivers go away
+  apis.clear();
+  ASSERT_GT(one.size(), 500u);
+  EXPECT_EQ(started, one.size());
+  // Sessions whose lifecycle ran past the end differ only in how far they got.
+  std::size_t compared = 0;
+  for (const auto& [name, writes] : one) {
+    auto it = many.find(name);
+    ASSERT_NE(it, many.end()) << name;
+    const std::size_t n = std::min(writes.size(), it->second.size());
+    if (n == writes.size() && n == it->second.size()) ++compared;
+    for (std::size_t k = 0; k < n; ++k) EXPECT_EQ(writes[k], it->second[k]) << name << " write " << k;
+  }
+  EXPECT_GT(compared, 400u);
+  EXPECT_EQ(one.size(), many.size());
+}
+
 TEST(Churn, MixesBuiltinKindsByWeight) {
   Harness h;
   auto w = makeWorkload(entry(R"(kind: churn
