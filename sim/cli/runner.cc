@@ -937,10 +937,10 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
   // 6. Cleanup of what the run created, on every path that may have created something.
   if (planeBroken && !opt.keepPlane) {
     result.workloads.push_back(
-        {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped with its data"}}});
+        {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped and its data deleted with it"}}});
   } else if (!downAtEnd.empty() && !opt.keepPlane) {
     result.workloads.push_back(
-        {"cleanup", "cleanup", {{"skipped", downAtEnd + " was down when the run ended (a fault); the plane is stopped with its data"}}});
+        {"cleanup", "cleanup", {{"skipped", downAtEnd + " was down when the run ended (a fault); the plane is stopped and its data deleted with it"}}});
   } else if (opt.cleanup && created && setupClient && target.needsCleanup()) {
     // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
     // exits at once (exit 3). What was measured goes to disk first, so that exit loses

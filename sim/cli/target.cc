@@ -149,7 +149,15 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
   }
   std::optional<std::string> crashed() override { return plane_ ? plane_->crashed() : std::nullopt; }
   bool ownsMembers() const override { return true; }
-  void close() override { plane_.reset(); }
+  // The plane goes with the run: its members stopped, then its data (etcd's, with any
+  // object the run could not delete), certificates and kubeconfigs deleted. Its logs
+  // stay with the run's outputs. A kept plane keeps everything.
+  void close() override {
+    plane_.reset();
+    if (!opt_.keep && !closed_) controlplane::removeStateKeepingLogs(opt_.stateDir);
+    closed_ = true;
+  }
+  ~LocalTarget() override { close(); }
 
   MemberFaults* faults() override { return this; }
   std::vector<std::string> members() const override { return controlplane::memberNames(opt_.profile); }
@@ -160,6 +168,7 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
   void markDown(const std::string& m) override { plane().markDown(m); }
 
  private:
+  bool closed_ = false;
   controlplane::LocalPlane& plane() {
     if (!plane_) throw std::logic_error("the local plane is not running");
     return *plane_;

@@ -8,6 +8,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -177,6 +179,16 @@ bool anyRunning(const PlaneRecord& record) {
   for (const auto& c : record.components)
     if (isRunning(c.process)) return true;
   return false;
+}
+
+void removeStateKeepingLogs(const fs::path& stateDir) {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(stateDir, ec)) {
+    if (entry.path().filename() == "logs") continue;
+    std::error_code rm;
+    fs::remove_all(entry.path(), rm);
+    if (rm) std::cerr << "cpscale: cannot delete " << entry.path().string() << ": " << rm.message() << "\n";
+  }
 }
 
 int stopRecorded(const PlaneRecord& record) {

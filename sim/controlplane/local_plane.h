@@ -151,6 +151,10 @@ bool anyRunning(const PlaneRecord& record);
 // never anything else): controller components first, then apiservers, then etcd.
 // Removes plane.json. Returns how many were stopped.
 int stopRecorded(const PlaneRecord& record);
+// Deletes a stopped plane's state (etcd data, certificates and keys, kubeconfigs,
+// plane.json) but its logs/. Best effort: what cannot be deleted is left and named on
+// stderr.
+void removeStateKeepingLogs(const std::filesystem::path& stateDir);
 
 // A free TCP port on 127.0.0.1 (bound and released; the kernel does not hand it out
 // again immediately).

@@ -34,6 +34,15 @@ std::string leftovers(const fs::path& kubeconfig, const std::string& runId) {
   return r.output;
 }
 
+// A run's own plane goes with it: of its state only the members' logs are left (no
+// etcd data, keys or kubeconfigs).
+void expectOnlyLogsLeft(const fs::path& stateDir) {
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(stateDir)) left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"logs"});
+  EXPECT_TRUE(fs::exists(stateDir / "logs" / "etcd-main.log"));
+}
+
 // A long smoke run started in the background, returned once its load is running (the
 // progress line says so; bounded at 60 s). Its log is in a fresh directory, never a
 // previous run's.
@@ -487,6 +496,107 @@ TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
   EXPECT_NE(seen.front().components.size(), 0u);
   for (const auto& rec : seen) EXPECT_FALSE(controlplane::anyRunning(rec));
   EXPECT_FALSE(controlplane::readRecord(out / "plane"));
+  expectOnlyLogsLeft(out / "plane");
+}
+
+// etcd killed and restarted on its data under the fleet, then the only apiserver
+// killed for good near the end: the run goes on through the first, reports the second
+// as down at the end, skips the cleanup it cannot do (saying why) and stops every
+// member. The gates still decide the exit code.
+TEST(RunTest, AnEtcdKillIsSurvivedAndAMemberLeftDownEndsTheRunWithThePlaneStopped) {
+  fs::path out = makeTempDir("run-etcd-kill");
+  fs::path scenario = makeTempDir("run-etcd-kill-scenario") / "etcd-kill.yaml";
+  std::ofstream(scenario) << R"(apiVersion: cpscale.io/v1alpha1
+kind: Scenario
+name: etcd-kill
+duration: 30s
+seed: 1
+scrapeInterval: 2s
+workloads:
+  - kind: kubelets
+    name: fleet
+    count: 50
+    registrationQps: 50
+    leaseDurationSeconds: 40
+    statusReportFrequency: 5m
+faults:
+  - kill: etcd-main
+    at: 5s
+    restartAfter: 5s
+  - kill: kube-apiserver-0
+    at: 25s
+gates:
+  - lease_write_share >= 0.5
+)";
+  fs::path log = makeTempDir("run-etcd-kill-log") / "cpscale.log";
+  auto proc = controlplane::spawn(
+      {{CPSCALE_BINARY, "run", scenario.string(), "--out", out.string(), "--run-id", "itetcdkill"}, log, false});
+  std::vector<controlplane::PlaneRecord> seen;
+  int status = 0;
+  for (;;) {
+    if (auto rec = controlplane::readRecord(out / "plane")) seen.push_back(*rec);
+    if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << controlplane::tailFile(log, 40);
+  json result = readJson(out / "result.json");
+  ASSERT_EQ(result["status"], "completed") << result["statusDetail"] << controlplane::tailFile(log, 40);
+  bool gatesPass = !result["gates"].empty();
+  for (const auto& g : result["gates"]) gatesPass = gatesPass && g["passed"].get<bool>();
+  EXPECT_EQ(WEXITSTATUS(status), gatesPass ? 0 : 1) << result["gates"].dump();
+  EXPECT_EQ(result["exitCode"], WEXITSTATUS(status));
+
+  const json* etcd = nullptr;
+  const json* apiserver = nullptr;
+  for (const auto& i : result["incidents"]) {
+    if (i["kind"] != "fault") continue;
+    if (i["member"] == "etcd-main") etcd = &i;
+    if (i["member"] == "kube-apiserver-0") apiserver = &i;
+  }
+  ASSERT_NE(etcd, nullptr) << result["incidents"].dump();
+  ASSERT_NE(apiserver, nullptr) << result["incidents"].dump();
+  // etcd came back on its data: its window closes once it is ready again.
+  EXPECT_NE((*etcd)["detail"].get<std::string>().find("ready again"), std::string::npos) << etcd->dump();
+  const double etcdDown = (*etcd)["untilSeconds"].get<double>() - (*etcd)["atSeconds"].get<double>();
+  EXPECT_GE(etcdDown, 5) << etcd->dump();
+  EXPECT_LT(etcdDown, 30) << etcd->dump();
+  // The apiserver stayed down: its window runs to the run's end, and says so.
+  EXPECT_NE((*apiserver)["detail"].get<std::string>().find("not restarted"), std::string::npos) << apiserver->dump();
+  // Lease renewals went on once etcd was back: between the two faults the fleet's
+  // 5/s is read again (the renewals that failed meanwhile are sent again first, so
+  // the window's mean may pass 5/s). The apiserver's counters survive an etcd restart.
+  const json* puts = figure(result, "write_qps", "steady",
+                            {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}});
+  ASSERT_NE(puts, nullptr);
+  ASSERT_TRUE((*puts)["value"].is_number()) << puts->dump();
+  EXPECT_GT((*puts)["value"].get<double>(), 2) << puts->dump();
+  EXPECT_LT((*puts)["value"].get<double>(), 10) << puts->dump();
+  const double etcdBack = (*etcd)["untilSeconds"].get<double>(), apiserverGone = (*apiserver)["atSeconds"].get<double>();
+  std::vector<double> between;
+  const json& overTime = (*puts)["overTime"];
+  for (std::size_t k = 0; k < overTime["seconds"].size(); ++k) {
+    const double t = overTime["seconds"][k].get<double>();
+    if (t > etcdBack + 4 && t < apiserverGone) between.push_back(overTime["values"][k].get<double>());
+  }
+  ASSERT_GE(between.size(), 3u) << puts->dump() << " etcd back at " << etcdBack << ", apiserver gone at " << apiserverGone;
+  for (double v : between) EXPECT_GT(v, 3) << puts->dump();
+  double errors = 0;
+  for (const auto& f : result["figures"])
+    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number()) errors += f["value"].get<double>();
+  EXPECT_GT(errors, 0) << "no request failed while etcd or the apiserver was down";
+
+  // No cleanup through an apiserver that is gone: skipped, with the reason; the plane
+  // stopped and its data (with the run's objects) deleted.
+  const json* cleanup = nullptr;
+  for (const auto& w : result["workloads"])
+    if (w["name"] == "cleanup") cleanup = &w["summary"];
+  ASSERT_NE(cleanup, nullptr);
+  EXPECT_NE((*cleanup)["skipped"].get<std::string>().find("kube-apiserver-0 was down"), std::string::npos)
+      << cleanup->dump();
+  ASSERT_FALSE(seen.empty());
+  for (const auto& rec : seen) EXPECT_FALSE(controlplane::anyRunning(rec));
+  EXPECT_FALSE(controlplane::readRecord(out / "plane"));
+  expectOnlyLogsLeft(out / "plane");
 }
 
 // A 429 storm: one mutating in-flight slot, APF off, the workloads as an ordinary
