@@ -43,6 +43,32 @@ void expectOnlyLogsLeft(const fs::path& stateDir) {
   EXPECT_TRUE(fs::exists(stateDir / "logs" / "etcd-main.log"));
 }
 
+// A run through faults, in the background, with every plane record it had (a
+// restarted member's included). It must complete, with the exit code its gates decide.
+struct WatchedRun {
+  json result;
+  std::vector<controlplane::PlaneRecord> seen;
+};
+void runWatchingThePlane(const std::string& scenario, const fs::path& out, const std::string& runId, WatchedRun& run) {
+  fs::path log = makeTempDir(runId + "-log") / "cpscale.log";
+  auto proc = controlplane::spawn(
+      {{CPSCALE_BINARY, "run", scenario, "--out", out.string(), "--run-id", runId}, log, false});
+  int status = 0;
+  for (;;) {
+    if (auto rec = controlplane::readRecord(out / "plane")) run.seen.push_back(*rec);
+    if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  ASSERT_TRUE(WIFEXITED(status)) << controlplane::tailFile(log, 40);
+  run.result = readJson(out / "result.json");
+  ASSERT_EQ(run.result["status"], "completed") << run.result["statusDetail"] << controlplane::tailFile(log, 40);
+  bool gatesPass = !run.result["gates"].empty();
+  for (const auto& g : run.result["gates"]) gatesPass = gatesPass && g["passed"].get<bool>();
+  EXPECT_EQ(WEXITSTATUS(status), gatesPass ? 0 : 1) << run.result["gates"].dump();
+  EXPECT_EQ(run.result["exitCode"], WEXITSTATUS(status));
+  ASSERT_FALSE(run.seen.empty());
+}
+
 // A long smoke run started in the background, returned once its load is running (the
 // progress line says so; bounded at 60 s). Its log is in a fresh directory, never a
 // previous run's.
@@ -407,26 +433,11 @@ TEST(RunTest, SetupThatNeverFinishesFailsTheRunWithExitThree) {
 // nothing running.
 TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
   fs::path out = makeTempDir("run-faults");
-  fs::path log = makeTempDir("run-faults-log") / "cpscale.log";
-  auto proc = controlplane::spawn({{CPSCALE_BINARY, "run", std::string(CPSCALE_SOURCE_DIR) + "/scenarios/fault-rehearsal.yaml",
-                                   "--out", out.string(), "--run-id", "itfaults"},
-                                  log, false});
-  // Every member the plane ever had, the restarted apiserver included.
-  std::vector<controlplane::PlaneRecord> seen;
-  int status = 0;
-  for (;;) {
-    if (auto rec = controlplane::readRecord(out / "plane")) seen.push_back(*rec);
-    if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << controlplane::tailFile(log, 40);
-  json result = readJson(out / "result.json");
-  ASSERT_EQ(result["status"], "completed") << result["statusDetail"] << controlplane::tailFile(log, 40);
-  // The gates decide the exit code.
-  bool gatesPass = !result["gates"].empty();
-  for (const auto& g : result["gates"]) gatesPass = gatesPass && g["passed"].get<bool>();
-  EXPECT_EQ(WEXITSTATUS(status), gatesPass ? 0 : 1) << result["gates"].dump();
-  EXPECT_EQ(result["exitCode"], WEXITSTATUS(status));
+  WatchedRun run;
+  ASSERT_NO_FATAL_FAILURE(
+      runWatchingThePlane(std::string(CPSCALE_SOURCE_DIR) + "/scenarios/fault-rehearsal.yaml", out, "itfaults", run));
+  const json& result = run.result;
+  const auto& seen = run.seen;
 
   // Each fault is an incident with its window, from the steady window's start.
   double steadyStart = -1;
@@ -528,23 +539,10 @@ faults:
 gates:
   - lease_write_share >= 0.5
 )";
-  fs::path log = makeTempDir("run-etcd-kill-log") / "cpscale.log";
-  auto proc = controlplane::spawn(
-      {{CPSCALE_BINARY, "run", scenario.string(), "--out", out.string(), "--run-id", "itetcdkill"}, log, false});
-  std::vector<controlplane::PlaneRecord> seen;
-  int status = 0;
-  for (;;) {
-    if (auto rec = controlplane::readRecord(out / "plane")) seen.push_back(*rec);
-    if (::waitpid(proc.pid, &status, WNOHANG) == proc.pid) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  }
-  ASSERT_TRUE(WIFEXITED(status)) << controlplane::tailFile(log, 40);
-  json result = readJson(out / "result.json");
-  ASSERT_EQ(result["status"], "completed") << result["statusDetail"] << controlplane::tailFile(log, 40);
-  bool gatesPass = !result["gates"].empty();
-  for (const auto& g : result["gates"]) gatesPass = gatesPass && g["passed"].get<bool>();
-  EXPECT_EQ(WEXITSTATUS(status), gatesPass ? 0 : 1) << result["gates"].dump();
-  EXPECT_EQ(result["exitCode"], WEXITSTATUS(status));
+  WatchedRun run;
+  ASSERT_NO_FATAL_FAILURE(runWatchingThePlane(scenario.string(), out, "itetcdkill", run));
+  const json& result = run.result;
+  const auto& seen = run.seen;
 
   const json* etcd = nullptr;
   const json* apiserver = nullptr;
