@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -169,7 +171,15 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"# TYPE s summary\ns 1\n", 2, "without a 'quantile' label"},
         Malformed{"# TYPE s summary\ns{quantile=\"p50\"} 1\n", 2, "non-numeric quantile='p50'"},
         Malformed{"a ++1\n", 1, "invalid value"},
-        Malformed{"{x=\"1\"} 1\n", 1, "invalid metric name"}));
+        Malformed{"{x=\"1\"} 1\n", 1, "invalid metric name"}),
+    // Named by what the error must say, not by the case's bytes (its pointers would
+    // change the test's name from one build to the next).
+    [](const ::testing::TestParamInfo<Malformed>& info) {
+      std::string name = std::to_string(info.index) + "_";
+      for (const char* c = info.param.mentions; *c != '\0'; ++c)
+        name += std::isalnum(static_cast<unsigned char>(*c)) ? *c : '_';
+      return name;
+    });
 
 // Real scrapes of the pinned kube-apiserver and etcd (see test/fixtures/metrics/README.md).
 TEST(PrometheusTextFixtures, KubeApiserver) {
