@@ -674,7 +674,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
             tl.settledInTime = stageSettled;
           }
         }
-        if (stageReady && !stepStart && now >= *stageReady + sc.warmup) {
+        if (stageReady && !stepStart && now >= *stageReady + sc.warmup &&
+            (step > 0 || !opt.earliestSteadyStart || now >= *opt.earliestSteadyStart)) {
           stepStart = now;
           counters.phase = 1;
           scrapes.scrapeAtBoundary();

@@ -43,6 +43,11 @@ struct RunOptions {
   // the caller, which knows the whole search.
   const scenario::CapacitySpec* capacity = nullptr;
   std::vector<double> steps;
+  // The steady window starts no earlier than this, on the run's timeline (seconds
+  // since its origin), whenever setup and warmup end. The validation runs the model
+  // with the live run's start, so that both windows cover the same arrivals of one
+  // sample (a live plane's controllers take a while to settle; the model's do not).
+  std::optional<engine::TimePoint> earliestSteadyStart;
 };
 
 // Runs and returns the result (already written to outDir). Throws ConfigError for bad

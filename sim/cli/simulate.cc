@@ -239,6 +239,10 @@ std::vector<model::ValidationEntry> validateCalibration(const model::Calibration
     so.run.runId = ro.runId + "m";
     so.run.outDir = dir / name / "model";
     so.run.progress = false;
+    // The same window of the same sample: the model's starts when the live one did.
+    if (const reports::Phase* steady = reports::findPhase(live, "steady"))
+      so.run.earliestSteadyStart = engine::TimePoint{std::chrono::duration_cast<engine::Duration>(
+          std::chrono::duration<double>(steady->startSeconds))};
     reports::RunResult modelled = simulateScenario(file, c.overrides, so);
     for (auto e : compareLiveAndModel(live, modelled)) {
       e.figure = name + ": " + e.figure;
