@@ -51,7 +51,7 @@ bool operator==(const RunResult& a, const RunResult& b) {
          a.workloads == b.workloads &&
          sameAll(a.gates, b.gates, sameGate) && a.exitCode == b.exitCode &&
          a.capacity.has_value() == b.capacity.has_value() &&
-         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model;
+         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model && a.shard == b.shard;
 }
 
 json toJson(const RunResult& r) {
@@ -121,6 +121,7 @@ json toJson(const RunResult& r) {
   };
   if (r.capacity) j["capacity"] = toJson(*r.capacity);
   if (!r.model.is_null()) j["model"] = r.model;
+  if (r.shard) j["shard"] = {{"index", r.shard->index}, {"count", r.shard->count}};
   return j;
 }
 
@@ -217,6 +218,13 @@ RunResult fromJson(const json& j, const std::string& where) {
   r.exitCode = static_cast<int>(root.at("exitCode").integer());
   if (root.has("capacity")) r.capacity = capacitySearchFromJson(root.at("capacity").raw(), where, "/capacity");
   if (root.has("model")) r.model = root.at("model").raw();
+  if (root.has("shard")) {
+    Reader sh = root.at("shard");
+    ShardInfo info{static_cast<std::size_t>(sh.at("index").unsignedInteger()),
+                   static_cast<std::size_t>(sh.at("count").unsignedInteger())};
+    if (info.count == 0 || info.index >= info.count) sh.at("index").fail("must be below shard.count (at least 1)");
+    r.shard = info;
+  }
   return r;
 }
 

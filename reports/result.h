@@ -75,6 +75,15 @@ struct EnvironmentInfo {
   bool operator==(const EnvironmentInfo&) const = default;
 };
 
+// A sharded run's part (`cpscale run --shard I/N`): shard `index` of `count`. Shard 0
+// set the run up, scraped the servers and cleaned up; every shard drove its share of
+// each population, and its client figures are its share's.
+struct ShardInfo {
+  std::size_t index = 0;
+  std::size_t count = 1;
+  bool operator==(const ShardInfo&) const = default;
+};
+
 enum class RunStatus { kCompleted, kInterrupted, kFailed };
 std::string_view toString(RunStatus s);  // "completed" | "interrupted" | "failed"
 
@@ -140,6 +149,8 @@ struct RunResult {
   // against live runs) and the sampling (each simulated actor stood for `weight`).
   // Null for a live run.
   nlohmann::json model;
+  // Unset for an unsharded run.
+  std::optional<ShardInfo> shard;
 };
 
 // What a target kind is called in reports: "local plane", "cluster", "model".

@@ -348,7 +348,7 @@ class ChurnInstance final : public WorkloadInstance {
     const auto bytes = static_cast<std::size_t>(p_.objectBytes.sample(s.rng));
     json obj = {{"apiVersion", t.apiVersion()},
                 {"kind", t.kind},
-                {"metadata", {{"name", name}, {"namespace", ns}, {"labels", runLabels(ctx_.runId, p_.name)}}}};
+                {"metadata", {{"name", name}, {"namespace", ns}, {"labels", ctx_.labels(p_.name)}}}};
     std::string payload = filler(bytes, engine::streamSeed(ctx_.seed, s.id));
     switch (t.type) {
       case ChurnTarget::Type::kCrd:

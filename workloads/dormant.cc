@@ -341,7 +341,7 @@ class DormantInstance final : public WorkloadInstance {
     if (s.submitted++ == 0 && p_.rampPerKind) ctx_.beginPhase(kindPhase(s.gvr));
     const std::int64_t j = i - s.first + s.offset;
     auto [collection, name] = where(i);
-    json meta = {{"name", name}, {"labels", runLabels(ctx_.runId, p_.name)}};
+    json meta = {{"name", name}, {"labels", ctx_.labels(p_.name)}};
     if (s.gvr.namespaced) meta["namespace"] = collection.ns;
     const std::string apiVersion = s.gvr.group.empty() ? s.gvr.version : s.gvr.group + "/" + s.gvr.version;
     json obj = {{"apiVersion", apiVersion}, {"metadata", meta}};

@@ -440,7 +440,7 @@ class FleetInstance final : public WorkloadInstance {
                                        {"machineID", std::string(id, 32)},
                                        {"bootID", std::string(id + 4, 28) + "boot"},
                                        {"now", now}});
-    node["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    node["metadata"]["labels"].update(ctx_.labels(p_.name));
     json& images = node["status"]["images"];
     if (!images.is_array()) images = json::array();
     for (std::int64_t i = 0; i < p_.nodeImages; ++i) {
@@ -476,7 +476,7 @@ class FleetInstance final : public WorkloadInstance {
     const std::string name = nodeName(k.index);
     json lease = p_.leaseTemplate->fill(
         {{"name", name}, {"leaseDurationSeconds", p_.leaseDurationSeconds}, {"renewTime", microTime(unixNow())}});
-    lease["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    lease["metadata"]["labels"].update(ctx_.labels(p_.name));
     if (!nodeUid.empty()) {
       // As the kubelet does, so garbage collection removes the Lease with its Node.
       lease["metadata"]["ownerReferences"] = json::array(
@@ -846,7 +846,7 @@ class FleetInstance final : public WorkloadInstance {
   void createPod(Kubelet& k, std::uint32_t slot, Done done) {
     const std::string node = nodeName(k.index);
     json pod = p_.podTemplate->fill({{"name", podName(k, slot)}, {"namespace", pods_.ns}, {"node", node}});
-    pod["metadata"]["labels"].update(runLabels(ctx_.runId, p_.name));
+    pod["metadata"]["labels"].update(ctx_.labels(p_.name));
     auto req = kube::ApiRequest::create(pods_, pod);
     req.intendedAt = ctx_.sim.now();
     auto answered = [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
@@ -945,7 +945,7 @@ class FleetInstance final : public WorkloadInstance {
                {"kind", "Event"},
                {"metadata", {{"name", involved["name"].get<std::string>() + "." + hex},
                              {"namespace", ns},
-                             {"labels", runLabels(ctx_.runId, p_.name)}}},
+                             {"labels", ctx_.labels(p_.name)}}},
                {"involvedObject", involved},
                {"reason", reason},
                {"message", std::move(message)},

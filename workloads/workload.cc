@@ -8,6 +8,7 @@
 #include "workloads/churn.h"
 #include "workloads/dormant.h"
 #include "workloads/kubelet_fleet.h"
+#include "workloads/params.h"
 
 namespace cpscale::workloads {
 
@@ -19,6 +20,12 @@ WorkloadPtr makeWorkload(const YamlField& spec) {
   if (k == "churn") return std::make_unique<ChurnWorkload>(ChurnParams::read(spec));
   if (k == "dormant") return std::make_unique<DormantWorkload>(DormantParams::read(spec));
   throw kind.error("unknown workload kind '" + k + "' (known: kubelets, churn, dormant)");
+}
+
+nlohmann::json WorkloadContext::labels(const std::string& workload) const {
+  nlohmann::json l = runLabels(runId, workload);
+  if (shards > 1) l[kShardLabel] = std::to_string(shard);
+  return l;
 }
 
 namespace {

@@ -26,6 +26,8 @@ namespace cpscale::workloads {
 inline constexpr const char* kRunLabel = "cpscale.io/run";
 // Which scenario entry created an object (its `name`), for reading results by workload.
 inline constexpr const char* kWorkloadLabel = "cpscale.io/workload";
+// Which shard of a sharded run created an object ("0".."N-1"); absent when unsharded.
+inline constexpr const char* kShardLabel = "cpscale.io/shard";
 
 // What a workload's actors run on: one engine worker's simulator and client.
 struct WorkloadContext {
@@ -56,11 +58,28 @@ struct WorkloadContext {
   void endPhase(const std::string& name) const {
     if (phases) phases->end(name, sim.now());
   }
-  bool owns(const std::string& actorId) const { return worker == nullptr || worker->owns(actorId); }
+  // Sharded generation (`cpscale run --shard I/N`): this process is shard `shard` of
+  // `shards`, and its workers split only the shard's share. Every population is
+  // partitioned over the shards x workers slots (slot = shard x workers + worker), so the
+  // shares of all the shards' workers are exact and disjoint, and add up to what one
+  // process with one worker would drive.
+  std::size_t shard = 0;
+  std::size_t shards = 1;
+
+  bool owns(const std::string& actorId) const {
+    return engine::Worker::shardOf(actorId, workers()) == workerIndex();
+  }
   // This instance's share of a population-wide rate (rates are split evenly).
-  double share(double rate) const { return worker == nullptr ? rate : rate / static_cast<double>(worker->workers()); }
-  std::size_t workerIndex() const { return worker == nullptr ? 0 : worker->index(); }
-  std::size_t workers() const { return worker == nullptr ? 1 : worker->workers(); }
+  double share(double rate) const { return rate / static_cast<double>(workers()); }
+  // This instance's slot among every shard's workers, and how many slots there are.
+  std::size_t workerIndex() const { return shard * localWorkers() + (worker == nullptr ? 0 : worker->index()); }
+  std::size_t workers() const { return shards * localWorkers(); }
+  // The labels every object an actor creates carries: the run's and the workload's,
+  // and the shard's when the run is sharded.
+  nlohmann::json labels(const std::string& workload) const;
+
+ private:
+  std::size_t localWorkers() const { return worker == nullptr ? 1 : worker->workers(); }
 };
 
 // One worker's share of a workload's actors.
