@@ -239,7 +239,9 @@ std::vector<model::ValidationEntry> validateCalibration(const model::Calibration
     so.run.runId = ro.runId + "m";
     so.run.outDir = dir / name / "model";
     so.run.progress = false;
-    // The same window of the same sample: the model's starts when the live one did.
+    // The same sample: every actor simulated one by one (sampling would draw another
+    // one), over the same window: the model's starts when the live one did.
+    so.weight = 1;
     if (const reports::Phase* steady = reports::findPhase(live, "steady"))
       so.run.earliestSteadyStart = engine::TimePoint{std::chrono::duration_cast<engine::Duration>(
           std::chrono::duration<double>(steady->startSeconds))};
