@@ -731,6 +731,7 @@ std::string renderHtml(const RunResult& r) {
 
   out << "<section id=\"environment\">\n<h2>Environment and versions</h2>\n"
       << kv({{"run id", r.runId},
+             {"shard", shardLine(r)},
              {"status", std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : ": " + r.statusDetail)},
              {"exit code", std::to_string(r.exitCode)},
              {"scenario", r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")")},

@@ -125,6 +125,13 @@ json toJson(const RunResult& r) {
   return j;
 }
 
+std::string shardLine(const RunResult& r) {
+  if (!r.shard) return "";
+  return "shard " + std::to_string(r.shard->index) + " of " + std::to_string(r.shard->count) +
+         (r.shard->index == 0 ? " (set the run up, scraped the servers, cleaned up)"
+                              : " (its share of the load; the servers' figures and their gates are shard 0's)");
+}
+
 std::string targetKindText(const std::string& kind) {
   if (kind == "local") return "local plane";
   if (kind == "model") return "model, virtual time";

@@ -153,6 +153,9 @@ struct RunResult {
   std::optional<ShardInfo> shard;
 };
 
+// A sharded run's part, as reports say it; "" for an unsharded run.
+std::string shardLine(const RunResult& r);
+
 // What a target kind is called in reports: "local plane", "cluster", "model".
 std::string targetKindText(const std::string& kind);
 

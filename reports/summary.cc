@@ -395,6 +395,7 @@ std::string renderSummary(const RunResult& r) {
       << "): " << toString(r.status) << "\n\n";
   auto bullet = [&](const std::string& text) { out << wrapText("- " + text, W, "  "); };
   bullet("run: " + r.runId);
+  if (std::string s = shardLine(r); !s.empty()) bullet(s);
   bullet("scenario: " + r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")"));
   bullet("profile: " + r.profile.name +
          (r.target.kind == "model" ? " (the modelled plane's shape: replicas, etcd split)"

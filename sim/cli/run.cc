@@ -41,6 +41,9 @@ int run(const Args& args) {
       "keep", "leave the local plane running after the run")("no-cleanup", "keep the objects the run created")(
       "yes", "confirm sending load to a non-loopback server (or CPSCALE_ASSUME_YES=1)")(
       "quiet", "no progress output")(
+      "shard", "drive shard I of N of every population (I from 0); every shard runs with the same --run-id "
+               "and --kubeconfig, shard 0 sets up, scrapes and cleans up",
+      cxxopts::value<std::string>())(
       "metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
       cxxopts::value<std::string>())(
       "bin-dir", "pinned kube-apiserver/etcd directory (default $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
@@ -76,6 +79,16 @@ int run(const Args& args) {
       return static_cast<int>(ExitCode::kBadInput);
     }
   }
+  ShardSpec shard;
+  if (r.count("shard")) {
+    shard = parseShard(r["shard"].as<std::string>());
+    if (shard.sharded() && !cluster)
+      throw ConfigError("command line", "--shard",
+                        "the shards of a run share one cluster: give each the same --kubeconfig (for a local plane, "
+                        "`cpscale up` prints it)");
+    if (shard.sharded() && !r.count("run-id"))
+      throw ConfigError("command line", "--shard", "the shards of a run meet by run id: give each the same --run-id");
+  }
   std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
   checkRunId(runId);
   fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
@@ -103,6 +116,7 @@ int run(const Args& args) {
     ro.cleanup = r.count("no-cleanup") == 0;
     ro.progress = r.count("quiet") == 0;
     ro.counters = &counters;
+    ro.shard = shard;
     reports::RunResult res = executeRun(sc, ro);
     // The terminal gets the headline, gates and generator health; summary.md has all.
     std::string summary = reports::renderSummary(res);

@@ -459,6 +459,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
   bool planeBroken = false;  // a member of the local plane exited: the plane goes, and its objects with it
   std::string downAtEnd;     // a member a fault left down (the plane goes too, with its objects)
   std::vector<metrics::ScrapeTarget> scrapeTargets;
+  std::unique_ptr<ShardMeeting> meeting;  // a sharded run's
   RunCounters ownCounters;
   RunCounters& counters = opt.counters ? *opt.counters : ownCounters;
   auto finishResult = [&](int exitCode) {
@@ -467,6 +468,14 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     reports::writeRunOutputs(result, opt.outDir);
     return result;
   };
+
+  const bool sharded = opt.shard.sharded();
+  if (sharded) {
+    if (virtualTime) throw ConfigError("command line", "--shard", "a model run is one process: it is not sharded");
+    if (stepped) throw ConfigError("command line", "--shard", "a capacity search is not sharded");
+    result.shard = reports::ShardInfo{opt.shard.index, opt.shard.count};
+  }
+  const bool leadShard = opt.shard.index == 0;
 
   // A scenario's faults act on the target's members: checked before anything starts.
   if (!sc.faults.empty()) {
@@ -501,22 +510,34 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
       }
     }
     target.discover(*setupClient, result);
-    for (auto& w : sc.workloads) {
-      if (interrupted()) throw UnavailableError("interrupted while preparing workloads");
+    if (sharded) meeting = std::make_unique<ShardMeeting>(*setupClient, opt.runId, opt.shard);
+    if (leadShard) {
+      for (auto& w : sc.workloads) {
+        if (interrupted()) throw UnavailableError("interrupted while preparing workloads");
+        created = true;
+        w->prepare(*setupClient, target.setupClock(), opt.runId);
+      }
+      for (auto& g : growth) g->prepare(*setupClient, target.setupClock(), opt.runId);
+      if (meeting) meeting->announceSetup();
+    } else {
+      // The others' load starts once shard 0 has installed what it needs.
+      meeting->awaitSetup(sc.setupTimeout, [] { return interrupted(); });
       created = true;
-      w->prepare(*setupClient, target.setupClock(), opt.runId);
     }
-    for (auto& g : growth) g->prepare(*setupClient, target.setupClock(), opt.runId);
 
     // 3. Scrape targets: every apiserver with the run's credentials, every etcd and
     //    controller component of a local plane or model (a user's are not reachable:
     //    their figures are unavailable).
-    scrapeTargets = target.scrapeTargets(result);
+    // A sharded run's servers are scraped once, by shard 0.
+    if (leadShard) scrapeTargets = target.scrapeTargets(result);
     // 4. The load and the scrapes on one timeline, whose origin is the run's t = 0 in
     //    every series and phase. Live: paced workers with one open-loop driver each, the
     //    scraper on a thread of its own, the supervisor on another. Virtual: the
     //    target's one engine runs the workloads, the scraper and the supervisor.
     const auto origin = std::chrono::steady_clock::now();
+    const std::int64_t originUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count();
     engine::WallClock runClock(origin);
     std::shared_ptr<engine::Simulator> vsim = target.simulator();
     if (virtualTime && !vsim) throw std::logic_error("a virtual target without an engine");
@@ -569,6 +590,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     // The stage being set up: the scenario's (step 0) or a growth's, from growStart.
     std::optional<engine::TimePoint> stageWorkloadsReady, stageReady, stepStart;
     bool stageSettled = true;
+    std::optional<engine::TimePoint> sharedStart;  // a sharded run's window start
     engine::TimePoint growStart{};
     std::size_t boundariesAsked = 0, stepStartBoundary = 0;
     // A capacity step waits for the controllers only so long: a controller-manager that
@@ -674,8 +696,23 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
             tl.settledInTime = stageSettled;
           }
         }
+        // A sharded run's window starts at the instant shard 0 publishes once every
+        // shard is ready; one that never comes ends the run like a setup that never
+        // finishes.
+        if (meeting && stageReady && !stepStart && now >= *stageReady + sc.warmup) {
+          const auto at = meeting->steadyAt(originUnixNanos + now.time_since_epoch().count());
+          if (at) {
+            sharedStart = engine::TimePoint{engine::Duration{*at - originUnixNanos}};
+          } else if (now >= *stageReady + sc.warmup + sc.setupTimeout) {
+            std::string shards;
+            for (std::size_t i : meeting->notReady()) shards += (shards.empty() ? "" : ", ") + std::to_string(i);
+            return cut(now, "shard" + std::string(meeting->notReady().size() == 1 ? " " : "s ") + shards +
+                                " did not become ready within " + formatDuration(sc.setupTimeout));
+          }
+        }
         if (stageReady && !stepStart && now >= *stageReady + sc.warmup &&
-            (step > 0 || !opt.earliestSteadyStart || now >= *opt.earliestSteadyStart)) {
+            (step > 0 || !opt.earliestSteadyStart || now >= *opt.earliestSteadyStart) &&
+            (!meeting || (sharedStart && now >= *sharedStart))) {
           stepStart = now;
           counters.phase = 1;
           scrapes.scrapeAtBoundary();
@@ -738,11 +775,13 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
           [&](engine::Worker& w) {
             PerWorker& pw = perWorker[w.index()];
             kube::ApiClientOptions ao;
-            ao.seed = sc.seed + w.index();
+            ao.seed = sc.seed + opt.shard.index * sc.workers + w.index();
             pw.api = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator(), ao);
             auto context = [&] {
               workloads::WorkloadContext ctx{w.simulator(), *pw.api, opt.runId, sc.seed, &w};
               ctx.phases = &phaseLog;
+              ctx.shard = opt.shard.index;
+              ctx.shards = opt.shard.count;
               // Timestamps written into objects (renewTime) are Unix time; a virtual run's
               // start at a fixed instant, so one seed gives the same objects.
               const std::int64_t unixNow =
@@ -909,8 +948,16 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     if (auto source = target.figureSource())
       for (auto& f : figures) f.source = *source;
     result.figures = std::move(figures);
+    // A shard above 0 judges only the gates on its own (client-side) figures: the
+    // servers' figures, and their gates, are shard 0's.
+    auto judgedHere = [&](const scenario::Gate& g) {
+      return leadShard || std::any_of(result.figures.begin(), result.figures.end(), [&](const metrics::Figure& f) {
+               return f.name == g.figure && f.source == metrics::Source::kClient;
+             });
+    };
     if (!stepped)
-      for (const auto& g : sc.gates) result.gates.push_back(scenario::evaluateGate(g, result.figures));
+      for (const auto& g : sc.gates)
+        if (judgedHere(g)) result.gates.push_back(scenario::evaluateGate(g, result.figures));
 
     perWorker.clear();  // before the pool's drivers go away
     if (interrupted()) {
@@ -935,8 +982,26 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     std::cerr << "cpscale run: " << e.what() << "\n";
   }
 
+  // A sharded run: every shard says its load is over; shard 0 waits for them all (at
+  // most 2 minutes) before it deletes the run's objects, which the others leave to it.
+  if (meeting) {
+    try {
+      meeting->announceDone();
+      if (leadShard) {
+        auto left = meeting->awaitDone(std::chrono::minutes(2), [] { return interrupted(); });
+        if (!left.empty())
+          std::cerr << "cpscale run: " << left.size() << " shard(s) not done after 2 minutes; cleaning up anyway\n";
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "cpscale run: meeting the other shards at the end: " << e.what() << "\n";
+    }
+  }
+
   // 6. Cleanup of what the run created, on every path that may have created something.
-  if (planeBroken && !opt.keepPlane) {
+  if (meeting && !leadShard) {
+    result.workloads.push_back(
+        {"cleanup", "cleanup", {{"skipped", "shard 0 deletes the run's objects once every shard is done"}}});
+  } else if (planeBroken && !opt.keepPlane) {
     result.workloads.push_back(
         {"cleanup", "cleanup", {{"skipped", "a member of the local plane exited; the plane is stopped and its data deleted with it"}}});
   } else if (!downAtEnd.empty() && !opt.keepPlane) {
@@ -965,6 +1030,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
       for (const auto& w : sc.workloads)
         for (const auto& r : w->resources()) resources.push_back(r);
       auto cleaned = workloads::cleanupRun(*setupClient, target.setupClock(), opt.runId, resources);
+      if (meeting) meeting->remove();
       result.workloads.push_back({"cleanup", "cleanup", cleanupJson(cleaned)});
       if (!cleaned.complete())
         std::cerr << "cpscale run: cleanup incomplete: " << cleanupJson(cleaned).dump()

@@ -11,6 +11,7 @@
 
 #include "reports/result.h"
 #include "sim/cli/run_progress.h"
+#include "sim/cli/shard.h"
 #include "sim/cli/target.h"
 #include "sim/controlplane/profile.h"
 #include "sim/kube/kubeconfig.h"
@@ -48,6 +49,9 @@ struct RunOptions {
   // with the live run's start, so that both windows cover the same arrivals of one
   // sample (a live plane's controllers take a while to settle; the model's do not).
   std::optional<engine::TimePoint> earliestSteadyStart;
+  // One shard of a sharded run (see shard.h): only shard 0 prepares, scrapes and
+  // cleans up; every shard's window starts at the instant shard 0 publishes.
+  ShardSpec shard;
 };
 
 // Runs and returns the result (already written to outDir). Throws ConfigError for bad

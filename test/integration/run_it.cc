@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -595,6 +596,79 @@ gates:
   for (const auto& rec : seen) EXPECT_FALSE(controlplane::anyRunning(rec));
   EXPECT_FALSE(controlplane::readRecord(out / "plane"));
   expectOnlyLogsLeft(out / "plane");
+}
+
+// Three shards of one node-bound run, as three processes against one plane (`cpscale
+// up`), and the same run in one process: shard 0 sets up, scrapes and cleans up, each
+// shard drives a third of the fleet, and the servers see the same write rate.
+TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
+  const fs::path state = makeTempDir("run-shards-plane");
+  ASSERT_EQ(runCommand(cpscale("up --state-dir " + state.string() + " --name shards-it")).exitCode, 0);
+  const std::string kubeconfig = (state / "kubeconfig").string();
+  const std::string scenario = std::string(CPSCALE_SOURCE_DIR) + "/scenarios/node-bound.yaml";
+  const std::vector<std::string> common{"--kubeconfig", kubeconfig, "--set", "duration=30s", "--quiet"};
+  constexpr std::size_t kShards = 3;
+  const fs::path out = makeTempDir("run-shards");
+  std::vector<controlplane::ProcessIdentity> procs;
+  for (std::size_t i = 0; i < kShards; ++i) {
+    std::vector<std::string> argv{CPSCALE_BINARY, "run", scenario, "--out", (out / std::to_string(i)).string(),
+                                  "--run-id", "itshards", "--shard", std::to_string(i) + "/" + std::to_string(kShards)};
+    argv.insert(argv.end(), common.begin(), common.end());
+    procs.push_back(controlplane::spawn({argv, out / ("shard-" + std::to_string(i) + ".log"), false}));
+  }
+  std::vector<json> shards;
+  for (std::size_t i = 0; i < kShards; ++i) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(procs[i].pid, &status, 0), procs[i].pid);
+    const std::string log = controlplane::tailFile(out / ("shard-" + std::to_string(i) + ".log"), 30);
+    ASSERT_TRUE(WIFEXITED(status)) << log;
+    shards.push_back(readJson(out / std::to_string(i) / "result.json"));
+    EXPECT_EQ(shards[i]["status"], "completed") << shards[i]["statusDetail"] << log;
+    EXPECT_EQ(shards[i]["shard"]["index"], i);
+    EXPECT_EQ(shards[i]["shard"]["count"], kShards);
+    // Each judges the gates it can: shard 0 all three, the others the client-side two
+    // (lease_write_share is the servers').
+    EXPECT_EQ(shards[i]["gates"].size(), i == 0 ? 3u : 2u) << shards[i]["gates"].dump();
+    EXPECT_EQ(WEXITSTATUS(status), 0) << shards[i]["gates"].dump() << log;
+  }
+  // Every shard's window started at one instant (each on its own timeline, so compare
+  // the Unix times the windows began: startedAt + startSeconds would need the origin;
+  // the length is what each measured).
+  for (const auto& s : shards) EXPECT_NEAR(s["measuredSeconds"].get<double>(), 30, 1) << s["phases"].dump();
+  // Each drove its third of the fleet's renewals (client side).
+  double clientPuts = 0;
+  for (const auto& s : shards) {
+    const json* puts = figure(s, "client_write_requests", "steady", {{"resource", "leases"}, {"verb", "PUT"}});
+    ASSERT_NE(puts, nullptr) << s["figures"].dump().substr(0, 2000);
+    EXPECT_NEAR((*puts)["value"].get<double>(), 30.0 * 30 / kShards, 30.0 * 30 / kShards * 0.2) << puts->dump();
+    clientPuts += (*puts)["value"].get<double>();
+  }
+  EXPECT_NEAR(clientPuts, 30.0 * 30, 30.0 * 30 * 0.1);
+  // Only shard 0 read the servers, and it cleaned up for all.
+  const json* sharded = figure(shards[0], "write_qps", "steady");
+  ASSERT_NE(sharded, nullptr);
+  ASSERT_TRUE((*sharded)["value"].is_number()) << sharded->dump();
+  for (std::size_t i = 1; i < kShards; ++i) {
+    const json* w = figure(shards[i], "write_qps", "steady");
+    EXPECT_TRUE(w == nullptr || !(*w)["value"].is_number()) << "shard " << i << " scraped the servers: " << w->dump();
+    bool skipped = false;
+    for (const auto& wl : shards[i]["workloads"])
+      if (wl["name"] == "cleanup") skipped = wl["summary"].contains("skipped");
+    EXPECT_TRUE(skipped) << shards[i]["workloads"].dump();
+  }
+  EXPECT_EQ(leftovers(state / "kubeconfig", "itshards"), "");
+
+  // The same run in one process.
+  auto single = runCommand(cpscale("run " + scenario + " --out " + (out / "single").string() +
+                                   " --run-id itsingle --kubeconfig " + kubeconfig + " --set duration=30s --quiet"));
+  json one = readJson(out / "single" / "result.json");
+  ASSERT_EQ(one["status"], "completed") << single.output;
+  const json* whole = figure(one, "write_qps", "steady");
+  ASSERT_NE(whole, nullptr);
+  const double a = (*sharded)["value"].get<double>(), b = (*whole)["value"].get<double>();
+  std::cout << "write_qps: three shards " << a << "/s, one process " << b << "/s\n";
+  EXPECT_NEAR(a, b, 0.05 * b);
+  EXPECT_EQ(runCommand(cpscale("down --state-dir " + state.string() + " --purge")).exitCode, 0);
 }
 
 // A 429 storm: one mutating in-flight slot, APF off, the workloads as an ordinary
