@@ -169,6 +169,24 @@ TEST_F(ExitCodesTest, LoadIdentityUserIsRefusedAgainstACluster) {
   EXPECT_NE(o.output.find(profile + ": field 'loadIdentity'"), std::string::npos) << o.output;
 }
 
+// A shard needs the other shards' cluster and run id; a malformed one is refused
+// before anything is sent.
+TEST_F(ExitCodesTest, ShardsNeedOneClusterAndOneRunId) {
+  const std::string cluster = kubeconfig("https://127.0.0.1:1");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{scenario(""), "--shard", "2/2", "--kubeconfig", cluster, "--run-id", "r1"}, "must be below N"},
+      {{scenario(""), "--shard", "one/2", "--kubeconfig", cluster, "--run-id", "r1"}, "whole numbers"},
+      {{scenario(""), "--shard", "0/2", "--run-id", "r1"}, "share one cluster"},
+      {{scenario(""), "--shard", "1/2", "--kubeconfig", cluster}, "same --run-id"},
+  };
+  for (const auto& [args, says] : cases) {
+    Outcome o = cpscale(run(args));
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find("command line: field '--shard'"), std::string::npos) << o.output;
+    EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
+  }
+}
+
 TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {
   Outcome o = cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
   EXPECT_EQ(o.exitCode, 2) << o.output;
