@@ -51,7 +51,8 @@ bool operator==(const RunResult& a, const RunResult& b) {
          a.workloads == b.workloads &&
          sameAll(a.gates, b.gates, sameGate) && a.exitCode == b.exitCode &&
          a.capacity.has_value() == b.capacity.has_value() &&
-         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model && a.shard == b.shard;
+         (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model && a.shard == b.shard &&
+         a.clientStats == b.clientStats && a.mergedShards == b.mergedShards;
 }
 
 json toJson(const RunResult& r) {
@@ -122,10 +123,16 @@ json toJson(const RunResult& r) {
   if (r.capacity) j["capacity"] = toJson(*r.capacity);
   if (!r.model.is_null()) j["model"] = r.model;
   if (r.shard) j["shard"] = {{"index", r.shard->index}, {"count", r.shard->count}};
+  if (!r.clientStats.is_null()) j["clientStats"] = r.clientStats;
+  if (r.mergedShards > 0) j["mergedShards"] = r.mergedShards;
   return j;
 }
 
 std::string shardLine(const RunResult& r) {
+  if (r.mergedShards > 0)
+    return "merged from " + std::to_string(r.mergedShards) +
+           " shards (client figures: every shard's requests together; server figures: shard 0's; generator health "
+           "per shard)";
   if (!r.shard) return "";
   return "shard " + std::to_string(r.shard->index) + " of " + std::to_string(r.shard->count) +
          (r.shard->index == 0 ? " (set the run up, scraped the servers, cleaned up)"
@@ -232,6 +239,8 @@ RunResult fromJson(const json& j, const std::string& where) {
     if (info.count == 0 || info.index >= info.count) sh.at("index").fail("must be below shard.count (at least 1)");
     r.shard = info;
   }
+  if (root.has("clientStats")) r.clientStats = root.at("clientStats").raw();
+  if (root.has("mergedShards")) r.mergedShards = static_cast<std::size_t>(root.at("mergedShards").unsignedInteger());
   return r;
 }
 

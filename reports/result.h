@@ -151,6 +151,11 @@ struct RunResult {
   nlohmann::json model;
   // Unset for an unsharded run.
   std::optional<ShardInfo> shard;
+  // A shard's client request statistics over its steady window, every histogram's
+  // cells (reports/client_stats.h): what `cpscale merge` adds up. Null otherwise.
+  nlohmann::json clientStats;
+  // `cpscale merge`: how many shards' results this one is made of; 0 otherwise.
+  std::size_t mergedShards = 0;
 };
 
 // A sharded run's part, as reports say it; "" for an unsharded run.

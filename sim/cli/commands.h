@@ -18,6 +18,7 @@ int check(const Args& args);
 int run(const Args& args);
 int report(const Args& args);
 int compare(const Args& args);
+int merge(const Args& args);
 int cleanup(const Args& args);
 int capacity(const Args& args);
 int classify(const Args& args);

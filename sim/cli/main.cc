@@ -24,6 +24,7 @@ const std::map<std::string, Command>& commands() {
       {"run", {cpscale::cli::run, "run a scenario against the local plane or a cluster, measure, gate, report"}},
       {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
+      {"merge", {cpscale::cli::merge, "one result from a sharded run's shards' results"}},
       {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"simulate", {cpscale::cli::simulate, "a scenario in virtual time against the calibrated control-plane model"}},

@@ -10,6 +10,7 @@
 #include "reports/compare.h"
 #include "reports/html.h"
 #include "reports/junit.h"
+#include "reports/merge.h"
 #include "reports/result.h"
 #include "reports/summary.h"
 #include "sim/cli/commands.h"
@@ -198,6 +199,32 @@ int report(const Args& args) {
   std::cout << "Wrote " << (dir / "summary.md").string() << ", " << (dir / "report.html").string() << ", "
             << (dir / "junit.xml").string() << "\n";
   return 0;
+}
+
+int merge(const Args& args) {
+  cxxopts::Options opts("cpscale merge", "One result from the results of a sharded run's shards (cpscale run --shard I/N).");
+  opts.add_options()("results", "every shard's result.json", cxxopts::value<std::vector<std::string>>())(
+      "out", "output directory (default: merged/ beside the first result's directory)", cxxopts::value<std::string>())(
+      "h,help", "show this help");
+  opts.parse_positional({"results"});
+  opts.positional_help("RESULT.json...");
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
+  if (!r.count("results")) throw ConfigError("command line", "RESULT.json", "every shard's result file is required");
+  const auto paths = r["results"].as<std::vector<std::string>>();
+  std::vector<reports::RunResult> shards;
+  for (const auto& p : paths) shards.push_back(reports::readResult(p));
+  reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
+  const fs::path first = fs::path(paths.front()).parent_path();
+  const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>())
+                                      : (first.has_parent_path() ? first.parent_path() : fs::path(".")) / "merged";
+  reports::writeRunOutputs(merged, out);
+  std::string summary = reports::renderSummary(merged);
+  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+  std::cout << summary << "\nReport: " << (out / "report.html").string() << "\nResult: " << (out / "result.json").string()
+            << "\n";
+  return merged.exitCode;
 }
 
 int compare(const Args& args) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "reports/client_stats.h"
 #include "sim/cli/capacity_search.h"
 #include "sim/cli/run_progress.h"
 #include "sim/cli/target.h"
@@ -905,6 +906,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
       auto steady = metrics::sliceTargets(all, from, boundary(1, *tl.end));
       auto fs = windowFigures(steady, stats, *tl.end - *tl.steadyStart, sc.driver);
       figures.insert(figures.end(), fs.begin(), fs.end());
+      // A shard keeps its window's request statistics whole, for `cpscale merge`.
+      if (sharded) result.clientStats = reports::requestStatsJson(stats);
     } else {
       std::string why = "the steady window never started: " + tl.cut;
       for (const char* n : {"write_qps", "lease_write_share"})

@@ -76,6 +76,37 @@ void HdrHistogram::merge(const HdrHistogram& other) {
   max_ = std::max(max_, other.max_);
 }
 
+HdrHistogram::Cells HdrHistogram::cells() const {
+  Cells c;
+  c.highest = highest_;
+  for (std::size_t i = 0; i < counts_.size(); ++i)
+    if (counts_[i] != 0) c.counts.emplace_back(valueAt(i), counts_[i]);
+  c.min = min();
+  c.max = max_;
+  c.saturated = saturated_;
+  c.sum = sum_;
+  return c;
+}
+
+HdrHistogram HdrHistogram::fromCells(const Cells& c) {
+  HdrHistogram h(c.highest);
+  std::uint64_t last = 0;
+  for (const auto& [value, n] : c.counts) {
+    if (value > c.highest) throw ConfigError("histogram", "counts", "a cell past the highest trackable value");
+    if (h.total_ != 0 && value <= last) throw ConfigError("histogram", "counts", "cells out of order");
+    if (n == 0) throw ConfigError("histogram", "counts", "an empty cell");
+    last = value;
+    h.record(value, n);
+  }
+  if (h.total_ == 0) return h;
+  if (c.min > c.max || c.saturated > h.total_) throw ConfigError("histogram", "min", "min above max, or more saturated than recorded");
+  h.min_ = c.min;
+  h.max_ = c.max;
+  h.saturated_ = c.saturated;
+  h.sum_ = c.sum;
+  return h;
+}
+
 std::uint64_t HdrHistogram::quantile(double q) const {
   if (total_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);

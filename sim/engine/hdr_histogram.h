@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/statistic.h"
@@ -36,6 +37,20 @@ class HdrHistogram final : public Statistic {
   std::uint64_t saturated() const { return saturated_; }
   // Bytes of counters; 0 until the first sample (empty cells cost nothing).
   std::size_t memoryBytes() const { return counts_.capacity() * sizeof(std::uint64_t); }
+
+  // All a histogram holds, for storing it (a sharded run's result) and merging it
+  // elsewhere: its non-empty cells as (the cell's lowest value, count), in order, and
+  // its exact min, max, sum and saturated count.
+  struct Cells {
+    std::uint64_t highest = kDefaultHighest;
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> counts;
+    std::uint64_t min = 0, max = 0, saturated = 0;
+    double sum = 0;
+  };
+  Cells cells() const;
+  // The histogram `cells()` was taken from. Throws ConfigError("histogram", ...) when
+  // the cells cannot be one's (a value past `highest`, cells out of order, min > max).
+  static HdrHistogram fromCells(const Cells& cells);
 
   // Every value v in the same cell as `value` satisfies lowest <= v <= highest.
   static std::uint64_t lowestEquivalent(std::uint64_t value);

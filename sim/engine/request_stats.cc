@@ -46,6 +46,19 @@ void RequestStats::recordSend(Duration submitLag, Duration queueWait) {
   scheduleLag_.addValue(ns(submitLag + queueWait));
 }
 
+RequestStats RequestStats::fromParts(Parts p) {
+  RequestStats s;
+  s.latency_ = std::move(p.latency);
+  s.scheduleLag_ = std::move(p.scheduleLag);
+  s.submitLag_ = std::move(p.submitLag);
+  s.queueWait_ = std::move(p.queueWait);
+  s.retryWait_ = std::move(p.retryWait);
+  s.completed_ = p.completed;
+  s.statusCounts_ = std::move(p.statusCounts);
+  s.retries_ = std::move(p.retries);
+  return s;
+}
+
 void RequestStats::merge(const RequestStats& other) {
   for (const auto& [key, l] : other.latency_) {
     auto& mine = latency_[key];

@@ -56,6 +56,18 @@ class RequestStats {
   void recordRetry(std::string_view reason, Duration wait);
   void merge(const RequestStats& other);
 
+  // Everything the statistics hold, to store them and rebuild them elsewhere (a
+  // sharded run's merge).
+  struct Parts {
+    std::map<RequestKey, RequestLatency> latency;
+    HdrHistogram scheduleLag, submitLag, queueWait, retryWait;
+    std::uint64_t completed = 0;
+    std::map<int, std::uint64_t> statusCounts;
+    std::map<std::string, std::uint64_t, std::less<>> retries;
+  };
+  Parts parts() const { return {latency_, scheduleLag_, submitLag_, queueWait_, retryWait_, completed_, statusCounts_, retries_}; }
+  static RequestStats fromParts(Parts p);
+
   const std::map<RequestKey, RequestLatency>& latency() const { return latency_; }
   // Actual send minus scheduled send, in ns.
   const HdrHistogram& scheduleLag() const { return scheduleLag_; }

@@ -658,6 +658,23 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   }
   EXPECT_EQ(leftovers(state / "kubeconfig", "itshards"), "");
 
+  // One result from the three: the renewals of all three shards, the servers' figures
+  // from shard 0, the gates judged on the whole.
+  std::string args = "merge";
+  for (std::size_t i = 0; i < kShards; ++i) args += " " + (out / std::to_string(i) / "result.json").string();
+  auto merge = runCommand(cpscale(args + " --out " + (out / "merged").string()));
+  EXPECT_EQ(merge.exitCode, 0) << merge.output;
+  json merged = readJson(out / "merged" / "result.json");
+  EXPECT_EQ(merged["mergedShards"], kShards);
+  const json* mergedPuts = figure(merged, "client_write_requests", "steady", {{"resource", "leases"}, {"verb", "PUT"}});
+  ASSERT_NE(mergedPuts, nullptr);
+  EXPECT_EQ((*mergedPuts)["value"].get<double>(), clientPuts);
+  const json* mergedWrites = figure(merged, "write_qps", "steady");
+  ASSERT_NE(mergedWrites, nullptr);
+  EXPECT_EQ((*mergedWrites)["value"], (*sharded)["value"]);
+  EXPECT_EQ(merged["gates"].size(), 3u);
+  EXPECT_TRUE(fs::exists(out / "merged" / "report.html"));
+
   // The same run in one process.
   auto single = runCommand(cpscale("run " + scenario + " --out " + (out / "single").string() +
                                    " --run-id itsingle --kubeconfig " + kubeconfig + " --set duration=30s --quiet"));
