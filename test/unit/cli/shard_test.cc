@@ -10,6 +10,7 @@
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/fake_transport.h"
+#include "test/unit/workloads/harness.h"
 
 namespace cpscale::cli::testing {
 namespace {
@@ -44,15 +45,9 @@ struct ConfigMapServer {
     }
     return status(405, "MethodNotAllowed");
   }
-  static kube::HttpResponse reply(int code, const json& body) {
-    kube::HttpResponse resp;
-    resp.status = code;
-    resp.body = body.dump();
-    resp.headers.push_back({"content-type", "application/json"});
-    return resp;
-  }
+  static kube::HttpResponse reply(int code, const json& body) { return workloads::testing::jsonResponse(code, body); }
   static kube::HttpResponse status(int code, const std::string& reason) {
-    return reply(code, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", reason}, {"code", code}});
+    return workloads::testing::statusResponse(code, reason);
   }
 };
 
