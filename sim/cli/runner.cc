@@ -536,9 +536,7 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     //    scraper on a thread of its own, the supervisor on another. Virtual: the
     //    target's one engine runs the workloads, the scraper and the supervisor.
     const auto origin = std::chrono::steady_clock::now();
-    const std::int64_t originUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                             std::chrono::system_clock::now().time_since_epoch())
-                                             .count();
+    const std::int64_t originUnixNanos = unixNowNanos();  // the origin in Unix time
     engine::WallClock runClock(origin);
     std::shared_ptr<engine::Simulator> vsim = target.simulator();
     if (virtualTime && !vsim) throw std::logic_error("a virtual target without an engine");
@@ -783,14 +781,12 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
               ctx.phases = &phaseLog;
               ctx.shard = opt.shard.index;
               ctx.shards = opt.shard.count;
-              // Timestamps written into objects (renewTime) are Unix time; a virtual run's
-              // start at a fixed instant, so one seed gives the same objects.
-              const std::int64_t unixNow =
-                  virtualTime ? kVirtualRunStartUnixNanos
-                              : std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-              ctx.epochUnixNanos = unixNow - w.simulator().clock().now().time_since_epoch().count();
+              // Timestamps written into objects (renewTime) are Unix time: a live run's
+              // timeline starts at its origin; a virtual run's engine is at a fixed
+              // instant now, so one seed gives the same objects.
+              ctx.epochUnixNanos =
+                  virtualTime ? kVirtualRunStartUnixNanos - w.simulator().clock().now().time_since_epoch().count()
+                              : originUnixNanos;
               return ctx;
             };
             for (auto& wl : sc.workloads) {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <thread>
 
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "workloads/params.h"
 
@@ -19,11 +20,6 @@ std::optional<std::size_t> number(std::string_view s) {
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
-}
-
-std::int64_t unixNowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 }  // namespace

@@ -71,6 +71,11 @@ engine::Duration asDuration(const YamlField& field, bool positive) {
   return *d;
 }
 
+std::int64_t unixNowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 std::string utcNowRfc3339() {
   std::time_t t = std::time(nullptr);
   std::tm tm{};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ engine::Duration asDuration(const YamlField& field, bool positive = true);
 // The current time of day, UTC, RFC 3339 to the second ("2026-12-02T16:42:00Z"), for
 // records people read (plane.json, result.json); never for measuring.
 std::string utcNowRfc3339();
+// The current Unix time in ns: for instants shared with other processes (a sharded
+// run's window start) and written into objects; never for measuring intervals.
+std::int64_t unixNowNanos();
 // A Kubernetes timestamp ("2026-12-02T16:42:00Z", or a MicroTime with a fraction of a
 // second) as Unix time; nullopt if it is not one. Only UTC ("Z") is accepted: the API
 // writes nothing else.

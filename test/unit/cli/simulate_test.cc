@@ -97,6 +97,28 @@ TEST_F(SimulateTest, SameSeedGivesTheSameResultBitForBit) {
   EXPECT_NE(ja.dump(), jc.dump());
 }
 
+// The validation starts the model's window when the live one started (the live
+// controllers settle first): the window waits for that instant, then runs its length.
+TEST_F(SimulateTest, TheWindowStartsNoEarlierThanAsked) {
+  std::vector<scenario::Override> sets{{"workloads.fleet.count", "50"}, {"duration", "20s"}};
+  const auto plain = simulate(sets, "plain");
+  const reports::Phase* early = reports::findPhase(plain, "steady");
+  ASSERT_NE(early, nullptr);
+  ASSERT_LT(early->startSeconds, 30);
+  SimulateOptions so;
+  so.calibration = testCalibration();
+  so.run.runId = "simtest";
+  so.run.outDir = dir_ / "late";
+  so.run.progress = false;
+  so.run.earliestSteadyStart = engine::TimePoint{std::chrono::seconds(30)};
+  const auto late = simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml", sets, so);
+  const reports::Phase* steady = reports::findPhase(late, "steady");
+  ASSERT_NE(steady, nullptr);
+  EXPECT_GE(steady->startSeconds, 30);
+  EXPECT_LT(steady->startSeconds, 30.1);
+  EXPECT_NEAR(steady->endSeconds - steady->startSeconds, 20, 0.1);
+}
+
 TEST_F(SimulateTest, EveryFigureSaysItCameFromTheModel) {
   auto cal = testCalibration();
   auto r = simulate({{"workloads.fleet.count", "200"}, {"duration", "60s"}}, "m", cal);

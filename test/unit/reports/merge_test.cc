@@ -8,6 +8,7 @@
 
 #include "reports/client_stats.h"
 #include "reports/merge.h"
+#include "reports/summary.h"
 #include "sim/common/error.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/scenario/gate.h"
@@ -147,6 +148,8 @@ TEST(MergeShards, ThePercentilesAreThoseOfEveryShardsRequestsTogether) {
   ASSERT_EQ(m.gates.size(), 3u);
   for (const auto& g : m.gates) EXPECT_TRUE(g.passed) << g.gate.text << ": " << g.reason;
   EXPECT_EQ(m.exitCode, 0);
+  // Its reports say what it is made of.
+  EXPECT_NE(renderSummary(m).find("merged from 3 shards"), std::string::npos);
   // The merged result is a result: it reads back as written.
   EXPECT_EQ(fromJson(toJson(m), "merged.json"), m);
 }
