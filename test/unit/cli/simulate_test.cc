@@ -52,18 +52,37 @@ class SimulateTest : public ::testing::Test {
     if (!std::getenv("KEEP")) fs::remove_all(dir_);
   }
 
-  reports::RunResult simulate(std::vector<scenario::Override> sets, const std::string& out,
-                              const model::Calibration& cal = testCalibration(), std::optional<double> weight = {},
-                              double maxActors = 1500, const std::string& profile = "") {
+  // A model run of the shipped test calibration into dir_/out.
+  SimulateOptions options(const std::string& out, const std::string& profile = "") const {
     SimulateOptions so;
-    so.calibration = cal;
+    so.calibration = testCalibration();
     if (!profile.empty()) so.profile = controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / profile);
-    so.weight = weight;
-    so.maxActors = maxActors;
     so.run.runId = "simtest";
     so.run.outDir = dir_ / out;
     so.run.progress = false;
-    return simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml", sets, so);
+    return so;
+  }
+  static fs::path scenarioFile(const std::string& name) { return fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / name; }
+  reports::RunResult simulate(std::vector<scenario::Override> sets, const std::string& out,
+                              const model::Calibration& cal = testCalibration(), std::optional<double> weight = {},
+                              double maxActors = 1500, const std::string& profile = "") {
+    SimulateOptions so = options(out, profile);
+    so.calibration = cal;
+    so.weight = weight;
+    so.maxActors = maxActors;
+    return simulateScenario(scenarioFile("node-bound.yaml"), sets, so);
+  }
+  // What the model cannot run is refused before anything starts, naming the field.
+  void expectRefused(const std::string& scenario, const SimulateOptions& so, const std::string& field,
+                     const std::string& says) {
+    try {
+      simulateScenario(scenarioFile(scenario), {}, so);
+      ADD_FAILURE() << scenario << " ran on the model";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.field(), field);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(so.run.outDir / reports::kResultFile));
   }
   static double value(const reports::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
     // The steady window's (setup has figures of the same names).
@@ -105,13 +124,9 @@ TEST_F(SimulateTest, TheWindowStartsNoEarlierThanAsked) {
   const reports::Phase* early = reports::findPhase(plain, "steady");
   ASSERT_NE(early, nullptr);
   ASSERT_LT(early->startSeconds, 30);
-  SimulateOptions so;
-  so.calibration = testCalibration();
-  so.run.runId = "simtest";
-  so.run.outDir = dir_ / "late";
-  so.run.progress = false;
+  SimulateOptions so = options("late");
   so.run.earliestSteadyStart = engine::TimePoint{std::chrono::seconds(30)};
-  const auto late = simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml", sets, so);
+  const auto late = simulateScenario(scenarioFile("node-bound.yaml"), sets, so);
   const reports::Phase* steady = reports::findPhase(late, "steady");
   ASSERT_NE(steady, nullptr);
   EXPECT_GE(steady->startSeconds, 30);
@@ -223,38 +238,13 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
 }
 
 TEST_F(SimulateTest, FaultsAreRefusedOnTheModelBeforeAnythingStarts) {
-  SimulateOptions so;
-  so.calibration = testCalibration();
-  so.run.runId = "faults";
-  so.run.outDir = dir_ / "faults";
-  so.run.progress = false;
-  try {
-    simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "fault-rehearsal.yaml", {}, so);
-    FAIL() << "a fault on the model ran";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "faults[0]");
-    EXPECT_NE(std::string(e.what()).find("local plane"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir_ / "faults" / reports::kResultFile));
+  expectRefused("fault-rehearsal.yaml", options("faults"), "faults[0]", "local plane");
 }
 
 // The model queues at its cores and answers no 429: a profile whose point is admission
 // limits is refused, naming the field, rather than simulated as if it had none.
 TEST_F(SimulateTest, AdmissionLimitsAreRefusedOnTheModel) {
-  SimulateOptions so;
-  so.calibration = testCalibration();
-  so.profile = controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / "overload.yaml");
-  so.run.runId = "overload";
-  so.run.outDir = dir_ / "overload";
-  so.run.progress = false;
-  try {
-    simulateScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "overload.yaml", {}, so);
-    FAIL() << "the overload profile ran on the model";
-  } catch (const ConfigError& e) {
-    EXPECT_EQ(e.field(), "maxRequestsInflight");
-    EXPECT_NE(std::string(e.what()).find("cpscale run"), std::string::npos) << e.what();
-  }
-  EXPECT_FALSE(fs::exists(dir_ / "overload" / reports::kResultFile));
+  expectRefused("overload.yaml", options("overload", "overload.yaml"), "maxRequestsInflight", "cpscale run");
 }
 
 }  // namespace
