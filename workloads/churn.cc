@@ -369,6 +369,7 @@ class ChurnInstance final : public WorkloadInstance {
       }
     }
     auto req = kube::ApiRequest::create(kube::ResourceRef(t.gvr).in(ns), obj);
+    req.decode = kube::Decode::kNone;  // the object it gets back is not read
     req.intendedAt = ctx_.sim.now();
     const std::uint64_t id = s.id;
     calls_.call(std::move(req), [this, id](kube::ApiResult r) {
@@ -403,6 +404,7 @@ class ChurnInstance final : public WorkloadInstance {
 
   // A write whose outcome only counts: the actor carries on either way.
   void write(kube::ApiRequest req, std::uint64_t* okCounter) {
+    req.decode = kube::Decode::kNone;  // only the outcome counts
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this, okCounter](kube::ApiResult r) {
       if (r.ok()) {

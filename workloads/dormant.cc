@@ -393,6 +393,7 @@ class DormantInstance final : public WorkloadInstance {
         break;
     }
     auto req = kube::ApiRequest::create(collection, obj);
+    req.decode = kube::Decode::kNone;  // the object it gets back is not read
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this, i, k](kube::ApiResult r) {
       if (r.ok() || r.alreadyExists()) {
@@ -421,6 +422,7 @@ class DormantInstance final : public WorkloadInstance {
         auto req = kube::ApiRequest::patch(
             collection.named(name), kube::PatchType::kMerge,
             {{"metadata", {{"annotations", {{"cpscale.io/touched", rfc3339(ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count())}}}}}});
+        req.decode = kube::Decode::kNone;  // the object it gets back is not read
         req.intendedAt = ctx_.sim.now();
         calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.updates : ++c_.updateFailed; });
       }

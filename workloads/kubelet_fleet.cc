@@ -452,6 +452,7 @@ class FleetInstance final : public WorkloadInstance {
                         {"sizeBytes", 20'000'000 + i * 1'234'567}});
     }
     auto req = kube::ApiRequest::create(nodes_, node);
+    req.decode = kube::Decode::kMetadata;  // the uid is all it reads of the Node it gets back
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this, &k](kube::ApiResult r) {
       if (k.state != NodeState::kRegistering) return;
@@ -552,6 +553,7 @@ class FleetInstance final : public WorkloadInstance {
     req.verb = kube::Verb::kUpdate;
     req.ref = leases_.named(nodeName(k.index));
     req.body = k.lease;
+    req.decode = kube::Decode::kMetadata;  // the new resourceVersion is all it keeps
     req.intendedAt = ctx_.sim.now();
     k.renewing = true;
     calls_.call(std::move(req), [this, &k, afterConflict](kube::ApiResult r) {
@@ -640,6 +642,7 @@ class FleetInstance final : public WorkloadInstance {
     req.patchType = kube::PatchType::kStrategicMerge;
     req.ref = kube::ResourceRef(nodes_).named(nodeName(k.index)).sub("status");
     req.body = std::move(body);
+    req.decode = kube::Decode::kNone;  // the Node it gets back is not read
     req.intendedAt = ctx_.sim.now();
     k.reporting = true;
     k.lastReport = ctx_.sim.now();
@@ -848,6 +851,7 @@ class FleetInstance final : public WorkloadInstance {
     json pod = p_.podTemplate->fill({{"name", podName(k, slot)}, {"namespace", pods_.ns}, {"node", node}});
     pod["metadata"]["labels"].update(ctx_.labels(p_.name));
     auto req = kube::ApiRequest::create(pods_, pod);
+    req.decode = kube::Decode::kMetadata;
     req.intendedAt = ctx_.sim.now();
     auto answered = [this, &k, slot, pod = std::move(pod), done = std::move(done)](kube::ApiResult r) mutable {
       if (!r.ok() && !r.alreadyExists()) {
@@ -907,6 +911,7 @@ class FleetInstance final : public WorkloadInstance {
     req.patchType = kube::PatchType::kStrategicMerge;
     req.ref = pods_.named(podName(k, slot)).sub("status");
     req.body = std::move(body);
+    req.decode = kube::Decode::kNone;
     req.intendedAt = ctx_.sim.now();
     calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.podUpdates : ++c_.podFailed; });
   }
@@ -961,6 +966,7 @@ class FleetInstance final : public WorkloadInstance {
     events_.at(eventBucket_.reserve(ctx_.sim.now()), [this, ns, ev = std::move(ev)] {
       --eventsQueued_;
       auto req = kube::ApiRequest::create(kube::ResourceRef(kube::gvr::kEvents).in(ns), ev);
+      req.decode = kube::Decode::kNone;
       req.intendedAt = ctx_.sim.now();
       ++eventsInFlight_;
       calls_.call(std::move(req), [this](kube::ApiResult r) {

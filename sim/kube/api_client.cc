@@ -46,6 +46,84 @@ std::string_view contentType(PatchType t) {
   return "application/json";
 }
 
+namespace {
+
+// A SAX consumer that keeps metadata's identity fields and stops at metadata's end.
+class MetadataSax {
+ public:
+  using json = nlohmann::json;
+  json out;
+
+  bool null() { return value(); }
+  bool boolean(bool) { return value(); }
+  bool number_integer(json::number_integer_t) { return value(); }
+  bool number_unsigned(json::number_unsigned_t) { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) { return value(); }
+  bool binary(json::binary_t&) { return value(); }
+  bool string(json::string_t& s) {
+    if (depth_ == 2 && inMetadata_ && wanted(key_)) {
+      out["metadata"][key_] = std::move(s);
+      if (++found_ == 4) return false;  // all there is to keep
+    }
+    return value();
+  }
+  bool start_object(std::size_t) {
+    ++depth_;
+    if (depth_ == 2 && pendingMetadata_) {
+      inMetadata_ = true;
+      out["metadata"] = json::object();
+    }
+    pendingMetadata_ = false;
+    return true;
+  }
+  bool end_object() {
+    if (depth_ == 2 && inMetadata_) return false;  // metadata read: stop
+    --depth_;
+    return true;
+  }
+  bool start_array(std::size_t) {
+    ++depth_;
+    pendingMetadata_ = false;
+    return true;
+  }
+  bool end_array() {
+    --depth_;
+    return true;
+  }
+  bool key(json::string_t& k) {
+    if (depth_ == 1) pendingMetadata_ = k == "metadata";
+    if (depth_ == 2 && inMetadata_) key_ = std::move(k);
+    return true;
+  }
+  // Invalid before metadata was read to its end: nothing.
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    out = nullptr;
+    return false;
+  }
+
+ private:
+  static bool wanted(const std::string& k) {
+    return k == "resourceVersion" || k == "uid" || k == "name" || k == "namespace";
+  }
+  bool value() {
+    pendingMetadata_ = false;
+    return true;
+  }
+  int depth_ = 0;
+  bool pendingMetadata_ = false;
+  bool inMetadata_ = false;
+  int found_ = 0;
+  std::string key_;
+};
+
+}  // namespace
+
+nlohmann::json decodeMetadata(std::string_view text) {
+  MetadataSax sax;
+  nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/false);
+  return std::move(sax.out);
+}
+
 std::string ApiResult::describe() const {
   std::string s = what.empty() ? std::string("request") : what;
   if (outcome != TransportOutcome::kOk) {
@@ -221,9 +299,11 @@ ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int atte
   res.attempts = attempts;
   res.latency = latency;
   res.httpVersion = std::move(resp.httpVersion);
-  res.what = describeRef(r);
-  bool success = resp.status >= 200 && resp.status < 300;
-  if (!resp.body.empty() && (!success || options_.decodeSuccessBodies)) {
+  const bool success = resp.outcome == TransportOutcome::kOk && resp.status >= 200 && resp.status < 300;
+  if (!success) res.what = describeRef(r);
+  if (success && !resp.body.empty() && r.decode != Decode::kObject) {
+    if (r.decode == Decode::kMetadata) res.body = decodeMetadata(resp.body);
+  } else if (!resp.body.empty()) {
     res.body = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
     if (res.body.is_discarded()) {
       res.body = nullptr;

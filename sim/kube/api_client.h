@@ -53,7 +53,9 @@ struct ApiResult {
   // retries included: what the calling component experienced.
   engine::Duration latency{0};
   std::string httpVersion;
-  std::string what;  // "PUT leases kube-node-lease/node-1", for messages
+  // "PUT leases kube-node-lease/node-1", for messages: set when the call did not
+  // succeed (a success has nothing to explain, and a hot path should not build it).
+  std::string what;
 
   bool ok() const { return outcome == TransportOutcome::kOk && status >= 200 && status < 300; }
   bool notFound() const { return outcome == TransportOutcome::kOk && status == 404; }
@@ -68,6 +70,11 @@ struct ApiResult {
   std::string describe() const;
 };
 
+// The {"metadata": {name, namespace, uid, resourceVersion}} of a JSON object text,
+// reading no further than the end of its metadata (Decode::kMetadata). Null when the
+// text ends or stops being valid JSON before its top-level metadata object has ended.
+nlohmann::json decodeMetadata(std::string_view text);
+
 struct DeleteOptions {
   std::optional<std::int64_t> gracePeriodSeconds{};
   std::string propagationPolicy{};  // "Foreground", "Background", "Orphan"
@@ -75,6 +82,17 @@ struct DeleteOptions {
   std::string preconditionUid{};
   std::string preconditionResourceVersion{};
   bool dryRun = false;
+};
+
+// How much of a successful answer's body the caller needs. Error bodies are always
+// decoded in full (for the Status reason).
+enum class Decode : std::uint8_t {
+  kObject,    // ApiResult::body is the whole object
+  // ApiResult::body is {"metadata": {...}} with only metadata's name, namespace, uid
+  // and resourceVersion (those present); parsing stops once metadata has been read, so
+  // a Node's status or a Lease's managedFields are never decoded.
+  kMetadata,
+  kNone,  // the body is dropped undecoded: the caller needs the status only
 };
 
 // One API call, before it becomes HTTP. Build with the static helpers; the body may be
@@ -87,6 +105,7 @@ struct ApiRequest {
   PatchType patchType = PatchType::kMerge;
   // The actor's scheduled time, for latency measured without coordinated omission.
   std::optional<engine::TimePoint> intendedAt;
+  Decode decode = Decode::kObject;
 
   static ApiRequest get(const ResourceRef& ref, const std::string& resourceVersion = "");
   static ApiRequest list(const ResourceRef& collection, const ListOptions& options = {});
@@ -107,9 +126,6 @@ struct ApiClientOptions {
   engine::Duration requestTimeout{0};  // per attempt; 0: the transport's default
   // How long one transport poll may block in a synchronous call.
   engine::Duration pollSlice = std::chrono::milliseconds(50);
-  // Decode 2xx bodies into ApiResult::body. Error bodies are always decoded (for the
-  // Status reason); load paths that ignore the returned object can turn this off.
-  bool decodeSuccessBodies = true;
 };
 
 using CallId = std::uint64_t;

@@ -174,14 +174,48 @@ TEST(ApiClientResult, NonJsonBodyIsKeptRaw) {
   EXPECT_EQ(r.raw, "404 page not found");
 }
 
-TEST(ApiClientResult, SuccessBodiesCanBeLeftUndecoded) {
+TEST(ApiClientResult, ACallCanLeaveItsSuccessBodyUndecoded) {
   engine::VirtualClock clock;
   FakeTransport t(clock);
   t.enqueue(200, R"({"a":1})");
   t.enqueue(409, kConflictBody);
-  ApiClient c(t, clock, ApiClientOptions{.decodeSuccessBodies = false});
-  EXPECT_TRUE(c.get(kLease).body.is_null());
-  EXPECT_EQ(c.get(kLease).apiStatus.reason, "Conflict");  // errors are always decoded
+  ApiClient c(t, clock);
+  ApiRequest get = ApiRequest::get(kLease);
+  get.decode = Decode::kNone;
+  ApiResult ok = c.call(get);
+  EXPECT_TRUE(ok.ok());
+  EXPECT_TRUE(ok.body.is_null());
+  EXPECT_TRUE(ok.what.empty());  // nothing to explain
+  ApiResult conflict = c.call(get);
+  EXPECT_EQ(conflict.apiStatus.reason, "Conflict");  // errors are always decoded
+  EXPECT_EQ(conflict.what, "GET leases kube-node-lease/n1");
+}
+
+TEST(ApiClientResult, MetadataDecodingKeepsTheIdentityAndStopsAtMetadatasEnd) {
+  engine::VirtualClock clock;
+  FakeTransport t(clock);
+  // What follows metadata is not even JSON: the decoder never reads that far.
+  t.enqueue(200, R"({"kind":"Lease","metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1",)"
+                 R"("resourceVersion":"42","labels":{"resourceVersion":"no"},"managedFields":[{"manager":"kubelet"}]},)"
+                 R"("spec":{"renewTime": this is never parsed)");
+  ApiClient c(t, clock);
+  ApiRequest put = ApiRequest::update(kLease, {{"spec", {}}});
+  put.decode = Decode::kMetadata;
+  ApiResult r = c.call(put);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.body, nlohmann::json::parse(
+                        R"({"metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1","resourceVersion":"42"}})"));
+}
+
+TEST(DecodeMetadata, OnlyTheTopLevelMetadataCounts) {
+  // A nested "metadata" (a list item's, a template's) is not the object's.
+  EXPECT_EQ(decodeMetadata(R"({"spec":{"template":{"metadata":{"name":"inner"}}},"metadata":{"name":"outer"}})"),
+            nlohmann::json::parse(R"({"metadata":{"name":"outer"}})"));
+  EXPECT_EQ(decodeMetadata(R"({"metadata":{"name":"n","generation":3,"resourceVersion":"7"}})"),
+            nlohmann::json::parse(R"({"metadata":{"name":"n","resourceVersion":"7"}})"));
+  EXPECT_TRUE(decodeMetadata(R"({"kind":"Status"})").is_null());
+  EXPECT_TRUE(decodeMetadata(R"({"metadata":{"name":"cut short)").is_null());
+  EXPECT_TRUE(decodeMetadata("404 page not found").is_null());
 }
 
 // ---- synchronous retries in virtual time -----------------------------------------
