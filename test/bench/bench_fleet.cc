@@ -26,6 +26,8 @@
 //   cpscale_bench_fleet [--max-nodes N] [--start-nodes N] [--step-seconds S]
 //                       [--registration-qps Q] [--time-limit S] [--out FILE.json]
 #include <malloc.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -34,6 +36,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -49,6 +53,9 @@
 #include "sim/common/yaml_reader.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/engine/hdr_histogram.h"
+#include "sim/engine/open_loop_driver.h"
+#include "sim/engine/periodic_timer.h"
+#include "sim/engine/random.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/engine/worker_pool.h"
 #include "sim/kube/api_client.h"
@@ -221,12 +228,21 @@ class Probe final : public kube::Transport {
 };
 
 struct Options {
-  std::int64_t startNodes = 500;
-  std::int64_t maxNodes = 16000;
+  bool sink = false;  // against cpscale_h2_sink instead of the local plane
+  std::int64_t startNodes = 0;  // default: 500 (plane), 12,500 (sink)
+  std::int64_t maxNodes = 0;    // default: 16,000 (plane), 100,000 (sink)
   double stepSeconds = 30;
   double registrationQps = 0;  // 0: the rung's new nodes over one renewal period
   double timeLimitSeconds = 420;
+  double baselineSeconds = 15;  // sink mode: the driver alone at each rung's rate
   std::string out;
+};
+
+// What answers the fleet: its processes (for their CPU) and whether it died.
+struct Server {
+  std::string what;
+  std::vector<pid_t> pids;
+  std::function<std::optional<std::string>()> crashed;
 };
 
 // One rung of the ladder: the fleet grows to `nodes` by a workload of `added` nodes.
@@ -255,11 +271,8 @@ struct Sample {
 // every step is an event, so nothing here runs concurrently with the actors.
 class Ladder {
  public:
-  Ladder(const Options& opt, std::vector<Rung>& rungs, Window& window, const controlplane::LocalPlane& plane,
-         std::string runId)
-      : opt_(opt), rungs_(rungs), w_(window), plane_(plane), runId_(std::move(runId)) {
-    for (const auto& c : plane.record().components) serverPids_.push_back(c.process.pid);
-  }
+  Ladder(const Options& opt, std::vector<Rung>& rungs, Window& window, Server server, std::string runId)
+      : opt_(opt), rungs_(rungs), w_(window), server_(std::move(server)), runId_(std::move(runId)) {}
 
   // On the worker's thread, from the pool's setup.
   void begin(engine::Worker& worker, kube::ApiClient& api) {
@@ -306,7 +319,7 @@ class Ladder {
     s.at = sim().clock().now();
     s.threadCpu = cpuSeconds(RUSAGE_THREAD);
     s.processCpu = cpuSeconds(RUSAGE_SELF);
-    for (pid_t p : serverPids_) s.serverCpu += processCpuSeconds(p);
+    for (pid_t p : server_.pids) s.serverCpu += processCpuSeconds(p);
     s.machineBusy = machineBusySeconds();
     s.rss = rssBytes();
     s.heap = heapBytes();
@@ -476,8 +489,8 @@ class Ladder {
                   onSchedule ? "on schedule" : ("off schedule, limit: " + limit).c_str());
     std::cerr << line;
 
-    if (auto crash = plane_.crashed()) {
-      std::cerr << "fleet: the plane stopped: " << *crash << "\n";
+    if (auto crash = server_.crashed()) {
+      std::cerr << "fleet: the " << server_.what << " stopped: " << *crash << "\n";
       return finish("server");
     }
     if (!onSchedule) return finish(limit);
@@ -489,9 +502,8 @@ class Ladder {
   const Options& opt_;
   std::vector<Rung>& rungs_;
   Window& w_;
-  const controlplane::LocalPlane& plane_;
+  Server server_;
   std::string runId_;
-  std::vector<pid_t> serverPids_;
   engine::Worker* worker_ = nullptr;
   kube::ApiClient* api_ = nullptr;
   std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances_;
@@ -534,6 +546,10 @@ void printTable(const json& j) {
 bool parse(int argc, char** argv, Options& o) {
   for (int i = 1; i < argc; ++i) {
     const std::string k = argv[i];
+    if (k == "--sink") {
+      o.sink = true;
+      continue;
+    }
     if (i + 1 >= argc) {
       std::cerr << "option " << k << " needs a value\n";
       return false;
@@ -545,6 +561,7 @@ bool parse(int argc, char** argv, Options& o) {
       else if (k == "--step-seconds") o.stepSeconds = std::stod(v);
       else if (k == "--registration-qps") o.registrationQps = std::stod(v);
       else if (k == "--time-limit") o.timeLimitSeconds = std::stod(v);
+      else if (k == "--baseline-seconds") o.baselineSeconds = std::stod(v);
       else if (k == "--out") o.out = v;
       else {
         std::cerr << "unknown option " << k << "\n";
@@ -555,13 +572,139 @@ bool parse(int argc, char** argv, Options& o) {
       return false;
     }
   }
+  if (o.startNodes == 0) o.startNodes = o.sink ? 12500 : 500;
+  if (o.maxNodes == 0) o.maxNodes = std::max(o.startNodes, o.sink ? std::int64_t{100000} : std::int64_t{16000});
   if (o.startNodes <= 0 || o.maxNodes < o.startNodes || o.stepSeconds <= 0 || o.registrationQps < 0 ||
-      o.timeLimitSeconds <= 0) {
+      o.timeLimitSeconds <= 0 || o.baselineSeconds <= 0) {
     std::cerr << "need 0 < --start-nodes <= --max-nodes, --step-seconds > 0, --registration-qps >= 0, "
-                 "--time-limit > 0\n";
+                 "--time-limit > 0, --baseline-seconds > 0\n";
     return false;
   }
   return true;
+}
+
+// cpscale_h2_sink (next to this binary) on a loopback port with a throwaway
+// self-signed certificate; stopped when this goes.
+class SinkProcess {
+ public:
+  explicit SinkProcess(const fs::path& dir) {
+    const std::string gen = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+                            "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                            (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
+    if (std::system(gen.c_str()) != 0) throw UnavailableError("openssl could not make the sink's certificate");
+    const fs::path exe = fs::read_symlink("/proc/self/exe").parent_path() / "cpscale_h2_sink";
+    int out[2];
+    if (::pipe(out) != 0) throw UnavailableError("pipe failed");
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], STDOUT_FILENO);
+      ::close(out[0]);
+      ::close(out[1]);
+      const std::string cert = (dir / "cert.pem").string(), key = (dir / "key.pem").string();
+      ::execl(exe.c_str(), exe.c_str(), "--cert", cert.c_str(), "--key", key.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    FILE* f = ::fdopen(out[0], "r");
+    int port = 0;
+    if (std::fscanf(f, "listening on %d", &port) != 1 || port <= 0) {
+      std::fclose(f);
+      throw UnavailableError("cpscale_h2_sink did not start (" + exe.string() + ")");
+    }
+    std::fclose(f);
+    config_.server = "https://127.0.0.1:" + std::to_string(port);
+    std::ifstream ca(dir / "cert.pem");
+    config_.caPem.assign(std::istreambuf_iterator<char>(ca), std::istreambuf_iterator<char>());
+    config_.contextName = "sink";
+  }
+  ~SinkProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  SinkProcess(const SinkProcess&) = delete;
+  SinkProcess& operator=(const SinkProcess&) = delete;
+
+  const kube::RestConfig& config() const { return config_; }
+  pid_t pid() const { return pid_; }
+  std::optional<std::string> crashed() const {
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) return "cpscale_h2_sink exited (status " + std::to_string(status) + ")";
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  kube::RestConfig config_;
+};
+
+// The sink figure: the same paced engine, open-loop driver and CurlTransport as the
+// fleet's, with `nodes` bare timers at the kubelet's cadence each PUTting the same
+// Lease body to its own path, and nothing else: no ApiClient, no workload, no answer
+// read. What the fleet costs above this per renewal is the fleet's own overhead.
+json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes,
+                 double seconds, const std::string& leaseBody) {
+  kube::CurlTransport transport(config, {.maxHostConnections = static_cast<long>(wo.driver.connections),
+                                         .maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection)});
+  engine::WallClock clock;
+  engine::PacedSimulator sim(clock);
+  engine::OpenLoopDriver driver(transport, clock, wo.driver);
+  sim.setIdleHook([&](TimePoint deadline) { driver.poll(deadline - clock.now()); });
+  struct Actor {
+    engine::Simulator* sim;
+    engine::OpenLoopDriver* driver;
+    const std::string* body;
+    std::string path;
+    std::uint64_t* errors;
+    void fire() {
+      kube::HttpRequest req;
+      req.method = "PUT";
+      req.path = path;
+      req.body = *body;
+      req.headers.push_back({"Content-Type", "application/json"});
+      req.statsResource = "leases";
+      req.statsVerb = "PUT";
+      req.intendedAt = sim->now();
+      driver->submit(std::move(req), [e = errors](kube::HttpResponse r) {
+        if (!r.ok() || r.status != 200) ++*e;
+      });
+    }
+  };
+  const Duration period = std::chrono::seconds(kLeaseDurationSeconds) / 4;
+  std::uint64_t errors = 0;
+  std::vector<Actor> actors(static_cast<std::size_t>(nodes));
+  std::vector<std::unique_ptr<engine::PeriodicTimer>> timers;
+  timers.reserve(actors.size());
+  engine::RandomStream rng(7);
+  const TimePoint begin = clock.now() + 200ms;
+  for (std::size_t i = 0; i < actors.size(); ++i) {
+    actors[i] = Actor{&sim, &driver, &leaseBody,
+                      "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/baseline-" + std::to_string(i),
+                      &errors};
+    timers.push_back(std::make_unique<engine::PeriodicTimer>(sim, engine::PeriodicTimer::bind<&Actor::fire>(&actors[i]),
+                                                             period, period * 4 / 100, rng.next()));
+    timers.back()->start(begin + rng.uniformDuration(Duration{0}, period));
+  }
+  // One period to bring every timer into its cadence, then the window.
+  sim.runUntil(begin + period);
+  const std::uint64_t sent0 = driver.stats().sent();
+  const double cpu0 = cpuSeconds(RUSAGE_THREAD);
+  const TimePoint t0 = clock.now();
+  sim.runUntil(t0 + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds)));
+  const double cpu = cpuSeconds(RUSAGE_THREAD) - cpu0;
+  const double secs = std::chrono::duration<double>(clock.now() - t0).count();
+  const double sent = static_cast<double>(driver.stats().sent() - sent0);
+  for (auto& t : timers) t->stop();
+  while (driver.inFlight() > 0) driver.poll(100ms);
+  return {{"nodes", nodes},
+          {"window_seconds", secs},
+          {"requests_per_second", sent / secs},
+          {"errors", errors},
+          {"cpu_cores_used", cpu / secs},
+          {"cpu_us_per_request", sent > 0 ? cpu / sent * 1e6 : 0.0},
+          {"schedule_lag_p99_ms", ms(driver.stats().scheduleLag().quantile(0.99))},
+          {"generator_limit", std::string(engine::toString(driver.limit()))}};
 }
 
 }  // namespace
@@ -572,8 +715,8 @@ int main(int argc, char** argv) {
   installInterruptHandlers();
 
   const unsigned cpus = std::thread::hardware_concurrency();
-  const std::string machine = std::to_string(cpus) + " CPUs (" + cpuModel() +
-                              "), shared by the generator thread, kube-apiserver and etcd";
+  const std::string machine = std::to_string(cpus) + " CPUs (" + cpuModel() + "), shared by the generator thread and " +
+                              (opt.sink ? "the sink" : "kube-apiserver and etcd");
   const std::string runId = "bf-" + std::to_string(::getpid());
 
   // The ladder, each rung a kubelets workload of the nodes it adds.
@@ -602,16 +745,29 @@ int main(int argc, char** argv) {
   json j;
   int code = 0;
   std::unique_ptr<controlplane::LocalPlane> plane;
+  std::unique_ptr<SinkProcess> sink;
   try {
-    controlplane::PlaneOptions po;
-    po.stateDir = stateDir / "plane";
-    po.binDir = controlplane::defaultBinDir();
-    po.name = "bench-fleet";
-    std::cerr << "fleet: starting the local plane from " << po.binDir.string() << "\n";
-    plane = std::make_unique<controlplane::LocalPlane>(po);
-    kube::LoadOptions lo;
-    lo.explicitPath = plane->kubeconfig().string();
-    const kube::RestConfig config = kube::loadKubeconfig(lo);
+    kube::RestConfig config;
+    Server server;
+    if (opt.sink) {
+      sink = std::make_unique<SinkProcess>(stateDir);
+      config = sink->config();
+      server = {"sink", {sink->pid()}, [&sink] { return sink->crashed(); }};
+      std::cerr << "fleet: against cpscale_h2_sink at " << config.server << "\n";
+    } else {
+      controlplane::PlaneOptions po;
+      po.stateDir = stateDir / "plane";
+      po.binDir = controlplane::defaultBinDir();
+      po.name = "bench-fleet";
+      std::cerr << "fleet: starting the local plane from " << po.binDir.string() << "\n";
+      plane = std::make_unique<controlplane::LocalPlane>(po);
+      kube::LoadOptions lo;
+      lo.explicitPath = plane->kubeconfig().string();
+      config = kube::loadKubeconfig(lo);
+      server.what = "plane";
+      for (const auto& c : plane->record().components) server.pids.push_back(c.process.pid);
+      server.crashed = [&plane] { return plane->crashed(); };
+    }
 
     engine::WallClock wall;
     kube::CurlTransport setupTransport(config);
@@ -630,37 +786,43 @@ int main(int argc, char** argv) {
     kube::CurlTransportOptions cto;
     cto.maxHostConnections = static_cast<long>(wo.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection);
-    engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
-      return std::make_unique<Probe>(std::make_unique<kube::CurlTransport>(config, cto), w.simulator().clock(), window,
-                                     Probe::Side::kSend);
-    });
     std::unique_ptr<Probe> submitProbe;
     std::unique_ptr<kube::ApiClient> api;
-    Ladder ladder(opt, rungs, window, *plane, runId);
-    try {
-      pool.run(
-          [&](engine::Worker& w) {
-            submitProbe = std::make_unique<Probe>(*w.driver(), w.simulator().clock(), window, Probe::Side::kSubmit);
-            kube::ApiClientOptions ao;
-            ao.seed = 1;
-            api = std::make_unique<kube::ApiClient>(*submitProbe, w.simulator().clock(), w.simulator(), ao);
-            ladder.begin(w, *api);
-          },
-          engine::TimePoint{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt.timeLimitSeconds)) +
-                            60s});
-    } catch (...) {
-      ladder.destroyInstances();
-      throw;
+    Ladder ladder(opt, rungs, window, server, runId);
+    {
+      engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
+        return std::make_unique<Probe>(std::make_unique<kube::CurlTransport>(config, cto), w.simulator().clock(), window,
+                                       Probe::Side::kSend);
+      });
+      try {
+        pool.run(
+            [&](engine::Worker& w) {
+              submitProbe = std::make_unique<Probe>(*w.driver(), w.simulator().clock(), window, Probe::Side::kSubmit);
+              kube::ApiClientOptions ao;
+              ao.seed = 1;
+              api = std::make_unique<kube::ApiClient>(*submitProbe, w.simulator().clock(), w.simulator(), ao);
+              ladder.begin(w, *api);
+            },
+            engine::TimePoint{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt.timeLimitSeconds)) +
+                              60s});
+      } catch (...) {
+        ladder.destroyInstances();
+        throw;
+      }
+      ladder.stopInstances();
+      ladder.destroyInstances();  // before their ApiClient
+      api.reset();
     }
-    ladder.stopInstances();
-    ladder.destroyInstances();  // before their ApiClient
-    api.reset();
 
-    j["benchmark"] = "kubelet fleet on one generator core against the local plane";
+    j["benchmark"] = std::string("kubelet fleet on one generator core against ") +
+                     (opt.sink ? "cpscale_h2_sink (TLS HTTP/2, answers as kube-apiserver would, at line rate)"
+                               : "the local plane");
     j["machine"] = machine;
     j["cpus"] = cpus;
-    j["kubernetes_version"] = plane->record().kubernetesVersion;
-    j["etcd_version"] = plane->record().etcdVersion;
+    if (plane) {
+      j["kubernetes_version"] = plane->record().kubernetesVersion;
+      j["etcd_version"] = plane->record().etcdVersion;
+    }
     j["criterion"] = "renewal schedule lag p99 < 100 ms and <= 1% of renewal ticks skipped or failed";
     j["lag"] = "open-loop driver schedule lag of PUT leases: sent to the connection minus the renewal's scheduled time "
                "(engine lag plus in-flight queueing); submit_lag is the engine's part alone";
@@ -685,12 +847,41 @@ int main(int argc, char** argv) {
         break;
       }
     }
+    if (sink && ladder.boundBy() != "interrupted") {
+      // Side by side, same sink, same run: the driver alone at each measured rung's rate.
+      // The Lease body is what the sink answers a kubelet's Lease creation with.
+      kube::HttpRequest create;
+      create.method = "POST";
+      create.path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+      create.headers.push_back({"Content-Type", "application/json"});
+      create.body = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"baseline",)"
+                    R"("namespace":"kube-node-lease","labels":{"cpscale.io/run":")" + runId +
+                    R"(","cpscale.io/workload":"r0"},"ownerReferences":[{"apiVersion":"v1","kind":"Node",)"
+                    R"("name":"baseline","uid":"00000000-0000-4000-8000-000000000000"}]},"spec":{"holderIdentity":)"
+                    R"("baseline","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}})";
+      const std::string leaseBody = kube::roundTrip(setupTransport, create).body;
+      json baseline = json::array();
+      for (auto& step : j["steps"]) {
+        if (interrupted()) break;
+        const auto nodes = step["nodes"].get<std::int64_t>();
+        std::cerr << "fleet: the driver alone at " << nodes << " nodes' cadence\n";
+        json b = driverAlone(config, wo, nodes, opt.baselineSeconds, leaseBody);
+        const double above = step["cpu_us_per_request"].get<double>() - b["cpu_us_per_request"].get<double>();
+        step["sink_driver_alone"] = b;
+        step["cpu_us_per_request_above_driver_alone"] = above;
+        baseline.push_back(b);
+      }
+      j["lease_body_bytes"] = leaseBody.size();
+      j["driver_alone"] = "the same paced engine, open-loop driver and CurlTransport, with one bare timer per node "
+                          "PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers unread";
+    }
     if (ladder.boundBy() == "interrupted") code = 130;
   } catch (const std::exception& e) {
     std::cerr << "cpscale_bench_fleet: " << e.what() << "\n";
     j["error"] = e.what();
     code = 3;
   }
+  sink.reset();
   if (plane) plane->stop();
   plane.reset();
   std::error_code ec;
