@@ -23,10 +23,11 @@ CPSCALE_CACHE ?= $(HOME)/.cache/cpscale
 export CPSCALE_CACHE
 
 # Debian packages: toolchain, libraries found by find_package/pkg-config, and the
-# HTTP/2 tools the driver benchmark compares against.
+# HTTP/2 tools the driver benchmark compares against (and libnghttp2 for the fleet
+# benchmark's sink).
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev \
+  libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev \
   nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev
 
 CPSCALE := $(BUILD_DIR)/cpscale
@@ -93,6 +94,8 @@ bench: build control-plane
 	  case $$n in \
 	    cpscale_bench_engine) GLIBC_TUNABLES=glibc.malloc.hugetlb=1 $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
 	    cpscale_bench_simulate) $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
+	    cpscale_bench_fleet) $$b --out $$out && \
+	      echo "== $$n --sink -> $(BUILD_DIR)/bench/fleet-sink.json" && $$b --sink --out $(BUILD_DIR)/bench/fleet-sink.json ;; \
 	    *) $$b --out $$out ;; \
 	  esac; \
 	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"
