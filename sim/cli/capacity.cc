@@ -102,15 +102,12 @@ int capacity(const Args& args) {
   if (profiles.empty()) profiles.emplace_back();
 
   std::optional<kube::RestConfig> cluster;
-  if (r.count("kubeconfig") || r.count("context")) {
+  if (namesCluster(r)) {
     if (profiles.size() > 1)
-      throw ConfigError("command line", "--profile", "several profiles need the local plane; drop --kubeconfig/--context");
+      throw ConfigError("command line", "--profile", std::string("several profiles need the local plane; drop ") + kClusterOptions);
     cluster = loadTarget(r);
-    if (!isLoopbackServer(cluster->server) && !assumeYes(r)) {
-      std::cerr << "cpscale capacity: this would send load to " << cluster->server << " (context "
-                << cluster->contextName << ") until it stops holding.\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
+    if (!confirmedTarget(r, *cluster, "cpscale capacity", "send growing load, until it stops holding, to"))
       return static_cast<int>(ExitCode::kBadInput);
-    }
   }
   const std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
   checkRunId(runId);

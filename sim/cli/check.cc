@@ -7,6 +7,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/target_check.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/curl_transport.h"
@@ -14,7 +15,20 @@
 
 namespace cpscale::cli {
 
+bool namesCluster(const cxxopts::ParseResult& r) {
+  return r.count("kubeconfig") || r.count("context") || r.count("in-cluster");
+}
+
 kube::RestConfig loadTarget(const cxxopts::ParseResult& r) {
+  if (r.count("in-cluster")) {
+    if (r.count("kubeconfig") || r.count("context"))
+      throw ConfigError("command line", "--in-cluster",
+                        "names the pod's own cluster and credentials: drop --kubeconfig/--context");
+    kube::InClusterOptions io;
+    if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST")) io.serviceHost = host;
+    if (const char* port = std::getenv("KUBERNETES_SERVICE_PORT")) io.servicePort = port;
+    return kube::loadInCluster(io);
+  }
   kube::LoadOptions lo;
   if (r.count("kubeconfig")) lo.explicitPath = r["kubeconfig"].as<std::string>();
   if (r.count("context")) lo.context = r["context"].as<std::string>();
@@ -26,7 +40,16 @@ kube::RestConfig loadTarget(const cxxopts::ParseResult& r) {
 void addTargetOptions(cxxopts::Options& opts) {
   opts.add_options()("kubeconfig", "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
                      cxxopts::value<std::string>())("context", "kubeconfig context (default: current-context)",
-                                                    cxxopts::value<std::string>());
+                                                    cxxopts::value<std::string>())(
+      "in-cluster", "inside a pod: the cluster it runs in, with its service account's token");
+}
+
+bool confirmedTarget(const cxxopts::ParseResult& r, const kube::RestConfig& config, const std::string& command,
+                     const std::string& doWhat) {
+  if (isLoopbackServer(config.server) || assumeYes(r)) return true;
+  std::cerr << command << ": this would " << doWhat << " " << config.server << " (context " << config.contextName
+            << ").\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
+  return false;
 }
 
 ServerReached reachServer(kube::Transport& transport, const kube::RestConfig& config) {

@@ -169,8 +169,8 @@ int classify(const Args& args) {
 
   // Everything that can be wrong with the input is checked before anything is contacted.
   const bool live = !r.count("result");
-  if (!live && (r.count("kubeconfig") || r.count("context")))
-    throw ConfigError("command line", "RESULT.json", "give a result or --kubeconfig/--context, not both");
+  if (!live && namesCluster(r))
+    throw ConfigError("command line", "RESULT.json", std::string("give a result or ") + kClusterOptions + ", not both");
   auto window = parseDuration(r["window"].as<std::string>());
   if (!window || window->count() <= 0)
     throw ConfigError("command line", "--window", "expected a positive duration such as 30s or 1m");

@@ -16,9 +16,15 @@ namespace cpscale::cli {
 // nullopt: the command then exits 0. `opts` must declare "h,help".
 std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args& args);
 
-// --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config).
+// --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config),
+// or --in-cluster: the pod's service account (kube::loadInCluster), exclusive with both.
 void addTargetOptions(cxxopts::Options& opts);
 kube::RestConfig loadTarget(const cxxopts::ParseResult& r);
+// True when the command line names a cluster (any of the three options): commands that
+// otherwise start or read something local go to that cluster instead.
+bool namesCluster(const cxxopts::ParseResult& r);
+// How messages name those options.
+inline constexpr const char* kClusterOptions = "--kubeconfig/--context/--in-cluster";
 
 // A fresh run id ("r" + 7 hex digits): it prefixes every name a run creates.
 std::string newRunId();
@@ -26,6 +32,11 @@ std::string newRunId();
 void checkRunId(const std::string& id);
 // --yes or CPSCALE_ASSUME_YES=1: the user confirmed a non-loopback target.
 bool assumeYes(const cxxopts::ParseResult& r);
+// True when `config`'s server is loopback or the user confirmed it; otherwise says on
+// stderr what `command` would `doWhat` ("send load to", "delete objects on") and how to
+// confirm, and returns false: the command then exits 2, having contacted nothing.
+bool confirmedTarget(const cxxopts::ParseResult& r, const kube::RestConfig& config, const std::string& command,
+                     const std::string& doWhat);
 // GET /version through `transport` (bound to `config`): the server's gitVersion
 // ("unknown" when the body does not say) and the HTTP version spoken. Throws
 // UnavailableError when the server cannot be reached or refuses the credentials.

@@ -70,23 +70,19 @@ int run(const Args& args) {
   if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
 
   std::optional<kube::RestConfig> cluster;
-  if (r.count("kubeconfig") || r.count("context")) {
+  if (namesCluster(r)) {
     if (profiles.size() > 1)
-      throw ConfigError("command line", "--profile", "two profiles need the local plane; drop --kubeconfig/--context");
+      throw ConfigError("command line", "--profile", std::string("two profiles need the local plane; drop ") + kClusterOptions);
     cluster = loadTarget(r);
-    if (!isLoopbackServer(cluster->server) && !assumeYes(r)) {
-      std::cerr << "cpscale run: this would send load to " << cluster->server << " (context " << cluster->contextName
-                << ").\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
-      return static_cast<int>(ExitCode::kBadInput);
-    }
+    if (!confirmedTarget(r, *cluster, "cpscale run", "send load to")) return static_cast<int>(ExitCode::kBadInput);
   }
   ShardSpec shard;
   if (r.count("shard")) {
     shard = parseShard(r["shard"].as<std::string>());
     if (shard.sharded() && !cluster)
       throw ConfigError("command line", "--shard",
-                        "the shards of a run share one cluster: give each the same --kubeconfig (for a local plane, "
-                        "`cpscale up` prints it)");
+                        "the shards of a run share one cluster: give each the same --kubeconfig or --in-cluster (for a "
+                        "local plane, `cpscale up` prints it)");
     if (shard.sharded() && !r.count("run-id"))
       throw ConfigError("command line", "--shard", "the shards of a run meet by run id: give each the same --run-id");
   }
@@ -270,11 +266,7 @@ int cleanup(const Args& args) {
     throw ConfigError("command line", "--timeout", "expected a positive duration such as 90s or 5m");
   co.timeout = *timeout;
   kube::RestConfig config = loadTarget(r);
-  if (!isLoopbackServer(config.server) && !assumeYes(r)) {
-    std::cerr << "cpscale cleanup: this would delete objects on " << config.server
-              << ". Re-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
-    return static_cast<int>(ExitCode::kBadInput);
-  }
+  if (!confirmedTarget(r, config, "cpscale cleanup", "delete objects on")) return static_cast<int>(ExitCode::kBadInput);
   engine::WallClock wall;
   kube::CurlTransport transport(config);
   kube::ApiClient api(transport, wall);

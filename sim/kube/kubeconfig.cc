@@ -329,6 +329,49 @@ RestConfig loadKubeconfig(const LoadOptions& options) {
   return rc;
 }
 
+RestConfig loadInCluster(const InClusterOptions& options) {
+  // client-go refuses the same way: without both variables this is not a pod (or one
+  // whose environment was replaced).
+  for (const auto& [name, value] : {std::pair{"KUBERNETES_SERVICE_HOST", &options.serviceHost},
+                                    std::pair{"KUBERNETES_SERVICE_PORT", &options.servicePort}}) {
+    if (!*value || (*value)->empty())
+      throw ConfigError("environment", name, "not set: --in-cluster needs the variables the kubelet gives every pod");
+  }
+  const std::string& host = *options.serviceHost;
+  const std::string& port = *options.servicePort;
+  if (host.find_first_of("/[]@ \t") != std::string::npos)
+    throw ConfigError("environment", "KUBERNETES_SERVICE_HOST", "expected a host name or address, got '" + host + "'");
+  bool numeric = !port.empty() && port.size() <= 5;
+  for (char c : port) numeric = numeric && c >= '0' && c <= '9';
+  if (!numeric || std::stoul(port) < 1 || std::stoul(port) > 65535)
+    throw ConfigError("environment", "KUBERNETES_SERVICE_PORT", "expected a port number from 1 to 65535, got '" + port + "'");
+
+  const fs::path dir(options.dir);
+  // What the service account volume holds. A required file missing means no token
+  // was mounted (automountServiceAccountToken: false) or the wrong directory.
+  auto read = [&](const char* name, bool required) -> std::string {
+    const std::string path = (dir / name).string();
+    std::error_code ec;
+    if (!fs::exists(path, ec)) {
+      if (!required) return {};
+      throw ConfigError(path, name,
+                        "missing: the pod has no service account credentials here (automountServiceAccountToken: false?)");
+    }
+    std::string text = readFileOrThrow(path, path, name, "service account file");
+    if (required && trimRight(text).empty()) throw ConfigError(path, name, "is empty");
+    return text;
+  };
+  RestConfig rc;
+  // An IPv6 address in brackets, as net.JoinHostPort writes it.
+  rc.server = "https://" + (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + port;
+  rc.bearerToken = Secret(trimRight(read("token", true)));
+  rc.caPem = read("ca.crt", true);
+  rc.defaultNamespace = trimRight(read("namespace", false));
+  rc.contextName = "in-cluster";
+  rc.sourceFile = dir.string();
+  return rc;
+}
+
 std::string describe(const RestConfig& c) {
   std::string auth = "anonymous";
   if (!c.clientKeyPem.empty() && !c.bearerToken.empty()) {

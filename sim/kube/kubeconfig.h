@@ -57,4 +57,25 @@ RestConfig loadKubeconfig(const LoadOptions& options);
 // The files loadKubeconfig would read, in precedence order (for messages and tests).
 std::vector<std::string> kubeconfigFiles(const LoadOptions& options);
 
+// Inside a pod: the API server the kubelet names in the environment and the pod's
+// service account credentials, as client-go's rest.InClusterConfig finds them. The
+// environment is passed in, as for loadKubeconfig.
+inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+struct InClusterOptions {
+  // The values of $KUBERNETES_SERVICE_HOST and $KUBERNETES_SERVICE_PORT.
+  std::optional<std::string> serviceHost{};
+  std::optional<std::string> servicePort{};
+  // Holds `token`, `ca.crt` and `namespace` (the service account volume).
+  std::string dir = kServiceAccountDir;
+};
+
+// https://host:port (an IPv6 host in brackets) with the token as bearer token, the
+// directory's ca.crt as the only trusted CA and its namespace as the default
+// namespace; contextName "in-cluster", sourceFile the directory. Throws ConfigError
+// naming the variable or file for an unset or malformed variable, or a missing or empty
+// token or CA (automountServiceAccountToken: false leaves them out). The token is read
+// once: a run outlasting a bound token's lifetime relies on the server's extended
+// expiry (the default for pod tokens). Messages never contain the token.
+RestConfig loadInCluster(const InClusterOptions& options);
+
 }  // namespace cpscale::kube

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -25,7 +26,10 @@ struct Outcome {
 };
 
 // Runs the binary with `args`. With closedStdout, its stdout is a pipe nobody reads.
-Outcome cpscale(const std::vector<std::string>& args, bool closedStdout = false) {
+// `env` is set in its environment, which otherwise is not a pod's (even when the test
+// runs in one).
+Outcome cpscale(const std::vector<std::string>& args, bool closedStdout = false,
+                const std::map<std::string, std::string>& env = {}) {
   int out[2];
   if (::pipe(out) != 0) return {};
   int dead[2];
@@ -38,6 +42,9 @@ Outcome cpscale(const std::vector<std::string>& args, bool closedStdout = false)
     ::close(out[0]);
     if (closedStdout) ::close(dead[0]);
     ::setenv("CPSCALE_ASSUME_YES", "0", 1);
+    ::unsetenv("KUBERNETES_SERVICE_HOST");
+    ::unsetenv("KUBERNETES_SERVICE_PORT");
+    for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> argv{const_cast<char*>(CPSCALE_BINARY)};
     for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
@@ -185,6 +192,37 @@ TEST_F(ExitCodesTest, ShardsNeedOneClusterAndOneRunId) {
     EXPECT_NE(o.output.find("command line: field '--shard'"), std::string::npos) << o.output;
     EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
   }
+}
+
+// --in-cluster is the pod's own cluster: exclusive with a kubeconfig, refused outside a
+// pod naming what is missing, and a cluster for everything that needs one (--shard).
+TEST_F(ExitCodesTest, InClusterIsExclusiveAndNamesWhatIsMissing) {
+  const std::string k = kubeconfig("https://127.0.0.1:1");
+  Outcome o = cpscale(run({scenario(""), "--in-cluster", "--kubeconfig", k}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("command line: field '--in-cluster'"), std::string::npos) << o.output;
+  o = cpscale({"check", "--in-cluster", "--context", "x"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("field '--in-cluster'"), std::string::npos) << o.output;
+
+  o = cpscale(run({scenario(""), "--in-cluster", "--shard", "1/2", "--run-id", "r1"}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_EQ(o.output.find("share one cluster"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("environment: field 'KUBERNETES_SERVICE_HOST': not set"), std::string::npos) << o.output;
+  // In a pod's environment without its token (automountServiceAccountToken: false, or
+  // not a pod at all): the file is named.
+  const std::map<std::string, std::string> pod{{"KUBERNETES_SERVICE_HOST", "10.96.0.1"},
+                                               {"KUBERNETES_SERVICE_PORT", "443"}};
+  if (!fs::exists("/var/run/secrets/kubernetes.io/serviceaccount/token")) {
+    o = cpscale({"check", "--in-cluster"}, false, pod);
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find("/var/run/secrets/kubernetes.io/serviceaccount/token: field 'token': missing"),
+              std::string::npos)
+        << o.output;
+  }
+  o = cpscale({"check", "--in-cluster"}, false, {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "https"}});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("field 'KUBERNETES_SERVICE_PORT'"), std::string::npos) << o.output;
 }
 
 TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {

@@ -382,6 +382,79 @@ TEST(Kubeconfig, CredentialsNeverPrinted) {
   EXPECT_THAT(msg, Not(HasSubstr("KEYBYTES")));
 }
 
+// A pod's service account volume, as the kubelet mounts it.
+InClusterOptions inCluster(const TempDir& dir, std::string host = "10.96.0.1", std::string port = "443") {
+  dir.write("sa/token", std::string(kToken) + "\n");
+  dir.write("sa/ca.crt", kCa);
+  dir.write("sa/namespace", "load-test");
+  return {.serviceHost = std::move(host), .servicePort = std::move(port), .dir = (dir.path() / "sa").string()};
+}
+
+TEST(InCluster, ReadsTheServiceEnvironmentAndTheServiceAccountVolume) {
+  TempDir dir;
+  RestConfig rc = loadInCluster(inCluster(dir));
+  EXPECT_EQ(rc.server, "https://10.96.0.1:443");
+  EXPECT_EQ(rc.bearerToken.reveal(), kToken);  // the file's trailing newline is not part of it
+  EXPECT_EQ(rc.caPem, kCa);
+  EXPECT_EQ(rc.defaultNamespace, "load-test");
+  EXPECT_EQ(rc.contextName, "in-cluster");
+  EXPECT_EQ(rc.sourceFile, (dir.path() / "sa").string());
+  EXPECT_FALSE(rc.insecureSkipTlsVerify);
+  std::ostringstream os;
+  os << rc << " " << rc.bearerToken;
+  EXPECT_THAT(os.str(), Not(HasSubstr(kToken)));
+  EXPECT_THAT(os.str(), HasSubstr("bearer token, custom CA"));
+
+  // An IPv6 service address goes in brackets; the namespace file is optional.
+  InClusterOptions v6 = inCluster(dir, "fd00:10:96::1", "6443");
+  std::filesystem::remove(dir.path() / "sa/namespace");
+  rc = loadInCluster(v6);
+  EXPECT_EQ(rc.server, "https://[fd00:10:96::1]:6443");
+  EXPECT_EQ(rc.defaultNamespace, "");
+  EXPECT_EQ(loadInCluster(inCluster(dir, "kubernetes.default.svc")).server, "https://kubernetes.default.svc:443");
+}
+
+TEST(InCluster, NamesTheVariableOrFileThatIsMissingOrMalformed) {
+  TempDir dir;
+  InClusterOptions o = inCluster(dir);
+  auto fails = [&](InClusterOptions opt, const std::string& where, const std::string& field) {
+    try {
+      loadInCluster(opt);
+      ADD_FAILURE() << "accepted; expected an error at " << where << " field " << field;
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+      EXPECT_EQ(e.field(), field) << e.what();
+      EXPECT_THAT(e.what(), Not(HasSubstr(kToken)));
+    }
+  };
+  InClusterOptions noHost = o;
+  noHost.serviceHost.reset();
+  fails(noHost, "environment", "KUBERNETES_SERVICE_HOST");
+  InClusterOptions noPort = o;
+  noPort.servicePort = "";
+  fails(noPort, "environment", "KUBERNETES_SERVICE_PORT");
+  for (const char* port : {"0", "65536", "https", "44 3", "-1", "123456"}) {
+    InClusterOptions bad = o;
+    bad.servicePort = port;
+    fails(bad, "environment", "KUBERNETES_SERVICE_PORT");
+  }
+  for (const char* host : {"[::1]", "a/b", "user@host", "a b"}) {
+    InClusterOptions bad = o;
+    bad.serviceHost = host;
+    fails(bad, "environment", "KUBERNETES_SERVICE_HOST");
+  }
+  const std::string sa = (dir.path() / "sa").string();
+  dir.write("sa/token", "\n");
+  fails(o, sa + "/token", "token");
+  std::filesystem::remove(dir.path() / "sa/token");
+  fails(o, sa + "/token", "token");
+  o = inCluster(dir);
+  std::filesystem::remove(dir.path() / "sa/ca.crt");
+  fails(o, sa + "/ca.crt", "ca.crt");
+  o.dir = (dir.path() / "nowhere").string();
+  fails(o, o.dir + "/token", "token");
+}
+
 TEST(Base64, RoundTripsAndRejectsGarbage) {
   for (std::string s : {"", "a", "ab", "abc", "abcd", "\x01\xff\x80 binary"}) {
     auto d = base64Decode(base64Encode(s));
