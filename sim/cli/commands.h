@@ -19,6 +19,7 @@ int run(const Args& args);
 int report(const Args& args);
 int compare(const Args& args);
 int merge(const Args& args);
+int collect(const Args& args);
 int cleanup(const Args& args);
 int capacity(const Args& args);
 int classify(const Args& args);

@@ -25,6 +25,7 @@ const std::map<std::string, Command>& commands() {
       {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"merge", {cpscale::cli::merge, "one result from a sharded run's shards' results"}},
+      {"collect", {cpscale::cli::collect, "fetch the results a sharded run's shards published in the cluster, and merge them"}},
       {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"simulate", {cpscale::cli::simulate, "a scenario in virtual time against the calibrated control-plane model"}},
@@ -43,7 +44,8 @@ void usage(std::ostream& os) {
         "Usage: cpscale <command> [options]     (cpscale <command> --help for its options)\n\n"
         "Commands:\n";
   for (const auto& [name, cmd] : commands()) os << "  " << name << std::string(10 - name.size(), ' ') << cmd.summary << "\n";
-  os << "\nExit codes: 0 ok, 1 a gate failed, 2 bad input or usage, 3 target unavailable or run aborted\n";
+  os << "\nExit codes: 0 ok, 1 a gate failed, 2 bad input or usage, 3 target unavailable or run aborted, 4 a shard's\n"
+        "result was not published (run --publish-result)\n";
 }
 
 }  // namespace

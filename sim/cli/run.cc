@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <sstream>
 
 #include "reports/capacity.h"
 #include "reports/capacity_report.h"
@@ -17,6 +18,7 @@
 #include "sim/cli/metrics_endpoint.h"
 #include "sim/cli/options.h"
 #include "sim/cli/runner.h"
+#include "sim/cli/shard_results.h"
 #include "sim/cli/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
@@ -29,6 +31,51 @@
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
+namespace {
+
+// --publish-result: the shard's result.json, already written, stored in the cluster
+// too. Returns the run's exit code, or 4 when a completed run's result could not be
+// stored (a run that failed keeps its 3).
+int publishResult(const kube::RestConfig& cluster, const fs::path& resultFile, const std::string& runId,
+                  const ShardSpec& shard, int exitCode) {
+  std::ifstream in(resultFile, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  PublishOutcome p;
+  if (!in) {
+    p.detail = "cannot read " + resultFile.string();
+  } else {
+    engine::WallClock wall;
+    kube::CurlTransport transport(cluster);
+    kube::ApiClient api(transport, wall);
+    p = publishShardResult(api, runId, shard.index, text.str());
+  }
+  if (p.ok) {
+    std::cerr << "cpscale run: result published for `cpscale collect --run-id " << runId << "` (ConfigMap"
+              << (p.names.size() > 1 ? "s " : " ") << kMeetingNamespace << "/" << p.names.front()
+              << (p.names.size() > 1 ? " to -" + std::to_string(p.names.size() - 1) : "") << ")\n";
+    return exitCode;
+  }
+  std::cerr << "cpscale run: shard " << shard.index << "'s result is in " << resultFile.string()
+            << " but could not be published for `cpscale collect`: " << p.detail << "\n";
+  return exitCode == static_cast<int>(ExitCode::kUnavailable) ? exitCode : static_cast<int>(ExitCode::kNotPublished);
+}
+
+// What `cpscale merge` and `cpscale collect` share: the shards' results as one, written
+// to `out` with its reports, the summary printed. Returns the gates' exit code.
+int mergeResults(const std::vector<std::string>& paths, const fs::path& out) {
+  std::vector<reports::RunResult> shards;
+  for (const auto& p : paths) shards.push_back(reports::readResult(p));
+  reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
+  reports::writeRunOutputs(merged, out);
+  std::string summary = reports::renderSummary(merged);
+  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+  std::cout << summary << "\nReport: " << (out / "report.html").string() << "\nResult: " << (out / "result.json").string()
+            << "\n";
+  return merged.exitCode;
+}
+
+}  // namespace
 
 int run(const Args& args) {
   cxxopts::Options opts("cpscale run", "Run a scenario against the local plane (default) or a cluster.");
@@ -45,6 +92,8 @@ int run(const Args& args) {
       "shard", "drive shard I of N of every population (I from 0); every shard runs with the same --run-id "
                "and --kubeconfig, shard 0 sets up, scrapes and cleans up",
       cxxopts::value<std::string>())(
+      "publish-result", "a shard: store its result.json in the cluster too, for `cpscale collect` (exit 4 if it "
+                        "cannot)")(
       "metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
       cxxopts::value<std::string>())(
       "bin-dir", "pinned kube-apiserver/etcd directory (default $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
@@ -86,6 +135,10 @@ int run(const Args& args) {
     if (shard.sharded() && !r.count("run-id"))
       throw ConfigError("command line", "--shard", "the shards of a run meet by run id: give each the same --run-id");
   }
+  const bool publish = r.count("publish-result") > 0;
+  if (publish && !shard.sharded())
+    throw ConfigError("command line", "--publish-result",
+                      "publishes a shard's result for `cpscale collect`: give --shard I/N (N >= 2)");
   std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
   checkRunId(runId);
   fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
@@ -121,7 +174,9 @@ int run(const Args& args) {
     std::cout << summary << "\n";
     std::cout << "Report: " << (ro.outDir / "report.html").string() << "\nResult: " << (ro.outDir / "result.json").string()
               << "\n";
-    worst = std::max(worst, res.exitCode);
+    int code = res.exitCode;
+    if (publish) code = publishResult(*cluster, ro.outDir / "result.json", runId, shard, code);
+    worst = std::max(worst, code);
     results.push_back(std::move(res));
     if (interrupted()) break;
   }
@@ -209,18 +264,88 @@ int merge(const Args& args) {
   const cxxopts::ParseResult& r = *parsed;
   if (!r.count("results")) throw ConfigError("command line", "RESULT.json", "every shard's result file is required");
   const auto paths = r["results"].as<std::vector<std::string>>();
-  std::vector<reports::RunResult> shards;
-  for (const auto& p : paths) shards.push_back(reports::readResult(p));
-  reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
   const fs::path first = fs::path(paths.front()).parent_path();
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>())
                                       : (first.has_parent_path() ? first.parent_path() : fs::path(".")) / "merged";
-  reports::writeRunOutputs(merged, out);
-  std::string summary = reports::renderSummary(merged);
-  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
-  std::cout << summary << "\nReport: " << (out / "report.html").string() << "\nResult: " << (out / "result.json").string()
-            << "\n";
-  return merged.exitCode;
+  return mergeResults(paths, out);
+}
+
+int collect(const Args& args) {
+  cxxopts::Options opts("cpscale collect",
+                        "Collect the results a sharded run's shards published (cpscale run --publish-result, e.g. the "
+                        "pods of `cpscale job`) and merge them.");
+  addTargetOptions(opts);
+  opts.add_options()("run-id", "the run's id", cxxopts::value<std::string>())(
+      "shards", "how many shards the run had (default: as its results say)", cxxopts::value<std::size_t>())(
+      "out", "output directory: shard-<i>/result.json and merged/ (default runs/<run-id>)", cxxopts::value<std::string>())(
+      "timeout", "wait this long for every shard's result (e.g. 30m)", cxxopts::value<std::string>()->default_value("10m"))(
+      "keep", "leave the result ConfigMaps in the cluster")(
+      "yes", "confirm deleting the result ConfigMaps on a non-loopback server (or CPSCALE_ASSUME_YES=1)")(
+      "h,help", "show this help");
+  auto parsed = parseArgs(opts, args);
+  if (!parsed) return 0;
+  const cxxopts::ParseResult& r = *parsed;
+  if (!r.count("run-id")) throw ConfigError("command line", "--run-id", "the run id is required");
+  const std::string runId = r["run-id"].as<std::string>();
+  checkRunId(runId);
+  std::optional<std::size_t> shards;
+  if (r.count("shards")) {
+    shards = r["shards"].as<std::size_t>();
+    if (*shards < 1 || *shards > 1024) throw ConfigError("command line", "--shards", "must be 1 to 1024");
+  }
+  auto timeout = parseDuration(r["timeout"].as<std::string>());
+  if (!timeout || timeout->count() < 0)
+    throw ConfigError("command line", "--timeout", "expected a duration such as 90s or 30m");
+  const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
+  const bool keep = r.count("keep") > 0;
+  kube::RestConfig config = loadTarget(r);
+  if (!keep && !confirmedTarget(r, config, "cpscale collect", "read and then delete run " + runId + "'s results on"))
+    return static_cast<int>(ExitCode::kBadInput);
+
+  installInterruptHandlers();
+  engine::WallClock wall;
+  kube::CurlTransport transport(config);
+  kube::ApiClient api(transport, wall);
+  reachServer(transport, config);
+  std::size_t lastSeen = SIZE_MAX;
+  CollectedResults c = awaitShardResults(
+      api, wall, runId, shards, *timeout, std::chrono::seconds(2), [] { return interrupted(); },
+      [&](const CollectedResults& now) {
+        if (now.results.size() == lastSeen) return;
+        lastSeen = now.results.size();
+        std::cerr << "cpscale collect: " << now.results.size() << " of "
+                  << (now.shards ? std::to_string(*now.shards) : std::string("?")) << " shards' results so far\n";
+      });
+  for (const auto& p : c.problems) std::cerr << "cpscale collect: " << p << "\n";
+  if (!c.complete()) {
+    std::string which;
+    for (std::size_t i : c.missing) which += (which.empty() ? "" : ", ") + std::to_string(i);
+    throw UnavailableError(
+        !c.shards ? "no shard of run " + runId + " published a result (ConfigMaps labelled " + kResultOfLabel + "=" +
+                        runId + " in " + kMeetingNamespace + ") within " + formatDuration(*timeout)
+                  : "shard" + std::string(c.missing.size() == 1 ? " " : "s ") + which + " of " +
+                        std::to_string(*c.shards) + " published no result within " + formatDuration(*timeout) +
+                        " (ConfigMap " + kMeetingNamespace + "/" + shardResultName(runId, c.missing.front()) +
+                        "...); their logs say why");
+  }
+  std::vector<std::string> paths;
+  for (std::size_t i = 0; i < *c.shards; ++i) {
+    const fs::path dir = out / ("shard-" + std::to_string(i));
+    fs::create_directories(dir);
+    std::ofstream(dir / "result.json", std::ios::binary) << c.results.at(i);
+    paths.push_back((dir / "result.json").string());
+  }
+  std::cerr << "cpscale collect: " << *c.shards << " results in " << out.string() << "\n";
+  int code = mergeResults(paths, out / "merged");
+  if (keep) return code;
+  const auto errors = deleteShardResults(api, runId);
+  for (const auto& e : errors) std::cerr << "cpscale collect: deleting the results: " << e << "\n";
+  if (!errors.empty()) {
+    std::cerr << "cpscale collect: some of run " << runId << "'s result ConfigMaps are left (kubectl delete configmaps -n "
+              << kMeetingNamespace << " -l " << kResultOfLabel << "=" << runId << ")\n";
+    return static_cast<int>(ExitCode::kUnavailable);
+  }
+  return code;
 }
 
 int compare(const Args& args) {

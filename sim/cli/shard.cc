@@ -13,7 +13,7 @@ namespace {
 
 using nlohmann::json;
 
-const kube::ResourceRef kMeetings = kube::ResourceRef(kube::gvr::kConfigMaps).in("default");
+const kube::ResourceRef kMeetings = kube::ResourceRef(kube::gvr::kConfigMaps).in(kMeetingNamespace);
 
 std::optional<std::size_t> number(std::string_view s) {
   std::size_t v = 0;

@@ -33,8 +33,10 @@ struct ShardSpec {
 // "I/N" with 0 <= I < N <= 1024. Throws ConfigError("command line", "--shard", ...).
 ShardSpec parseShard(const std::string& text);
 
-// The ConfigMap a sharded run's processes meet on.
+// The ConfigMap a sharded run's processes meet on, and its namespace (where their
+// results are published too, see shard_results.h).
 std::string shardMeetingName(const std::string& runId);
+inline constexpr const char* kMeetingNamespace = "default";
 
 class ShardMeeting {
  public:

@@ -14,6 +14,9 @@ enum class ExitCode : int {
   kGateFailed = 1,
   kBadInput = 2,
   kUnavailable = 3,  // target unreachable, a child failed, or the run was aborted
+  // cpscale run --publish-result: the result is written locally but could not be stored
+  // in the cluster for `cpscale collect`.
+  kNotPublished = 4,
 };
 
 // Bad input: names where (file and line when known) and which field is wrong.

@@ -600,7 +600,9 @@ gates:
 
 // Three shards of one node-bound run, as three processes against one plane (`cpscale
 // up`), and the same run in one process: shard 0 sets up, scrapes and cleans up, each
-// shard drives a third of the fleet, and the servers see the same write rate.
+// shard drives a third of the fleet, and the servers see the same write rate. Each
+// publishes its result in the cluster, and `cpscale collect` merges them as `cpscale
+// merge` does the files.
 TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   const fs::path state = makeTempDir("run-shards-plane");
   ASSERT_EQ(runCommand(cpscale("up --state-dir " + state.string() + " --name shards-it")).exitCode, 0);
@@ -612,7 +614,8 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   std::vector<controlplane::ProcessIdentity> procs;
   for (std::size_t i = 0; i < kShards; ++i) {
     std::vector<std::string> argv{CPSCALE_BINARY, "run", scenario, "--out", (out / std::to_string(i)).string(),
-                                  "--run-id", "itshards", "--shard", std::to_string(i) + "/" + std::to_string(kShards)};
+                                  "--run-id", "itshards", "--shard", std::to_string(i) + "/" + std::to_string(kShards),
+                                  "--publish-result"};
     argv.insert(argv.end(), common.begin(), common.end());
     procs.push_back(controlplane::spawn({argv, out / ("shard-" + std::to_string(i) + ".log"), false}));
   }
@@ -657,6 +660,11 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
     EXPECT_TRUE(skipped) << shards[i]["workloads"].dump();
   }
   EXPECT_EQ(leftovers(state / "kubeconfig", "itshards"), "");
+  // The results outlived the run's cleanup, for collect.
+  const std::string results =
+      "kubectl --kubeconfig " + kubeconfig + " get configmaps -n default -o name -l cpscale.io/result-of=itshards";
+  EXPECT_EQ(runCommand(results).output,
+            "configmap/cpscale-itshards-result-0\nconfigmap/cpscale-itshards-result-1\nconfigmap/cpscale-itshards-result-2\n");
 
   // One result from the three: the renewals of all three shards, the servers' figures
   // from shard 0, the gates judged on the whole.
@@ -674,6 +682,14 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   EXPECT_EQ((*mergedWrites)["value"], (*sharded)["value"]);
   EXPECT_EQ(merged["gates"].size(), 3u);
   EXPECT_TRUE(fs::exists(out / "merged" / "report.html"));
+  // The same from the cluster, which it leaves without them.
+  auto collect = runCommand(cpscale("collect --run-id itshards --shards 3 --timeout 1m --out " +
+                                    (out / "collected").string() + " --kubeconfig " + kubeconfig));
+  EXPECT_EQ(collect.exitCode, merge.exitCode) << collect.output;
+  json collected = readJson(out / "collected" / "merged" / "result.json");
+  EXPECT_EQ(collected["figures"], merged["figures"]);
+  EXPECT_EQ(collected["gates"], merged["gates"]);
+  EXPECT_EQ(runCommand(results).output, "");
 
   // The same run in one process.
   auto single = runCommand(cpscale("run " + scenario + " --out " + (out / "single").string() +

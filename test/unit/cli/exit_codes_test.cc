@@ -225,6 +225,32 @@ TEST_F(ExitCodesTest, InClusterIsExclusiveAndNamesWhatIsMissing) {
   EXPECT_NE(o.output.find("field 'KUBERNETES_SERVICE_PORT'"), std::string::npos) << o.output;
 }
 
+// Publishing a result is a shard's; collect needs the run id and, to delete what it
+// collected on a server that only looks local, --yes.
+TEST_F(ExitCodesTest, PublishAndCollectRefuseBadInput) {
+  const std::string k = kubeconfig("https://127.0.0.1:1");
+  Outcome o = cpscale(run({scenario(""), "--publish-result", "--kubeconfig", k}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("command line: field '--publish-result'"), std::string::npos) << o.output;
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"collect", "--kubeconfig", k}, "field '--run-id'"},
+      {{"collect", "--run-id", "Bad!", "--kubeconfig", k}, "field '--run-id'"},
+      {{"collect", "--run-id", "r1", "--shards", "0", "--kubeconfig", k}, "field '--shards'"},
+      {{"collect", "--run-id", "r1", "--timeout", "soon", "--kubeconfig", k}, "field '--timeout'"},
+      {{"collect", "--run-id", "r1", "--kubeconfig", kubeconfig("https://127.evil.example:6443")}, "Re-run with --yes"},
+  };
+  for (const auto& [args, says] : cases) {
+    SCOPED_TRACE(says);
+    o = cpscale(args);
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
+  }
+  // Reading only (--keep) needs no confirmation; an unreachable cluster is exit 3.
+  o = cpscale({"collect", "--run-id", "r1", "--keep", "--kubeconfig", kubeconfig("https://127.evil.example:1")});
+  EXPECT_EQ(o.exitCode, 3) << o.output;
+}
+
 TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {
   Outcome o = cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
   EXPECT_EQ(o.exitCode, 2) << o.output;

@@ -10,46 +10,10 @@
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/fake_transport.h"
-#include "test/unit/workloads/harness.h"
+#include "test/unit/cli/configmap_server.h"
 
 namespace cpscale::cli::testing {
 namespace {
-
-using nlohmann::json;
-
-// POST, GET, merge PATCH and DELETE of ConfigMaps, as kube-apiserver answers them.
-struct ConfigMapServer {
-  std::map<std::string, json> objects;
-
-  kube::HttpResponse answer(const kube::HttpRequest& r) {
-    std::string path = r.path.substr(0, r.path.find('?'));
-    const std::string collection = "/api/v1/namespaces/default/configmaps";
-    if (r.method == "POST" && path == collection) {
-      json obj = json::parse(r.body);
-      const std::string name = obj["metadata"]["name"];
-      if (objects.count(name)) return status(409, "AlreadyExists");
-      objects[name] = obj;
-      return reply(201, obj);
-    }
-    const std::string name = path.substr(collection.size() + 1);
-    auto it = objects.find(name);
-    if (it == objects.end()) return status(404, "NotFound");
-    if (r.method == "GET") return reply(200, it->second);
-    if (r.method == "PATCH") {
-      it->second.merge_patch(json::parse(r.body));
-      return reply(200, it->second);
-    }
-    if (r.method == "DELETE") {
-      objects.erase(it);
-      return reply(200, {{"kind", "Status"}, {"status", "Success"}});
-    }
-    return status(405, "MethodNotAllowed");
-  }
-  static kube::HttpResponse reply(int code, const json& body) { return workloads::testing::jsonResponse(code, body); }
-  static kube::HttpResponse status(int code, const std::string& reason) {
-    return workloads::testing::statusResponse(code, reason);
-  }
-};
 
 // One shard's process: its own client on the shared server.
 struct Shard {
