@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -29,13 +30,26 @@ class PhaseLog {
     bool ended() const { return open == 0; }
   };
 
+  // Runs once each time the setup phase completes (the last pending instance reports),
+  // outside the lock. The default gives the heap's free pages back to the system:
+  // setup (registration bodies, creation answers) frees far more than the steady load
+  // ever allocates again, and glibc keeps what it freed, so without it the generator's
+  // resident memory per node would be the setup's, not the load's.
+  using SetupCompleteHook = std::function<void()>;
+  static void releaseFreeMemory();
+
   // `instances`: how many reports of setupDone() complete the setup phase.
-  explicit PhaseLog(std::size_t instances = 0) : pending_(instances) {}
+  explicit PhaseLog(std::size_t instances = 0, SetupCompleteHook onSetupComplete = releaseFreeMemory)
+      : pending_(instances), onSetupComplete_(std::move(onSetupComplete)) {}
 
   // Once per instance, when its setup is over.
   void setupDone() {
-    std::lock_guard lock(mu_);
-    if (pending_ > 0) --pending_;
+    bool completed = false;
+    {
+      std::lock_guard lock(mu_);
+      if (pending_ > 0) completed = --pending_ == 0;
+    }
+    if (completed && onSetupComplete_) onSetupComplete_();
   }
   // `instances` more reports complete setup again (a capacity step's growth starts).
   void expect(std::size_t instances) {
@@ -80,6 +94,7 @@ class PhaseLog {
 
   mutable std::mutex mu_;
   std::size_t pending_;
+  SetupCompleteHook onSetupComplete_;
   std::vector<Span> spans_;
 };
 

@@ -1,5 +1,7 @@
 #include "workloads/workload.h"
 
+#include <malloc.h>
+
 #include <cmath>
 #include <sstream>
 
@@ -11,6 +13,8 @@
 #include "workloads/params.h"
 
 namespace cpscale::workloads {
+
+void PhaseLog::releaseFreeMemory() { ::malloc_trim(0); }
 
 WorkloadPtr makeWorkload(const YamlField& spec) {
   if (!spec.isMap()) throw spec.error("expected a workload entry (a map with 'kind')");

@@ -62,6 +62,7 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
 #include "workloads/kubelet_fleet.h"
+#include "workloads/phases.h"
 #include "workloads/workload.h"
 
 namespace fs = std::filesystem;
@@ -351,6 +352,10 @@ class Ladder {
     regStart_ = sim().clock().now();
     std::cerr << "fleet: " << r.nodes << " nodes: registering " << r.added << " at " << r.registrationQps << "/s\n";
     workloads::WorkloadContext ctx{sim(), *api_, runId_, 1, worker_};
+    // As the runner does: the rung's setup completing gives the setup's freed memory
+    // back (PhaseLog's default hook), so RSS is the fleet's, not the registration's.
+    phases_.expect(1);
+    ctx.phases = &phases_;
     // Timestamps written into objects (renewTime) are Unix time.
     ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
                              std::chrono::system_clock::now().time_since_epoch())
@@ -506,6 +511,7 @@ class Ladder {
   std::string runId_;
   engine::Worker* worker_ = nullptr;
   kube::ApiClient* api_ = nullptr;
+  workloads::PhaseLog phases_;
   std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances_;
   std::vector<json> steps_;
   std::size_t k_ = 0;

@@ -257,6 +257,20 @@ TEST(Dormant, CreationRespectsQpsAndBurst) {
 // A virtual TimePoint in milliseconds, for exact comparisons.
 engine::TimePoint ms(std::int64_t v) { return engine::TimePoint{std::chrono::milliseconds(v)}; }
 
+TEST(PhaseLog, TheSetupCompleteHookRunsEachTimeTheLastPendingInstanceReports) {
+  int runs = 0;
+  PhaseLog log(2, [&] { ++runs; });
+  log.setupDone();
+  EXPECT_EQ(runs, 0);
+  log.setupDone();
+  EXPECT_EQ(runs, 1);
+  log.setupDone();  // nothing was pending: not a completion
+  EXPECT_EQ(runs, 1);
+  log.expect(1);  // a capacity step's growth
+  log.setupDone();
+  EXPECT_EQ(runs, 2);
+}
+
 std::optional<PhaseLog::Span> spanNamed(const PhaseLog& log, const std::string& name) {
   for (const auto& s : log.spans()) {
     if (s.name == name) return s;
