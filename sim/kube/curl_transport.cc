@@ -48,12 +48,13 @@ struct FreeLists {
   void* head[kClasses] = {};
   std::size_t count[kClasses] = {};
   ~FreeLists() {
-    for (void*& h : head) {
-      while (h) {
-        void* next = *static_cast<void**>(h);
-        std::free(h);
-        h = next;
+    for (std::size_t c = 0; c < kClasses; ++c) {
+      while (head[c]) {
+        void* next = *static_cast<void**>(head[c]);
+        std::free(head[c]);
+        head[c] = next;
       }
+      count[c] = kMaxFree;  // a block released after this goes back to malloc
     }
   }
 };
