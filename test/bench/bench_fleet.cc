@@ -645,21 +645,28 @@ class SinkProcess {
   kube::RestConfig config_;
 };
 
-// The sink figure: the same paced engine, open-loop driver and CurlTransport as the
-// fleet's, with `nodes` bare timers at the kubelet's cadence each PUTting the same
-// Lease body to its own path, and nothing else: no ApiClient, no workload, no answer
-// read. What the fleet costs above this per renewal is the fleet's own overhead.
+// The sink figure: the same paced engine, open-loop driver, CurlTransport and probes
+// as the fleet's, with `nodes` bare timers at the kubelet's cadence each PUTting the
+// same Lease body to its own path, and nothing else: no ApiClient, no workload, no
+// answer read. What the fleet costs above this per renewal is the fleet's own overhead.
 json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes,
                  double seconds, const std::string& leaseBody) {
-  kube::CurlTransport transport(config, {.maxHostConnections = static_cast<long>(wo.driver.connections),
-                                         .maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection)});
   engine::WallClock clock;
   engine::PacedSimulator sim(clock);
-  engine::OpenLoopDriver driver(transport, clock, wo.driver);
+  // The same probes on both sides of the driver as the fleet's, so that what they cost
+  // is on both sides of the comparison.
+  Window window;
+  Probe send(std::make_unique<kube::CurlTransport>(
+                 config, kube::CurlTransportOptions{
+                             .maxHostConnections = static_cast<long>(wo.driver.connections),
+                             .maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection)}),
+             clock, window, Probe::Side::kSend);
+  engine::OpenLoopDriver driver(send, clock, wo.driver);
+  Probe submit(driver, clock, window, Probe::Side::kSubmit);
   sim.setIdleHook([&](TimePoint deadline) { driver.poll(deadline - clock.now()); });
   struct Actor {
     engine::Simulator* sim;
-    engine::OpenLoopDriver* driver;
+    kube::Transport* out;
     const std::string* body;
     std::string path;
     std::uint64_t* errors;
@@ -672,7 +679,7 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
       req.statsResource = "leases";
       req.statsVerb = "PUT";
       req.intendedAt = sim->now();
-      driver->submit(std::move(req), [e = errors](kube::HttpResponse r) {
+      out->submit(std::move(req), [e = errors](kube::HttpResponse r) {
         if (!r.ok() || r.status != 200) ++*e;
       });
     }
@@ -685,7 +692,7 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
   engine::RandomStream rng(7);
   const TimePoint begin = clock.now() + 200ms;
   for (std::size_t i = 0; i < actors.size(); ++i) {
-    actors[i] = Actor{&sim, &driver, &leaseBody,
+    actors[i] = Actor{&sim, &submit, &leaseBody,
                       "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/baseline-" + std::to_string(i),
                       &errors};
     timers.push_back(std::make_unique<engine::PeriodicTimer>(sim, engine::PeriodicTimer::bind<&Actor::fire>(&actors[i]),
@@ -694,13 +701,14 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
   }
   // One period to bring every timer into its cadence, then the window.
   sim.runUntil(begin + period);
-  const std::uint64_t sent0 = driver.stats().sent();
+  window.open();
   const double cpu0 = cpuSeconds(RUSAGE_THREAD);
   const TimePoint t0 = clock.now();
   sim.runUntil(t0 + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(seconds)));
   const double cpu = cpuSeconds(RUSAGE_THREAD) - cpu0;
   const double secs = std::chrono::duration<double>(clock.now() - t0).count();
-  const double sent = static_cast<double>(driver.stats().sent() - sent0);
+  window.on = false;
+  const double sent = static_cast<double>(window.requests);
   for (auto& t : timers) t->stop();
   while (driver.inFlight() > 0) driver.poll(100ms);
   return {{"nodes", nodes},
@@ -709,7 +717,7 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
           {"errors", errors},
           {"cpu_cores_used", cpu / secs},
           {"cpu_us_per_request", sent > 0 ? cpu / sent * 1e6 : 0.0},
-          {"schedule_lag_p99_ms", ms(driver.stats().scheduleLag().quantile(0.99))},
+          {"schedule_lag_p99_ms", ms(window.scheduleLag.quantile(0.99))},
           {"generator_limit", std::string(engine::toString(driver.limit()))}};
 }
 
@@ -732,7 +740,10 @@ int main(int argc, char** argv) {
     Rung r;
     r.nodes = n;
     r.added = n - prev;
-    r.registrationQps = opt.registrationQps > 0 ? opt.registrationQps : std::max(10.0, static_cast<double>(r.added) / period);
+    // At most 2,500/s: the rung's registrations share the generator with the renewals
+    // of every node already there (at 100,000 nodes a 5,000/s ramp outran both).
+    r.registrationQps = opt.registrationQps > 0 ? opt.registrationQps
+                                                : std::clamp(static_cast<double>(r.added) / period, 10.0, 2500.0);
     const double burst = std::max(1.0, std::ceil(r.registrationQps / 10));
     std::ostringstream yaml;
     yaml << "kind: kubelets\nname: r" << rungs.size() << "\ncount: " << r.added << "\nregistrationQps: "
@@ -878,8 +889,9 @@ int main(int argc, char** argv) {
         baseline.push_back(b);
       }
       j["lease_body_bytes"] = leaseBody.size();
-      j["driver_alone"] = "the same paced engine, open-loop driver and CurlTransport, with one bare timer per node "
-                          "PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers unread";
+      j["driver_alone"] = "the same paced engine, open-loop driver, CurlTransport and probes, with one bare timer per "
+                          "node PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers "
+                          "unread";
     }
     if (ladder.boundBy() == "interrupted") code = 130;
   } catch (const std::exception& e) {

@@ -2,10 +2,12 @@
 // at line rate, without a control plane behind it: for measuring the generator past
 // what the machine's own plane can serve (cpscale_bench_fleet --sink).
 //
-//   PUT            200, the body sent with its metadata.resourceVersion advanced: a Lease
-//                  renewal gets the realistic Lease back (the kubelet PUTs the object the
-//                  server last returned, managedFields and all)
-//   POST           201, the body with a uid and a resourceVersion added to its metadata
+//   PUT            200, the body sent, re-serialised in the API types' field order with a
+//                  new resourceVersion: a Lease renewal gets the realistic Lease back
+//                  (the kubelet PUTs the object the server last returned, managedFields
+//                  and all)
+//   POST           201, the same with a uid, creationTimestamp and managedFields added
+//                  (a Lease); anything else gets a uid and a resourceVersion spliced in
 //   PATCH          200, a small object of the path's kind with a new resourceVersion
 //   DELETE         200, a Status Success
 //   GET ?watch=    200 and the stream held open, no events (a quiet cluster)
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
@@ -63,36 +66,44 @@ struct Conn {
   }
 };
 
-// Replaces the value of the first "resourceVersion":"..." in a JSON text with `rv`.
-bool setResourceVersion(std::string& body, std::uint64_t rv) {
-  static constexpr std::string_view key = R"("resourceVersion":")";
-  const std::size_t at = body.find(key);
-  if (at == std::string::npos) return false;
-  const std::size_t from = at + key.size();
-  const std::size_t to = body.find('"', from);
-  if (to == std::string::npos) return false;
-  body.replace(from, to - from, std::to_string(rv));
-  return true;
-}
+using Object = nlohmann::ordered_json;
 
-// Adds the fields a server sets on creation right after "metadata":{.
-void addCreatedFields(std::string& body, std::uint64_t rv) {
-  static constexpr std::string_view key = R"("metadata":{)";
-  const std::size_t at = body.find(key);
-  if (at == std::string::npos) return;
-  char uid[64];
-  std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
-  // What kube-apiserver adds: identity, version, creation time and the creating
-  // manager's managedFields entry (the kubelet's, for a Lease), so that the object the
-  // client caches and sends back is as large as a real one.
-  std::string fields = R"("uid":")" + std::string(uid) + R"(","resourceVersion":")" + std::to_string(rv) +
-                       R"(","creationTimestamp":"2026-01-01T00:00:00Z","managedFields":[{"manager":"kubelet",)"
-                       R"("operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-01-01T00:00:00Z",)"
-                       R"("fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},)"
-                       R"("k:{\"uid\":\"00000000-0000-4000-8000-000000000000\"}":{}}},"f:spec":{"f:holderIdentity":{},)"
-                       R"("f:leaseDurationSeconds":{},"f:renewTime":{}}}}])";
-  const bool empty = at + key.size() < body.size() && body[at + key.size()] == '}';
-  body.insert(at + key.size(), empty ? fields : fields + ",");
+// The object as kube-apiserver writes it back: fields in the order of the Go types
+// (kind, apiVersion, metadata with name, namespace, uid, resourceVersion and
+// creationTimestamp first, then spec, status), with a new resourceVersion. On creation
+// also what the server adds: a uid, the creation time and the creating manager's
+// managedFields entry (the kubelet's, for a Lease), so that what the client caches and
+// sends back is as large and as ordered as a real object. Empty if not a JSON object.
+std::string asServerWrites(const std::string& body, std::uint64_t rv, bool created) {
+  Object in = Object::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!in.is_object()) return {};
+  Object meta = in.contains("metadata") && in["metadata"].is_object() ? in["metadata"] : Object::object();
+  if (created) {
+    char uid[64];
+    std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
+    meta["uid"] = uid;
+    meta["creationTimestamp"] = "2026-01-01T00:00:00Z";
+    meta["managedFields"] = Object::parse(
+        R"([{"manager":"kubelet","operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-01-01T00:00:00Z",)"
+        R"("fieldsType":"FieldsV1","fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},)"
+        R"("k:{\"uid\":\"00000000-0000-4000-8000-000000000000\"}":{}}},"f:spec":{"f:holderIdentity":{},)"
+        R"("f:leaseDurationSeconds":{},"f:renewTime":{}}}}])");
+  }
+  meta["resourceVersion"] = std::to_string(rv);
+  Object m = Object::object();
+  for (const char* k : {"name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
+                        "labels", "annotations", "ownerReferences", "finalizers", "managedFields"}) {
+    if (auto it = meta.find(k); it != meta.end()) m[k] = *it;
+  }
+  for (auto& [k, v] : meta.items())
+    if (!m.contains(k)) m[k] = v;
+  Object out = Object::object();
+  for (const char* k : {"kind", "apiVersion"})
+    if (auto it = in.find(k); it != in.end()) out[k] = *it;
+  out["metadata"] = std::move(m);
+  for (auto& [k, v] : in.items())
+    if (!out.contains(k)) out[k] = v;
+  return out.dump();
 }
 
 std::string lastSegment(const std::string& path, std::size_t skipFromEnd) {
@@ -104,13 +115,26 @@ std::string lastSegment(const std::string& path, std::size_t skipFromEnd) {
 void answer(Stream& s) {
   const std::uint64_t rv = ++revision;
   const bool query = s.path.find('?') != std::string::npos;
-  if (s.method == "PUT") {
-    s.response = std::move(s.body);
-    if (!setResourceVersion(s.response, rv)) s.response = R"({"kind":"Status","status":"Success"})";
-  } else if (s.method == "POST") {
-    s.status = 201;
-    s.response = std::move(s.body);
-    addCreatedFields(s.response, rv);
+  if (s.method == "PUT" || s.method == "POST") {
+    s.status = s.method == "POST" ? 201 : 200;
+    if (s.path.find("/leases") != std::string::npos) {
+      s.response = asServerWrites(s.body, rv, s.method == "POST");
+    } else {
+      // Anything else (a 12 KB Node) only needs a uid and a resourceVersion: spliced
+      // in, so that registering nodes by the thousand costs the sink little.
+      s.response = std::move(s.body);
+      const std::size_t at = s.response.find(R"("metadata":{)");
+      if (at != std::string::npos) {
+        char uid[64];
+        std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
+        s.response.insert(at + 12, R"("uid":")" + std::string(uid) + R"(","resourceVersion":")" + std::to_string(rv) +
+                                       (s.response[at + 12] == '}' ? "\"" : "\","));
+      }
+    }
+    if (s.response.empty()) {
+      s.status = 400;
+      s.response = R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"BadRequest","code":400})";
+    }
   } else if (s.method == "PATCH") {
     // .../nodes/<name>/status: the object's name is one segment up.
     const bool sub = s.path.size() > 7 && s.path.compare(s.path.size() - 7, 7, "/status") == 0;
