@@ -27,6 +27,8 @@ kube::RestConfig loadTarget(const cxxopts::ParseResult& r) {
     kube::InClusterOptions io;
     if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST")) io.serviceHost = host;
     if (const char* port = std::getenv("KUBERNETES_SERVICE_PORT")) io.servicePort = port;
+    // Elsewhere than the kubelet mounts it: a pod's identity borrowed outside a pod.
+    if (const char* dir = std::getenv("CPSCALE_SERVICE_ACCOUNT_DIR"); dir && *dir) io.dir = dir;
     return kube::loadInCluster(io);
   }
   kube::LoadOptions lo;

@@ -20,6 +20,7 @@ int report(const Args& args);
 int compare(const Args& args);
 int merge(const Args& args);
 int collect(const Args& args);
+int job(const Args& args);
 int cleanup(const Args& args);
 int capacity(const Args& args);
 int classify(const Args& args);

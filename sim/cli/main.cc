@@ -25,6 +25,7 @@ const std::map<std::string, Command>& commands() {
       {"report", {cpscale::cli::report, "render summary.md, report.html and junit.xml from a result.json"}},
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"merge", {cpscale::cli::merge, "one result from a sharded run's shards' results"}},
+      {"job", {cpscale::cli::job, "a sharded run as a Kubernetes Indexed Job: print its manifests, or apply them"}},
       {"collect", {cpscale::cli::collect, "fetch the results a sharded run's shards published in the cluster, and merge them"}},
       {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},

@@ -17,7 +17,8 @@ namespace cpscale::cli {
 std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args& args);
 
 // --kubeconfig and --context, resolved as kubectl does ($KUBECONFIG, ~/.kube/config),
-// or --in-cluster: the pod's service account (kube::loadInCluster), exclusive with both.
+// or --in-cluster: the pod's service account (kube::loadInCluster; its directory
+// $CPSCALE_SERVICE_ACCOUNT_DIR when set), exclusive with both.
 void addTargetOptions(cxxopts::Options& opts);
 kube::RestConfig loadTarget(const cxxopts::ParseResult& r);
 // True when the command line names a cluster (any of the three options): commands that

@@ -225,6 +225,51 @@ TEST_F(ExitCodesTest, InClusterIsExclusiveAndNamesWhatIsMissing) {
   EXPECT_NE(o.output.find("field 'KUBERNETES_SERVICE_PORT'"), std::string::npos) << o.output;
 }
 
+// cpscale job checks the scenario, the overrides and its options with the parser
+// `cpscale run` uses before it prints or sends anything; printing contacts nothing.
+TEST_F(ExitCodesTest, JobRefusesBadInputBeforePrintingAnything) {
+  const std::string faulty = write("faulty.yaml", "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
+                                                  "workloads:\n  - kind: kubelets\n    count: 1\nfaults:\n"
+                                                  "  - {kill: kube-apiserver-0, at: 1s}\n");
+  const std::string s = scenario("");
+  Outcome o = cpscale({"job", s, "--shards", "3", "--run-id", "rj1"});
+  ASSERT_EQ(o.exitCode, 0) << o.output;
+  EXPECT_EQ(o.output.rfind("---\napiVersion: v1\nkind: ConfigMap\n", 0), 0u) << o.output;
+  EXPECT_NE(o.output.find("completionMode: Indexed"), std::string::npos) << o.output;
+  // It ends with the collect step.
+  EXPECT_EQ(o.output.substr(o.output.rfind("\n#", o.output.size() - 2) + 1),
+            "#   cpscale collect --run-id rj1 --shards 3 --timeout 22m\n");
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"job", s, "--shards", "0"}, "command line: field '--shards'"},
+      {{"job", s, "--shards", "1"}, "command line: field '--shards'"},
+      {{"job", s, "--shards", "1025"}, "command line: field '--shards'"},
+      {{"job", s}, "command line: field '--shards'"},
+      {{"job", s, "--shards", "2", "--set", "duration=soon"}, "field 'duration'"},
+      {{"job", s, "--shards", "2", "--set", "workloads[0].count=-1"}, "count"},
+      {{"job", faulty, "--shards", "2"}, faulty + ":9: field 'faults[0]'"},
+      {{"job", s, "--shards", "2", "--namespace", "Not_A_Namespace"}, "command line: field '--namespace'"},
+      {{"job", s, "--shards", "2", "--run-id", "UPPER"}, "command line: field '--run-id'"},
+      {{"job", s, "--shards", "2", "--image", ""}, "command line: field '--image'"},
+      {{"job", s, "--shards", "2", "--dry-run"}, "command line: field '--dry-run'"},
+      {{"job", (dir / "absent.yaml").string(), "--shards", "2"}, "absent.yaml"},
+  };
+  for (const auto& [args, says] : cases) {
+    SCOPED_TRACE(args.back());
+    o = cpscale(args);
+    EXPECT_EQ(o.exitCode, 2) << o.output;
+    EXPECT_NE(o.output.find(says), std::string::npos) << o.output;
+    EXPECT_EQ(o.output.find("apiVersion"), std::string::npos) << "printed before refusing: " << o.output;
+  }
+  // Creating it on a server that only looks local needs --yes; nothing is sent first.
+  o = cpscale({"job", s, "--shards", "2", "--apply", "--kubeconfig", kubeconfig("https://127.evil.example:6443")});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("Re-run with --yes"), std::string::npos) << o.output;
+  // An unreachable cluster is exit 3.
+  o = cpscale({"job", s, "--shards", "2", "--apply", "--dry-run", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
+  EXPECT_EQ(o.exitCode, 3) << o.output;
+}
+
 // Publishing a result is a shard's; collect needs the run id and, to delete what it
 // collected on a server that only looks local, --yes.
 TEST_F(ExitCodesTest, PublishAndCollectRefuseBadInput) {
