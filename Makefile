@@ -7,6 +7,7 @@
 #   make test           unit and integration tests (CTest), on the real plane
 #   make bench          benchmarks, JSON into build/bench/
 #   make up / down      start / stop a local plane and leave it running
+#   make image          the container image `cpscale job` runs (needs docker)
 #   make clean          remove build/
 #
 # Fuzzing and sanitizers (test/fuzz/README.md), each in a build dir of its own:
@@ -35,7 +36,7 @@ UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 # The directory of the pinned binaries; build.sh prints it (building first if needed).
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
-.PHONY: all build deps debian-deps control-plane run test unit-test integration-test bench up down clean \
+.PHONY: all build deps debian-deps control-plane run test unit-test integration-test bench up down clean image \
   fuzz sanitize tsan
 
 all: build
@@ -108,6 +109,15 @@ down:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# The image the pods of `cpscale job` run (sim/image/Dockerfile, the repository as
+# context), tagged with the checkout and with the version `cpscale job` names by default.
+# BuildKit (docker buildx) reads sim/image/Dockerfile.dockerignore; the legacy builder
+# would send every build tree with the context.
+CPSCALE_VERSION := $(shell grep -o 'cpscale VERSION [0-9.]*' CMakeLists.txt | cut -d' ' -f3)
+IMAGE ?= cpscale:$(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+image:
+	DOCKER_BUILDKIT=1 docker build -f sim/image/Dockerfile -t $(IMAGE) -t cpscale:$(CPSCALE_VERSION) .
 
 # ---- Fuzzing and sanitizers ----------------------------------------------------------
 # Each has its own build dir, so the normal g++ build above is never reconfigured.
