@@ -3,6 +3,7 @@
 // validate them without creating anything (--apply --dry-run); then says how to
 // collect the shards' results.
 #include <algorithm>
+#include <cctype>
 #include <cxxopts.hpp>
 #include <filesystem>
 #include <fstream>

@@ -1,6 +1,7 @@
 #include "sim/cli/job_manifest.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>

@@ -1,6 +1,7 @@
 #include "sim/kube/rbac.h"
 
 #include <algorithm>
+#include <cctype>
 #include <optional>
 
 namespace cpscale::kube {
