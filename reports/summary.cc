@@ -388,6 +388,12 @@ std::string modelLine(const RunResult& r) {
   return s;
 }
 
+std::string renderTerminalSummary(const RunResult& r) {
+  std::string summary = renderSummary(r);
+  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+  return summary;
+}
+
 std::string renderSummary(const RunResult& r) {
   std::ostringstream out;
   const std::size_t W = kSummaryColumns;

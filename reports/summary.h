@@ -17,6 +17,9 @@ inline constexpr std::size_t kSummaryColumns = 100;
 // the controllers (when scraped), the setup figures, the gates, generator health and
 // then every figure of the run, grouped by name, each with its window.
 std::string renderSummary(const RunResult& r);
+// What a terminal gets at the end of a run: the summary up to (not including) All
+// figures, which stay in summary.md.
+std::string renderTerminalSummary(const RunResult& r);
 
 // A simulated run's calibration (machine, date, file), its worst measured error
 // against live runs, and the sampling weight; empty for a live run.

@@ -68,8 +68,7 @@ int mergeResults(const std::vector<std::string>& paths, const fs::path& out) {
   for (const auto& p : paths) shards.push_back(reports::readResult(p));
   reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
   reports::writeRunOutputs(merged, out);
-  std::string summary = reports::renderSummary(merged);
-  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+  const std::string summary = reports::renderTerminalSummary(merged);
   std::cout << summary << "\nReport: " << (out / "report.html").string() << "\nResult: " << (out / "result.json").string()
             << "\n";
   return merged.exitCode;
@@ -169,8 +168,7 @@ int run(const Args& args) {
     ro.shard = shard;
     reports::RunResult res = executeRun(sc, ro);
     // The terminal gets the headline, gates and generator health; summary.md has all.
-    std::string summary = reports::renderSummary(res);
-    if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+    const std::string summary = reports::renderTerminalSummary(res);
     std::cout << summary << "\n";
     std::cout << "Report: " << (ro.outDir / "report.html").string() << "\nResult: " << (ro.outDir / "result.json").string()
               << "\n";

@@ -89,8 +89,7 @@ int simulate(const Args& args) {
   }
   reports::RunResult res = simulateScenario(r["scenario"].as<std::string>(), overrides, so);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::string summary = reports::renderSummary(res);
-  if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
+  const std::string summary = reports::renderTerminalSummary(res);
   std::cout << summary << "\n";
   std::cout << "Simulated in " << reports::formatGrouped(wall) << " s of wall time.\n";
   std::cout << "Report: " << (so.run.outDir / "report.html").string()

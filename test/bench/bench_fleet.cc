@@ -23,8 +23,14 @@
 // All of it shares the machine's cores: the generator's figures are its own thread's
 // CPU time, the server's are the apiserver's and etcd's, both reported per window.
 //
-//   cpscale_bench_fleet [--max-nodes N] [--start-nodes N] [--step-seconds S]
-//                       [--registration-qps Q] [--time-limit S] [--out FILE.json]
+// --sink: cpscale_h2_sink (next to this binary) answers instead of the plane, so the
+// ladder goes past what the machine's plane can serve (12,500 to 100,000 nodes by
+// default); then, against the same sink, the driver alone at each rung's size (see
+// driverAlone): the fleet's CPU per request above it is the fleet's own cost.
+//
+//   cpscale_bench_fleet [--sink] [--max-nodes N] [--start-nodes N] [--step-seconds S]
+//                       [--registration-qps Q] [--time-limit S] [--baseline-seconds S]
+//                       [--out FILE.json]
 #include <malloc.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -624,7 +630,7 @@ class SinkProcess {
     config_.contextName = "sink";
   }
   ~SinkProcess() {
-    if (pid_ > 0) {
+    if (pid_ > 0 && !exited_) {
       ::kill(pid_, SIGTERM);
       ::waitpid(pid_, nullptr, 0);
     }
@@ -634,14 +640,18 @@ class SinkProcess {
 
   const kube::RestConfig& config() const { return config_; }
   pid_t pid() const { return pid_; }
+  // Reaps the sink once if it exited, so that the pid is never signalled after it may
+  // have been reused.
   std::optional<std::string> crashed() const {
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) return "cpscale_h2_sink exited (status " + std::to_string(status) + ")";
-    return std::nullopt;
+    if (!exited_ && ::waitpid(pid_, &status, WNOHANG) == pid_)
+      exited_ = "cpscale_h2_sink exited (status " + std::to_string(status) + ")";
+    return exited_;
   }
 
  private:
   pid_t pid_ = -1;
+  mutable std::optional<std::string> exited_;
   kube::RestConfig config_;
 };
 

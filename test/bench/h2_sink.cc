@@ -46,6 +46,13 @@ volatile sig_atomic_t stopping = 0;
 std::uint64_t revision = 1000;  // the sink's resourceVersion counter
 std::uint64_t uids = 0;
 
+// A new object's uid, as a UUID.
+std::string nextUid() {
+  char uid[40];
+  std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
+  return uid;
+}
+
 struct Stream {
   std::string method, path, body, response;
   std::size_t sent = 0;
@@ -79,9 +86,7 @@ std::string asServerWrites(const std::string& body, std::uint64_t rv, bool creat
   if (!in.is_object()) return {};
   Object meta = in.contains("metadata") && in["metadata"].is_object() ? in["metadata"] : Object::object();
   if (created) {
-    char uid[64];
-    std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
-    meta["uid"] = uid;
+    meta["uid"] = nextUid();
     meta["creationTimestamp"] = "2026-01-01T00:00:00Z";
     meta["managedFields"] = Object::parse(
         R"([{"manager":"kubelet","operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-01-01T00:00:00Z",)"
@@ -125,9 +130,7 @@ void answer(Stream& s) {
       s.response = std::move(s.body);
       const std::size_t at = s.response.find(R"("metadata":{)");
       if (at != std::string::npos) {
-        char uid[64];
-        std::snprintf(uid, sizeof uid, "00000000-0000-4000-8000-%012llx", static_cast<unsigned long long>(++uids));
-        s.response.insert(at + 12, R"("uid":")" + std::string(uid) + R"(","resourceVersion":")" + std::to_string(rv) +
+        s.response.insert(at + 12, R"("uid":")" + nextUid() + R"(","resourceVersion":")" + std::to_string(rv) +
                                        (s.response[at + 12] == '}' ? "\"" : "\","));
       }
     }

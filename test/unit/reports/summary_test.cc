@@ -192,6 +192,16 @@ TEST(SummaryTest, ReplicaLoadMeasuredOverTheWholeRunStillShows) {
   expectLines(renderSummary(r), {"| kube-apiserver-1 |     95/s |   48/s |     280 MiB |"});
 }
 
+TEST(SummaryTest, TheTerminalGetsEverythingButAllFigures) {
+  const RunResult r = testing::sampleResult();
+  const std::string md = renderSummary(r);
+  const std::string term = renderTerminalSummary(r);
+  const auto all = md.find("\n## All figures");
+  ASSERT_NE(all, std::string::npos);
+  EXPECT_EQ(term, md.substr(0, all + 1));
+  EXPECT_NE(term.find("| gate "), std::string::npos);
+}
+
 TEST(SummaryTest, GatesAndGeneratorHealth) {
   std::string md = renderSummary(testing::sampleResult());
   expectLines(md, {
