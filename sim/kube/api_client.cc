@@ -116,12 +116,182 @@ class MetadataSax {
   std::string key_;
 };
 
+// The fast path of decodeMetadata: one pass over the text up to metadata's end, with a
+// grammar no looser than nlohmann's. It gives up (nullopt) on whatever it does not
+// handle itself: a top level that is not an object, non-ASCII bytes, \u escapes, an
+// escape in a key or a kept value, nesting past 64, or anything malformed. The SAX parse
+// then decides, so what it returns is always what the SAX parse would.
+class MetadataScan {
+ public:
+  explicit MetadataScan(std::string_view t) : p_(t.data()), e_(t.data() + t.size()) {}
+
+  std::optional<nlohmann::json> run() {
+    ws();
+    if (!take('{')) return std::nullopt;
+    ws();
+    if (take('}')) return nlohmann::json();  // valid and complete: no metadata
+    for (;;) {
+      std::string_view key;
+      if (!plainString(key)) return std::nullopt;
+      ws();
+      if (!take(':')) return std::nullopt;
+      ws();
+      if (key == "metadata" && p_ < e_ && *p_ == '{') return metadata();
+      if (!skipValue(1)) return std::nullopt;
+      ws();
+      if (take(',')) {
+        ws();
+        continue;
+      }
+      if (take('}')) return nlohmann::json();
+      return std::nullopt;
+    }
+  }
+
+ private:
+  std::optional<nlohmann::json> metadata() {
+    ++p_;  // '{'
+    nlohmann::json out;
+    nlohmann::json& meta = out["metadata"] = nlohmann::json::object();
+    int found = 0;
+    ws();
+    if (take('}')) return out;
+    for (;;) {
+      std::string_view key;
+      if (!plainString(key)) return std::nullopt;
+      ws();
+      if (!take(':')) return std::nullopt;
+      ws();
+      const bool wanted = key == "resourceVersion" || key == "uid" || key == "name" || key == "namespace";
+      if (wanted && p_ < e_ && *p_ == '"') {
+        std::string_view value;
+        if (!plainString(value)) return std::nullopt;
+        meta[std::string(key)] = std::string(value);
+        if (++found == 4) return out;
+      } else if (!skipValue(2)) {
+        return std::nullopt;
+      }
+      ws();
+      if (take(',')) {
+        ws();
+        continue;
+      }
+      if (take('}')) return out;
+      return std::nullopt;
+    }
+  }
+
+  void ws() {
+    while (p_ < e_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
+  bool take(char c) {
+    if (p_ < e_ && *p_ == c) {
+      ++p_;
+      return true;
+    }
+    return false;
+  }
+  // A string without escapes: its text.
+  bool plainString(std::string_view& out) {
+    if (!take('"')) return false;
+    const char* begin = p_;
+    while (p_ < e_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        out = std::string_view(begin, static_cast<std::size_t>(p_ - begin));
+        ++p_;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p_;
+    }
+    return false;
+  }
+  bool skipString() {
+    if (!take('"')) return false;
+    while (p_ < e_) {
+      const auto c = static_cast<unsigned char>(*p_++);
+      if (c == '"') return true;
+      if (c < 0x20 || c >= 0x80) return false;
+      if (c == '\\') {
+        if (p_ == e_) return false;
+        const char x = *p_++;
+        if (x != '"' && x != '\\' && x != '/' && x != 'b' && x != 'f' && x != 'n' && x != 'r' && x != 't') {
+          return false;  // \u (surrogates are nlohmann's to judge) or invalid
+        }
+      }
+    }
+    return false;
+  }
+  // Integers of up to 18 digits only: a fraction, an exponent or a longer integer may
+  // overflow to a float that nlohmann rejects as not finite; those are its to judge.
+  bool skipNumber() {
+    take('-');
+    if (take('0')) return p_ == e_ || !((*p_ >= '0' && *p_ <= '9') || *p_ == '.' || *p_ == 'e' || *p_ == 'E');
+    const char* b = p_;
+    while (p_ < e_ && *p_ >= '0' && *p_ <= '9') ++p_;
+    if (p_ == b || p_ - b > 18) return false;
+    return p_ == e_ || !(*p_ == '.' || *p_ == 'e' || *p_ == 'E');
+  }
+  bool literal(std::string_view word) {
+    if (static_cast<std::size_t>(e_ - p_) < word.size() || std::string_view(p_, word.size()) != word) return false;
+    p_ += word.size();
+    return true;
+  }
+  bool skipValue(int depth) {
+    if (p_ == e_ || depth > 64) return false;
+    switch (*p_) {
+      case '"': return skipString();
+      case '{': {
+        ++p_;
+        ws();
+        if (take('}')) return true;
+        for (;;) {
+          if (!skipString()) return false;
+          ws();
+          if (!take(':')) return false;
+          ws();
+          if (!skipValue(depth + 1)) return false;
+          ws();
+          if (take('}')) return true;
+          if (!take(',')) return false;
+          ws();
+        }
+      }
+      case '[': {
+        ++p_;
+        ws();
+        if (take(']')) return true;
+        for (;;) {
+          if (!skipValue(depth + 1)) return false;
+          ws();
+          if (take(']')) return true;
+          if (!take(',')) return false;
+          ws();
+        }
+      }
+      case 't': return literal("true");
+      case 'f': return literal("false");
+      case 'n': return literal("null");
+      default: return skipNumber();
+    }
+  }
+
+  const char* p_;
+  const char* e_;
+};
+
 }  // namespace
 
-nlohmann::json decodeMetadata(std::string_view text) {
+nlohmann::json decodeMetadataBySax(std::string_view text) {
   MetadataSax sax;
   nlohmann::json::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json, /*strict=*/false);
   return std::move(sax.out);
+}
+
+nlohmann::json decodeMetadata(std::string_view text) {
+  if (auto fast = MetadataScan(text).run()) return std::move(*fast);
+  return decodeMetadataBySax(text);
 }
 
 std::string ApiResult::describe() const {

@@ -70,10 +70,14 @@ struct ApiResult {
   std::string describe() const;
 };
 
-// The {"metadata": {name, namespace, uid, resourceVersion}} of a JSON object text,
-// reading no further than the end of its metadata (Decode::kMetadata). Null when the
-// text ends or stops being valid JSON before its top-level metadata object has ended.
+// The {"metadata": {name, namespace, uid, resourceVersion}} of a JSON object text
+// (those present as strings), reading no further than the end of its metadata
+// (Decode::kMetadata). Null when the text ends or stops being valid JSON before its
+// top-level metadata object has ended. A one-pass scan handles the common case; what it
+// does not handle goes to nlohmann's SAX parser (decodeMetadataBySax), whose result it
+// always equals.
 nlohmann::json decodeMetadata(std::string_view text);
+nlohmann::json decodeMetadataBySax(std::string_view text);
 
 struct DeleteOptions {
   std::optional<std::int64_t> gracePeriodSeconds{};

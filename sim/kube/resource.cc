@@ -10,10 +10,8 @@ bool unreserved(unsigned char c) {
          c == '_' || c == '~';
 }
 
-std::string encode(std::string_view s, std::string_view keep) {
+void encodeTo(std::string& out, std::string_view s, std::string_view keep) {
   static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  out.reserve(s.size());
   for (unsigned char c : s) {
     if (unreserved(c) || keep.find(static_cast<char>(c)) != std::string_view::npos) {
       out.push_back(static_cast<char>(c));
@@ -23,8 +21,16 @@ std::string encode(std::string_view s, std::string_view keep) {
       out.push_back(kHex[c & 15]);
     }
   }
+}
+
+std::string encode(std::string_view s, std::string_view keep) {
+  std::string out;
+  out.reserve(s.size());
+  encodeTo(out, s, keep);
   return out;
 }
+
+constexpr std::string_view kPathKeep = ":@$&+=";
 
 void appendSegment(std::string& path, std::string_view seg) {
   // "." and ".." would be collapsed by the server or a proxy and address another path.
@@ -32,12 +38,12 @@ void appendSegment(std::string& path, std::string_view seg) {
     throw std::invalid_argument("invalid path segment '" + std::string(seg) + "'");
   }
   path.push_back('/');
-  path += percentEncodePathSegment(seg);
+  encodeTo(path, seg, kPathKeep);
 }
 
 }  // namespace
 
-std::string percentEncodePathSegment(std::string_view s) { return encode(s, ":@$&+="); }
+std::string percentEncodePathSegment(std::string_view s) { return encode(s, kPathKeep); }
 std::string percentEncodeQuery(std::string_view s) { return encode(s, ""); }
 
 QueryParams toQuery(const ListOptions& o, bool watch) {
@@ -77,7 +83,7 @@ std::string resourcePath(const ResourceRef& ref) {
     throw std::invalid_argument("subresource '" + ref.subresource + "' needs an object name");
   }
   std::string path;
-  path.reserve(64);
+  path.reserve(128);
   if (g.group.empty()) {
     path = "/api";
   } else {
@@ -100,9 +106,9 @@ std::string requestPath(const ResourceRef& ref, const QueryParams& query) {
   char sep = '?';
   for (const auto& [k, v] : query) {
     path.push_back(sep);
-    path += percentEncodeQuery(k);
+    encodeTo(path, k, "");
     path.push_back('=');
-    path += percentEncodeQuery(v);
+    encodeTo(path, v, "");
     sep = '&';
   }
   return path;

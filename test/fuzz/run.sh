@@ -28,13 +28,13 @@ fuzz=$root/test/fuzz
 work=$build/fuzz
 targets=("$@")
 # The slowest first, so the two cores stay busy to the end.
-[ ${#targets[@]} -gt 0 ] || targets=(scenario kubeconfig profile prometheus_text watch_decoder gate)
+[ ${#targets[@]} -gt 0 ] || targets=(scenario kubeconfig profile prometheus_text watch_decoder metadata gate)
 
 # Per target: dictionary and the largest input tried (about the largest real input).
 declare -A dict=([prometheus_text]=prometheus [scenario]=yaml [profile]=yaml [kubeconfig]=kubeconfig
-                 [gate]=gate [watch_decoder]=watch)
+                 [gate]=gate [watch_decoder]=watch [metadata]=json)
 declare -A maxlen=([prometheus_text]=8192 [scenario]=4096 [profile]=2048 [kubeconfig]=8192
-                   [gate]=256 [watch_decoder]=8192)
+                   [gate]=256 [watch_decoder]=8192 [metadata]=4096)
 
 seed() {
   local t=$1 dir=$work/corpus/$1

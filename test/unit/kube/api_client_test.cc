@@ -218,6 +218,51 @@ TEST(DecodeMetadata, OnlyTheTopLevelMetadataCounts) {
   EXPECT_TRUE(decodeMetadata("404 page not found").is_null());
 }
 
+TEST(DecodeMetadata, EscapesAndNonAsciiAreDecodedAsJson) {
+  // The one-pass scan leaves these to the SAX parse: the values come back unescaped.
+  EXPECT_EQ(decodeMetadata(R"({"metadata":{"name":"n\u00e9","namespace":"a\"b","uid":"é"}})"),
+            nlohmann::json::parse(R"({"metadata":{"name":"n\u00e9","namespace":"a\"b","uid":"é"}})"));
+  // A value nlohmann rejects before metadata's end makes the whole body unreadable.
+  EXPECT_TRUE(decodeMetadata(R"({"size":1e999,"metadata":{"name":"n"}})").is_null());
+  EXPECT_TRUE(decodeMetadata(R"({"bad":tru,"metadata":{"name":"n"}})").is_null());
+  EXPECT_TRUE(decodeMetadata(R"({"bad":01,"metadata":{"name":"n"}})").is_null());
+  // What follows the four identity fields is never read, even when malformed.
+  EXPECT_EQ(decodeMetadata(R"({"metadata":{"name":"n","namespace":"s","uid":"u","resourceVersion":"1",oops)"),
+            nlohmann::json::parse(R"({"metadata":{"name":"n","namespace":"s","uid":"u","resourceVersion":"1"}})"));
+}
+
+TEST(DecodeMetadata, TheScanAgreesWithTheSaxParseOnEveryPrefixAndEdit) {
+  // The scan is only a fast path: on every input it must give what nlohmann's SAX parse
+  // gives (test/fuzz/fuzz_metadata.cc checks the same on arbitrary bytes).
+  const std::vector<std::string> bodies = {
+      R"({"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"node-1",)"
+      R"("namespace":"kube-node-lease","uid":"6f1c","resourceVersion":"1234567","creationTimestamp":)"
+      R"("2026-12-04T19:00:00Z","ownerReferences":[{"apiVersion":"v1","kind":"Node","name":"node-1"}],)"
+      R"("managedFields":[{"fieldsV1":{"k:{\"uid\":\"0\"}":{}}}]},"spec":{"leaseDurationSeconds":40}})",
+      R"( { "a" : [ 1 , -2 , 0 , true , false , null , { } , [ ] , "s\n\/\t" ] , "metadata" : { "generation" : 12 ,)"
+      R"( "labels" : { "x" : "y" } , "name" : "n" } , "status" : { } } )",
+      R"({"metadata":{"name":"n\u00e9","resourceVersion":"2"},"x":1.5})",
+      R"({"x":1.5,"y":-0.5e3,"z":123456789012345678901,"metadata":{"uid":"u"}})",
+      R"({"metadata":null,"metadata":{"name":"second"}})",
+      R"({"spec":{"metadata":{"name":"inner"}}})",
+      R"([{"metadata":{"name":"in an array"}}])",
+  };
+  for (const std::string& body : bodies) {
+    for (std::size_t n = 0; n <= body.size(); ++n) {
+      const std::string_view prefix(body.data(), n);
+      ASSERT_EQ(decodeMetadata(prefix), decodeMetadataBySax(prefix)) << "prefix of " << n << " bytes of " << body;
+    }
+    // Every single byte replaced by a character that matters to the grammar.
+    for (std::size_t i = 0; i < body.size(); ++i) {
+      for (char c : std::string_view("\"{}[]:,\\ 0-e.tx\x01\x80", 17)) {
+        std::string edited = body;
+        edited[i] = c;
+        ASSERT_EQ(decodeMetadata(edited), decodeMetadataBySax(edited)) << edited;
+      }
+    }
+  }
+}
+
 // ---- synchronous retries in virtual time -----------------------------------------
 
 TEST(ApiClientSync, TooManyRequestsWaitsRetryAfterInVirtualTime) {
