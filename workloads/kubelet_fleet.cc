@@ -12,6 +12,7 @@
 #include "sim/common/error.h"
 #include "sim/engine/periodic_timer.h"
 #include "workloads/call_tracker.h"
+#include "workloads/lease_texts.h"
 #include "workloads/reflector.h"
 #include "workloads/setup.h"
 
@@ -252,12 +253,10 @@ struct Kubelet {
   FleetInstance* fleet;
   engine::PeriodicTimer leaseTimer;
   engine::PeriodicTimer statusTimer;
-  // The cached Lease as it will be PUT: JSON text with the resourceVersion and
-  // renewTime spliced in place, so a renewal rewrites 27 bytes instead of a document.
-  std::string lease;
-  std::uint32_t rvPos = 0;
-  std::uint32_t rvLen = 0;
-  std::uint32_t renewPos = 0;
+  // The cached Lease as it will be PUT: its JSON text (as a difference from the
+  // fleet's reference text, see LeaseTexts), into which a renewal splices the
+  // resourceVersion and renewTime instead of writing a document.
+  LeaseText lease;
   std::uint32_t index;
   TimePoint lastReport{};
   engine::SplitMix64 rng;  // status-change draws
@@ -399,9 +398,10 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t actorBytes() const {
     std::size_t n = kubelets_.capacity() * sizeof(void*);
     for (const auto& k : kubelets_) {
-      n += sizeof(Kubelet) + (k->lease.capacity() > 15 ? k->lease.capacity() + 1 : 0);
+      n += sizeof(Kubelet) + k->lease.heapBytes();
       if (k->pods) n += sizeof(Kubelet::Pods) + k->pods->generation.capacity() * sizeof(std::uint16_t);
     }
+    n += leaseTexts_.bytes();
     // The failing nodes' side records: entry, hash node and bucket, roughly.
     n += lifecycle_.size() * (sizeof(std::pair<const std::uint32_t, Lifecycle>) + 2 * sizeof(void*)) +
          lifecycle_.bucket_count() * sizeof(void*);
@@ -534,22 +534,10 @@ class FleetInstance final : public WorkloadInstance {
     s.replace(rvAt, std::strlen(kRvMarker), rv);
     std::size_t renewAt = s.find(kRenewMarker);
     s.replace(renewAt, std::strlen(kRenewMarker), std::string(kMicroTimeLength, '0'));
-    k.lease = std::move(s);
-    k.lease.shrink_to_fit();
-    k.rvPos = static_cast<std::uint32_t>(rvAt);
-    k.rvLen = static_cast<std::uint32_t>(rv.size());
-    k.renewPos = static_cast<std::uint32_t>(renewAt);
+    k.lease = leaseTexts_.store(s, rvAt, rv.size(), renewAt, kMicroTimeLength);
   }
 
-  static void setResourceVersion(Kubelet& k, std::string_view rv) {
-    if (rv.size() == k.rvLen) {
-      k.lease.replace(k.rvPos, k.rvLen, rv);
-      return;
-    }
-    k.lease.replace(k.rvPos, k.rvLen, rv);
-    if (k.renewPos > k.rvPos) k.renewPos = static_cast<std::uint32_t>(k.renewPos + rv.size() - k.rvLen);
-    k.rvLen = static_cast<std::uint32_t>(rv.size());
-  }
+  static void setResourceVersion(Kubelet& k, std::string_view rv) { LeaseTexts::setResourceVersion(k.lease, rv); }
 
   // ---- the heartbeat paths ----
 
@@ -565,11 +553,12 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   void putLease(Kubelet& k, bool afterConflict) {
-    formatMicroTime(unixNow(), k.lease.data() + k.renewPos);
     kube::ApiRequest req;
     req.verb = kube::Verb::kUpdate;
     req.ref = leases_.named(nodeName(k.index));
-    req.body = k.lease;
+    std::size_t renewAt = 0;
+    leaseTexts_.build(k.lease, req.body, renewAt);
+    formatMicroTime(unixNow(), req.body.data() + renewAt);
     req.decode = kube::Decode::kMetadata;  // the new resourceVersion is all it keeps
     req.intendedAt = ctx_.sim.now();
     k.renewing = true;
@@ -594,7 +583,7 @@ class FleetInstance final : public WorkloadInstance {
       if (r.notFound() && k.state == NodeState::kRunning) {
         // Someone deleted it; the kubelet creates a new one.
         ++c_.renewFailed;
-        k.lease.clear();
+        k.lease = {};
         createLease(k, "");
         return;
       }
@@ -1150,8 +1139,7 @@ class FleetInstance final : public WorkloadInstance {
         calls_.call(std::move(req), [](kube::ApiResult) {});
       }
     }
-    k.lease.clear();
-    k.lease.shrink_to_fit();
+    k.lease = {};
     ++c_.left;
   }
 
@@ -1175,6 +1163,7 @@ class FleetInstance final : public WorkloadInstance {
   engine::RandomStream watchRng_;  // the node watch's timeouts, apart from the churn draws
   std::string prefix_;
   std::string images_;  // imagesText()
+  LeaseTexts leaseTexts_;  // the kubelets' cached Leases refer to its texts
   kube::ResourceRef leases_;
   kube::ResourceRef nodes_;
   kube::ResourceRef pods_;
