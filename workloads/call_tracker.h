@@ -24,30 +24,47 @@ class CallTracker {
   // recorded before any handler can look for it.
   template <class Done>
   void call(kube::ApiRequest request, Done done) {
-    std::uint64_t token = ++next_;
-    kube::CallId id = api_.callAsync(std::move(request), [this, token, d = std::move(done)](kube::ApiResult r) mutable {
-      ids_.erase(token);
-      if (!closing_) d(std::move(r));
+    // A slot per call in flight, reused once its call is done: no hashing and no
+    // allocation per call, on the hot path of every renewal.
+    std::uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = static_cast<std::uint32_t>(ids_.size());
+      ids_.push_back(0);
+    }
+    kube::CallId id = api_.callAsync(std::move(request), [this, slot, d = std::move(done)](kube::ApiResult r) mutable {
+      if (closing_) return;
+      ids_[slot] = 0;
+      free_.push_back(slot);
+      --inFlight_;
+      d(std::move(r));
     });
-    ids_.emplace(token, id);
+    ids_[slot] = id;
+    ++inFlight_;
   }
   // Cancels every call in flight; their handlers are not called. Later calls are refused.
   void cancelAll() {
     closing_ = true;
     std::vector<kube::CallId> ids;
-    ids.reserve(ids_.size());
-    for (const auto& [token, id] : ids_) ids.push_back(id);
+    ids.reserve(inFlight_);
+    for (kube::CallId id : ids_)
+      if (id != 0) ids.push_back(id);
     for (kube::CallId id : ids) api_.cancel(id);
     ids_.clear();
+    free_.clear();
+    inFlight_ = 0;
   }
   bool closing() const { return closing_; }
-  std::size_t inFlight() const { return ids_.size(); }
+  std::size_t inFlight() const { return inFlight_; }
   kube::ApiClient& api() { return api_; }
 
  private:
   kube::ApiClient& api_;
-  std::unordered_map<std::uint64_t, kube::CallId> ids_;
-  std::uint64_t next_ = 0;
+  std::vector<kube::CallId> ids_;  // by slot; 0: free
+  std::vector<std::uint32_t> free_;
+  std::size_t inFlight_ = 0;
   bool closing_ = false;
 };
 
