@@ -193,6 +193,7 @@ struct CurlTransport::Active {
   ResponseHandler done;
   HttpResponse response;
   curl_slist* headers = nullptr;
+  bool ownsHeaders = false;      // headers is this request's own, not a shared list
   bool added = false;            // to its multi handle
   bool stream = false;           // in the stream multi handle
   std::size_t replica = 0;
@@ -340,9 +341,10 @@ CurlTransport::~CurlTransport() {
     Multi& m = a->stream ? streams_ : requests_;
     if (a->added) curl_multi_remove_handle(m.handle, a->easy);
     curl_easy_cleanup(a->easy);
-    curl_slist_free_all(a->headers);
+    if (a->ownsHeaders) curl_slist_free_all(a->headers);
   }
   active_.clear();
+  for (auto& l : headerLists_) curl_slist_free_all(static_cast<curl_slist*>(l.list));
   for (void* e : freeEasy_) curl_easy_cleanup(e);
   // The multi handles may still report sockets going away: the poll set outlives them.
   if (requests_.handle) curl_multi_cleanup(requests_.handle);
@@ -483,12 +485,7 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
     curl_easy_setopt(e, CURLOPT_SEEKDATA, p);
   }
   if (r.method != "GET" && r.method != "POST") curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-  for (const auto& h : r.headers) {
-    std::string line = h.name + ": " + h.value;
-    p->headers = curl_slist_append(p->headers, line.c_str());
-  }
-  // Without this, HTTP/1.1 bodies over 1 MiB wait a round trip for 100 Continue.
-  p->headers = curl_slist_append(p->headers, "Expect:");
+  p->headers = static_cast<curl_slist*>(headerList(r.headers, p->ownsHeaders));
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, p->headers);
   engine::Duration timeout = r.timeout > engine::Duration::zero() ? r.timeout : options_.defaultTimeout;
   curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, toMillis(timeout));
@@ -501,6 +498,29 @@ RequestId CurlTransport::submit(HttpRequest req, ResponseHandler done) {
   }
   p->added = true;
   return id;
+}
+
+void* CurlTransport::headerList(const std::vector<Header>& headers, bool& owned) {
+  const auto same = [&headers](const HeaderList& l) {
+    return l.headers.size() == headers.size() &&
+           std::equal(headers.begin(), headers.end(), l.headers.begin(),
+                      [](const Header& a, const Header& b) { return a.name == b.name && a.value == b.value; });
+  };
+  for (const HeaderList& l : headerLists_)
+    if (same(l)) {
+      owned = false;
+      return l.list;
+    }
+  curl_slist* list = nullptr;
+  for (const auto& h : headers) {
+    std::string line = h.name + ": " + h.value;
+    list = curl_slist_append(list, line.c_str());
+  }
+  // Without this, HTTP/1.1 bodies over 1 MiB wait a round trip for 100 Continue.
+  list = curl_slist_append(list, "Expect:");
+  owned = headerLists_.size() >= kMaxHeaderLists;
+  if (!owned) headerLists_.push_back({headers, list});
+  return list;
 }
 
 void CurlTransport::complete(Active* p, int code) {
@@ -549,7 +569,7 @@ void CurlTransport::complete(Active* p, int code) {
     resp.detail = curl_easy_strerror(curlCode);
     if (a->errbuf[0] != '\0') resp.detail += std::string(": ") + a->errbuf;
   }
-  curl_slist_free_all(a->headers);
+  if (a->ownsHeaders) curl_slist_free_all(a->headers);
   a->headers = nullptr;
   if (e) releaseEasy(e);
   ++stats_.completed;

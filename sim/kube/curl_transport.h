@@ -127,6 +127,17 @@ class CurlTransport final : public Transport {
   std::vector<void*> freeEasy_;
   std::unordered_map<RequestId, std::unique_ptr<Active>> active_;
   std::vector<RequestId> deferredCancels_;
+  // The header lists libcurl sends, built once for each set of request headers (nearly
+  // every request carries one of a few sets): a list per request cost a dozen
+  // allocations. Once kMaxHeaderLists sets are here, a new one gets a list of its own.
+  struct HeaderList {
+    std::vector<Header> headers;
+    void* list = nullptr;  // curl_slist*
+  };
+  static constexpr std::size_t kMaxHeaderLists = 32;
+  // The list for `headers`; `owned` says whether the caller must free it.
+  void* headerList(const std::vector<Header>& headers, bool& owned);
+  std::vector<HeaderList> headerLists_;
   // When each socket last had input, for telling a stalled connection from a slow stream.
   std::unordered_map<int, std::chrono::steady_clock::time_point> lastInput_;
   bool inPerform_ = false;

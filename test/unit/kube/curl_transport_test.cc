@@ -370,6 +370,41 @@ TEST(CurlTransportWire, MethodsBodiesAndBearerTokenOverOneKeptAliveConnection) {
   EXPECT_EQ(t.stats().connectionsOpened, 1u);
 }
 
+TEST(CurlTransportWire, EachRequestCarriesItsOwnHeadersPastTheSharedLists) {
+  // Header lists are built once per set of headers and shared, up to a bound; past it a
+  // request gets its own. Either way every request must carry exactly its headers.
+  RecordingServer server;
+  RestConfig rc;
+  rc.server = "http://127.0.0.1:" + std::to_string(server.port());
+  CurlTransport t(rc);
+  const int sets = 45;  // more than the transport keeps shared
+  std::vector<int> order;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < sets; ++i) order.push_back(round == 0 ? i : sets - 1 - i);
+  for (int i : order) {
+    HttpRequest r;
+    r.method = "GET";
+    r.path = "/api/v1/namespaces/n" + std::to_string(i);
+    r.headers.push_back({"X-Set", std::to_string(i)});
+    if (i % 2 == 0) r.headers.push_back({"Accept", "application/json"});
+    std::optional<HttpResponse> resp;
+    t.submit(std::move(r), [&resp](HttpResponse x) { resp = std::move(x); });
+    while (!resp) t.poll(std::chrono::milliseconds(50));
+    ASSERT_TRUE(resp->ok());
+  }
+  const std::vector<std::string> reqs = server.requests();
+  ASSERT_EQ(reqs.size(), order.size());
+  for (std::size_t k = 0; k < reqs.size(); ++k) {
+    const int i = order[k];
+    EXPECT_THAT(reqs[k], HasSubstr("GET /api/v1/namespaces/n" + std::to_string(i) + " HTTP/1.1\r\n"));
+    EXPECT_THAT(reqs[k], HasSubstr("\r\nX-Set: " + std::to_string(i) + "\r\n"));
+    EXPECT_EQ(reqs[k].find("X-Set:"), reqs[k].rfind("X-Set:")) << "one X-Set header only";
+    if (i % 2 == 0) EXPECT_THAT(reqs[k], HasSubstr("Accept: application/json\r\n"));
+    else EXPECT_THAT(reqs[k], Not(HasSubstr("Accept: application/json")));
+    EXPECT_THAT(reqs[k], Not(HasSubstr("Expect:")));
+  }
+}
+
 // ---- streams on their own connections, replicas round-robin ---------------------
 
 // A plain HTTP/1.1 server, one thread per connection: a request whose path has
