@@ -241,7 +241,7 @@ struct Options {
   double stepSeconds = 30;
   double registrationQps = 0;  // 0: the rung's new nodes over one renewal period
   double timeLimitSeconds = 420;
-  double baselineSeconds = 15;  // sink mode: the driver alone at each rung's rate
+  double baselineSeconds = 30;  // sink mode: the driver alone at each rung's rate, as long as a rung's window
   std::string out;
 };
 
