@@ -132,19 +132,14 @@ class MetadataScan {
     if (take('}')) return nlohmann::json();  // valid and complete: no metadata
     for (;;) {
       std::string_view key;
-      if (!plainString(key)) return std::nullopt;
-      ws();
-      if (!take(':')) return std::nullopt;
-      ws();
+      if (!memberKey(key)) return std::nullopt;
       if (key == "metadata" && p_ < e_ && *p_ == '{') return metadata();
       if (!skipValue(1)) return std::nullopt;
-      ws();
-      if (take(',')) {
-        ws();
-        continue;
+      switch (afterMember()) {
+        case Next::kMember: continue;
+        case Next::kEnd: return nlohmann::json();
+        case Next::kInvalid: return std::nullopt;
       }
-      if (take('}')) return nlohmann::json();
-      return std::nullopt;
     }
   }
 
@@ -158,10 +153,7 @@ class MetadataScan {
     if (take('}')) return out;
     for (;;) {
       std::string_view key;
-      if (!plainString(key)) return std::nullopt;
-      ws();
-      if (!take(':')) return std::nullopt;
-      ws();
+      if (!memberKey(key)) return std::nullopt;
       const bool wanted = key == "resourceVersion" || key == "uid" || key == "name" || key == "namespace";
       if (wanted && p_ < e_ && *p_ == '"') {
         std::string_view value;
@@ -171,16 +163,32 @@ class MetadataScan {
       } else if (!skipValue(2)) {
         return std::nullopt;
       }
-      ws();
-      if (take(',')) {
-        ws();
-        continue;
+      switch (afterMember()) {
+        case Next::kMember: continue;
+        case Next::kEnd: return out;
+        case Next::kInvalid: return std::nullopt;
       }
-      if (take('}')) return out;
-      return std::nullopt;
     }
   }
 
+  // `"key" :` with the whitespace around it.
+  bool memberKey(std::string_view& key) {
+    if (!plainString(key)) return false;
+    ws();
+    if (!take(':')) return false;
+    ws();
+    return true;
+  }
+  // What follows an object's member: another (`,`), the object's end (`}`), or neither.
+  enum class Next { kMember, kEnd, kInvalid };
+  Next afterMember() {
+    ws();
+    if (take(',')) {
+      ws();
+      return Next::kMember;
+    }
+    return take('}') ? Next::kEnd : Next::kInvalid;
+  }
   void ws() {
     while (p_ < e_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
   }
