@@ -38,33 +38,29 @@ class CallTracker {
       if (closing_) return;
       ids_[slot] = 0;
       free_.push_back(slot);
-      --inFlight_;
       d(std::move(r));
     });
     ids_[slot] = id;
-    ++inFlight_;
   }
   // Cancels every call in flight; their handlers are not called. Later calls are refused.
   void cancelAll() {
     closing_ = true;
     std::vector<kube::CallId> ids;
-    ids.reserve(inFlight_);
+    ids.reserve(inFlight());
     for (kube::CallId id : ids_)
       if (id != 0) ids.push_back(id);
     for (kube::CallId id : ids) api_.cancel(id);
     ids_.clear();
     free_.clear();
-    inFlight_ = 0;
   }
   bool closing() const { return closing_; }
-  std::size_t inFlight() const { return inFlight_; }
+  std::size_t inFlight() const { return ids_.size() - free_.size(); }
   kube::ApiClient& api() { return api_; }
 
  private:
   kube::ApiClient& api_;
   std::vector<kube::CallId> ids_;  // by slot; 0: free
-  std::vector<std::uint32_t> free_;
-  std::size_t inFlight_ = 0;
+  std::vector<std::uint32_t> free_;  // slots of ids_ not in use
   bool closing_ = false;
 };
 
