@@ -537,8 +537,6 @@ class FleetInstance final : public WorkloadInstance {
     k.lease = leaseTexts_.store(s, rvAt, rv.size(), renewAt, kMicroTimeLength);
   }
 
-  static void setResourceVersion(Kubelet& k, std::string_view rv) { LeaseTexts::setResourceVersion(k.lease, rv); }
-
   // ---- the heartbeat paths ----
 
   void renew(Kubelet& k) {
@@ -569,7 +567,7 @@ class FleetInstance final : public WorkloadInstance {
         renewalAnswered(k);
         if (auto rv = r.body.find("metadata"); rv != r.body.end()) {
           if (auto v = rv->find("resourceVersion"); v != rv->end() && v->is_string()) {
-            setResourceVersion(k, v->get_ref<const std::string&>());
+            k.lease.setResourceVersion(v->get_ref<const std::string&>());
           }
         }
         return;

@@ -118,9 +118,4 @@ std::size_t LeaseTexts::bytes() const {
   return n;
 }
 
-void LeaseTexts::setResourceVersion(LeaseText& t, std::string_view rv) {
-  t.data.replace(0, t.rvLen, rv);
-  t.rvLen = static_cast<std::uint32_t>(rv.size());
-}
-
 }  // namespace cpscale::workloads

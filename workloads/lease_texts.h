@@ -33,6 +33,11 @@ struct LeaseText {
   std::string_view resourceVersion() const { return std::string_view(data).substr(0, rvLen); }
   // What it holds beyond its own size.
   std::size_t heapBytes() const { return data.capacity() > 15 ? data.capacity() + 1 : 0; }
+  // The server's answer to a renewal: the text's next resourceVersion, of any length.
+  void setResourceVersion(std::string_view rv) {
+    data.replace(0, rvLen, rv);
+    rvLen = static_cast<std::uint32_t>(rv.size());
+  }
 };
 
 class LeaseTexts {
@@ -44,7 +49,6 @@ class LeaseTexts {
   // The text as stored, with the resourceVersion in place; `renewPos` is set to where
   // the renewTime is in it.
   void build(const LeaseText& t, std::string& out, std::size_t& renewPos) const;
-  static void setResourceVersion(LeaseText& t, std::string_view rv);
 
   std::size_t references() const { return references_.size(); }
   // The reference texts' bytes, roughly.

@@ -93,7 +93,7 @@ TEST(LeaseTexts, ANewResourceVersionOfAnotherLengthMovesTheRenewTime) {
     const Text in = lease(11, "999", rvFirst);
     LeaseText t = texts.store(in.text, in.rvPos, in.rvLen, in.renewPos, kRenewLen);
     ASSERT_FALSE(t.whole);
-    LeaseTexts::setResourceVersion(t, "1000000");
+    t.setResourceVersion("1000000");
     const Text want = lease(11, "1000000", rvFirst);
     std::size_t renewPos = 0;
     EXPECT_EQ(built(texts, t, &renewPos), want.text) << rvFirst;
