@@ -179,15 +179,16 @@ class MetadataScan {
     ws();
     return true;
   }
-  // What follows an object's member: another (`,`), the object's end (`}`), or neither.
+  // What follows an object's member or an array's item: another (`,`), the end
+  // (`close`), or neither.
   enum class Next { kMember, kEnd, kInvalid };
-  Next afterMember() {
+  Next afterMember(char close = '}') {
     ws();
     if (take(',')) {
       ws();
       return Next::kMember;
     }
-    return take('}') ? Next::kEnd : Next::kInvalid;
+    return take(close) ? Next::kEnd : Next::kInvalid;
   }
   void ws() {
     while (p_ < e_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
@@ -250,32 +251,21 @@ class MetadataScan {
     if (p_ == e_ || depth > 64) return false;
     switch (*p_) {
       case '"': return skipString();
-      case '{': {
-        ++p_;
-        ws();
-        if (take('}')) return true;
-        for (;;) {
-          if (!skipString()) return false;
-          ws();
-          if (!take(':')) return false;
-          ws();
-          if (!skipValue(depth + 1)) return false;
-          ws();
-          if (take('}')) return true;
-          if (!take(',')) return false;
-          ws();
-        }
-      }
+      case '{':
       case '[': {
-        ++p_;
+        const char close = *p_++ == '{' ? '}' : ']';
         ws();
-        if (take(']')) return true;
+        if (take(close)) return true;
         for (;;) {
+          if (close == '}') {
+            // A key may hold escapes here: only those of kept values must be plain.
+            if (!skipString()) return false;
+            ws();
+            if (!take(':')) return false;
+            ws();
+          }
           if (!skipValue(depth + 1)) return false;
-          ws();
-          if (take(']')) return true;
-          if (!take(',')) return false;
-          ws();
+          if (const Next n = afterMember(close); n != Next::kMember) return n == Next::kEnd;
         }
       }
       case 't': return literal("true");
