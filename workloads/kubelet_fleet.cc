@@ -259,6 +259,7 @@ struct Kubelet {
   LeaseText lease;
   std::uint32_t index;
   TimePoint lastReport{};
+  TimePoint statusGrid{};  // a time of its status computations: they are this plus multiples of the frequency
   engine::SplitMix64 rng;  // status-change draws
   NodeState state = NodeState::kNew;
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
@@ -484,7 +485,8 @@ class FleetInstance final : public WorkloadInstance {
       // The kubelet's status loop starts with registration, which itself reported.
       k.state = NodeState::kRunning;
       k.lastReport = ctx_.sim.now();
-      k.statusTimer.start(firstTick(k, p_.statusUpdateFrequency));
+      k.statusGrid = firstTick(k, p_.statusUpdateFrequency);
+      k.statusTimer.start(statusEveryTick() ? k.statusGrid : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency));
       nodeStartEvents(k);
       if (p_.podsPerNode > 0) createPods(k);
     });
@@ -605,6 +607,8 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   void computeStatus(Kubelet& k) {
+    const TimePoint now = ctx_.sim.now();
+    k.statusGrid = now;
     // What the node watch shows is the kubelet's informer copy: a Ready that is not
     // True there (the node lifecycle controller marked it Unknown) differs from what the
     // kubelet computes, so it reports at once.
@@ -613,10 +617,28 @@ class FleetInstance final : public WorkloadInstance {
                          k.ready == ReadySeen::kNotTrue || k.fullStatus;
     // The kubelet compares against the last report time with its own tick: a tick that
     // lands on the frequency boundary reports.
-    const bool due = ctx_.sim.now() - k.lastReport >= p_.statusReportFrequency;
-    if (!changed && !due) return;
-    if (k.reporting) return;
-    patchStatus(k);
+    const bool due = now - k.lastReport >= p_.statusReportFrequency;
+    if ((changed || due) && !k.reporting) patchStatus(k);
+    if (statusEveryTick()) return;
+    // The timer skips the computations that cannot PATCH (statusTimerPeriod): it is
+    // already re-armed for a report's interval from now. Sooner while each computation
+    // reports (Ready not True, a full status or a due report still to send); later
+    // when the last report was sent between ticks.
+    const bool reportsNext =
+        k.ready == ReadySeen::kNotTrue || k.fullStatus || now - k.lastReport >= p_.statusReportFrequency;
+    const TimePoint next = reportsNext ? now + p_.statusUpdateFrequency
+                                       : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency);
+    if (next != now + p_.statusTimerPeriod()) k.statusTimer.start(next);
+  }
+
+  // Whether the status timer wakes a node at every computation (see statusTimerPeriod).
+  bool statusEveryTick() const { return p_.statusChangeProbability > 0; }
+
+  // The first of the node's status computations at or after `t`.
+  TimePoint statusTickAtOrAfter(const Kubelet& k, TimePoint t) const {
+    if (t <= k.statusGrid) return k.statusGrid;
+    const Duration f = p_.statusUpdateFrequency;
+    return k.statusGrid + f * ((t - k.statusGrid + f - Duration{1}) / f);
   }
 
   // The kubelet's PATCH is the difference between its informer's copy and the status
@@ -780,6 +802,9 @@ class FleetInstance final : public WorkloadInstance {
     const TimePoint now = ctx_.sim.now();
     if (!readyTrue) {
       ++c_.notReadyTransitions;
+      // The next status computation reports: wake the node for it.
+      if (!statusEveryTick() && k.state == NodeState::kRunning && k.statusTimer.armed())
+        k.statusTimer.start(statusTickAtOrAfter(k, now + Duration{1}));
       if (rec && rec->phase == Lifecycle::Phase::kFailed) {
         if (!rec->notReadySeen && rec->renewed) notReadySeconds_.push_back(roundedSeconds(now - rec->lastRenewal));
         rec->notReadySeen = true;
@@ -1012,7 +1037,8 @@ class FleetInstance final : public WorkloadInstance {
       k->leaseTimer.start(ctx_.sim.now());
       nodeStartEvents(*k);
       k->lastReport = TimePoint{} - p_.statusReportFrequency;
-      k->statusTimer.start(ctx_.sim.now());
+      k->statusGrid = ctx_.sim.now();
+      k->statusTimer.start(k->statusGrid);
       if (k->pods && k->pods->created > 0) k->pods->timer.start(ctx_.sim.now());
       ++c_.returned;
     }
@@ -1191,7 +1217,7 @@ Kubelet::Kubelet(FleetInstance& f, std::int64_t idx, std::uint64_t seed)
                  f.params().renewJitter(), seed),
       // The kubelet's status loop is wait.Until: a fixed period, no jitter.
       statusTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onStatusTimer>(this),
-                  f.params().statusUpdateFrequency),
+                  f.params().statusTimerPeriod()),
       index(static_cast<std::uint32_t>(idx)),
       rng(seed ^ 0x5bd1e995) {}
 

@@ -121,6 +121,17 @@ struct KubeletFleetParams {
   // The renewal period and its jitter bound, as the kubelet derives them.
   engine::Duration renewPeriod() const { return std::chrono::seconds(leaseDurationSeconds) / 4; }
   engine::Duration renewJitter() const { return renewPeriod() * 4 / 100; }
+  // The period of a node's status timer. A status computation can PATCH only when a
+  // report is due, the kubelet came back, or the watch shows Ready not True, unless it
+  // draws a random change (statusChangeProbability > 0, every computation). Without
+  // that draw a node's timer is armed only for the computations that may PATCH: the
+  // first one of its grid (every statusUpdateFrequency) at or after the report falls
+  // due, so idle nodes wake the engine once per report rather than every 10 s.
+  engine::Duration statusTimerPeriod() const {
+    if (statusChangeProbability > 0) return statusUpdateFrequency;
+    const auto ticks = (statusReportFrequency + statusUpdateFrequency - engine::Duration{1}) / statusUpdateFrequency;
+    return statusUpdateFrequency * ticks;
+  }
 
   // Throws ConfigError naming file, line and field.
   static KubeletFleetParams read(const YamlField& entry);

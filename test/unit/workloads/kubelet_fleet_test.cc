@@ -157,6 +157,38 @@ TEST(KubeletFleet, StatusPatchedAtEveryComputationWhenItChanges) {
   EXPECT_EQ(h.count("PATCH", "/nodes/cpscale-t1-fleet-0/status"), 10u);
 }
 
+// Without random changes a status computation can only report when the report is due,
+// so the node's status timer is armed for those computations alone: an idle fleet
+// wakes the engine for its renewals and its reports, not every 10 s per node.
+TEST(KubeletFleet, AnIdleNodeWakesOnlyForItsRenewalsAndStatusReports) {
+  Harness h;
+  auto w = fleet("statusReportFrequency: 5m\n", 100);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{11min});
+  const std::size_t puts = h.count("PUT", kLeases);
+  const std::size_t patches = h.count("PATCH", "/status");
+  EXPECT_EQ(patches, 200u);  // at about 5 and 10 minutes, per node
+  EXPECT_GT(puts, 100u * 60);
+  EXPECT_EQ(h.sim.stats().timerFires, puts + patches);
+}
+
+// The skipped computations keep their grid: a report falls on the first computation
+// at or after statusReportFrequency, as when every one is run.
+TEST(KubeletFleet, StatusReportsStayOnTheComputationGridWhenTheFrequenciesDoNotDivide) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nnodeStatusUpdateFrequency: 10s\nstatusReportFrequency: 45s\n");
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{300s});
+  const auto posts = h.requests("POST", "/api/v1/nodes");
+  ASSERT_EQ(posts.size(), 1u);
+  const engine::TimePoint registered = posts[0].submittedAt + 1ms;  // answered after the fake's latency
+  const auto patches = h.requests("PATCH", "/status");
+  ASSERT_EQ(patches.size(), 5u);
+  // Computations at registration + 10 s, 20 s, ...: the first 45 s past the last report is the fifth.
+  for (std::size_t i = 0; i < patches.size(); ++i)
+    EXPECT_EQ(patches[i].submittedAt, registered + 50s * static_cast<int>(i + 1)) << i;
+}
+
 TEST(KubeletFleet, FailedFractionStopsRenewingAndReturns) {
   Harness h;
   auto w = fleet("failures: {fraction: 0.3, at: 60s, returnAfter: 60s}\n", 10);
@@ -478,6 +510,24 @@ TEST(KubeletFleetLifecycle, AfterTheWatchShowsReadyUnknownTheNextStatusTickSends
   ASSERT_EQ(patches.size(), 2u);
   EXPECT_EQ(conditionOf(json::parse(patches[1].request.body), "Ready")["status"], "True");
   EXPECT_EQ(inst->summary()["nodeLifecycle"]["notReadyUnexpected"], 2);
+}
+
+TEST(KubeletFleetLifecycle, EveryComputationReportsWhileTheWatchShowsReadyUnknown) {
+  Harness h;
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 5m\n");
+  auto inst = w->start(h.ctx);
+  const std::string node = "cpscale-t1-fleet-0";
+  pushAt(h, engine::TimePoint{5s}, nodeWithReady(node, "Unknown", 500));
+  pushAt(h, engine::TimePoint{35s}, nodeWithReady(node, "True", 501));
+  h.sim.runUntil(engine::TimePoint{6min});
+  const auto patches = h.requests("PATCH", "/status");
+  // Computations at 10.001 s, 20.001 s, ...: every one reports until the watch shows
+  // True, then the next report is due 5 minutes after the last.
+  ASSERT_EQ(patches.size(), 4u);
+  EXPECT_EQ(patches[0].submittedAt, engine::TimePoint{10001ms});
+  EXPECT_EQ(patches[1].submittedAt, engine::TimePoint{20001ms});
+  EXPECT_EQ(patches[2].submittedAt, engine::TimePoint{30001ms});
+  EXPECT_EQ(patches[3].submittedAt, engine::TimePoint{5min + 30001ms});
 }
 
 TEST(KubeletFleetLifecycle, HeartbeatOnlyPatchWhileTheWatchShowsReady) {
