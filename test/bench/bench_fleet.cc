@@ -25,8 +25,9 @@
 //
 // --sink: cpscale_h2_sink (next to this binary) answers instead of the plane, so the
 // ladder goes past what the machine's plane can serve (12,500 to 100,000 nodes by
-// default); then, against the same sink, the driver alone at each rung's size (see
-// driverAlone): the fleet's CPU per request above it is the fleet's own cost.
+// default); against the same sink, before the ladder and again after it, the driver
+// alone at each rung's size (see driverAlone): the fleet's CPU per request above their
+// mean is the fleet's own cost.
 //
 //   cpscale_bench_fleet [--sink] [--max-nodes N] [--start-nodes N] [--step-seconds S]
 //                       [--registration-qps Q] [--time-limit S] [--baseline-seconds S]
@@ -38,9 +39,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -550,6 +554,17 @@ void printTable(const json& j) {
                 formatBytes(s["rss_bytes_per_1000_nodes"].get<double>()).c_str(), s["server_cpu_cores"].get<double>(),
                 s["machine_busy_cores"].get<double>(), s["limit"].get<std::string>().c_str());
   }
+  if (!j["steps"].empty() && j["steps"][0].contains("cpu_us_per_request_above_driver_alone")) {
+    std::printf("\n%7s %11s %13s %13s %9s\n", "nodes", "fleet us/req", "alone before", "alone after", "above");
+    for (const auto& s : j["steps"]) {
+      if (!s.contains("sink_driver_alone")) continue;
+      std::printf("%7lld %11.1f %13.1f %13.1f %+9.1f\n", static_cast<long long>(s["nodes"].get<std::int64_t>()),
+                  s["cpu_us_per_request"].get<double>(),
+                  s["sink_driver_alone"]["before"]["cpu_us_per_request"].get<double>(),
+                  s["sink_driver_alone"]["after"]["cpu_us_per_request"].get<double>(),
+                  s["cpu_us_per_request_above_driver_alone"].get<double>());
+    }
+  }
   std::printf("\nlargest fleet on schedule: %lld nodes (bound by %s); %s\n",
               static_cast<long long>(j["largest_on_schedule"].get<std::int64_t>()),
               j["bound_by"].get<std::string>().c_str(), j["machine"].get<std::string>().c_str());
@@ -731,6 +746,55 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
           {"generator_limit", std::string(engine::toString(driver.limit()))}};
 }
 
+// driverAlone in a child process, so that what it allocates (a timer and a path per
+// node, libcurl's pools) neither inflates nor pre-warms the fleet's memory figures when
+// it runs before the fleet. The child is forked while the process has one thread; its
+// figures come back as JSON on a pipe.
+json driverAloneApart(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes,
+                      double seconds, const std::string& leaseBody) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw std::runtime_error("fork: " + std::string(std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    std::string text;
+    try {
+      text = driverAlone(config, wo, nodes, seconds, leaseBody).dump();
+    } catch (const std::exception& e) {
+      text = json{{"error", e.what()}}.dump();
+    }
+    for (std::size_t off = 0; off < text.size();) {
+      const ssize_t n = ::write(fds[1], text.data() + off, text.size() - off);
+      if (n <= 0) ::_exit(1);
+      off += static_cast<std::size_t>(n);
+    }
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  json b = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!b.is_object() || b.contains("error") || !b.contains("cpu_us_per_request")) {
+    throw std::runtime_error("the driver alone at " + std::to_string(nodes) + " nodes failed" +
+                             (b.is_object() && b.contains("error") ? ": " + b["error"].get<std::string>() : ""));
+  }
+  return b;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -801,15 +865,41 @@ int main(int argc, char** argv) {
     kube::ApiClient setupClient(setupTransport, wall);
     for (auto& r : rungs) r.fleet->prepare(setupClient, wall, runId);
 
-    // As `cpscale run` with its defaults and workers: 1: a paced worker, the open-loop
-    // driver around the worker's CurlTransport, an ApiClient over the driver; here with
-    // a probe on each side of the driver.
-    Window window;
+    // As `cpscale run` with its defaults and workers: 1.
     engine::WorkerOptions wo;
     wo.workers = 1;
     wo.mode = engine::SimulatorMode::kPaced;
     wo.seed = 1;
     wo.drain = kDrainLimit;
+
+    // Side by side, same sink, same run: the driver alone at each rung's rate, measured
+    // before the fleet and again after it. The machine drifts over a run (a shared VM);
+    // the fleet is compared with the mean of the two, and their spread is reported.
+    // The Lease body is what the sink answers a kubelet's Lease creation with.
+    std::string leaseBody;
+    std::map<std::int64_t, json> aloneBefore;  // by nodes
+    if (sink) {
+      kube::HttpRequest create;
+      create.method = "POST";
+      create.path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+      create.headers.push_back({"Content-Type", "application/json"});
+      create.body = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"baseline",)"
+                    R"("namespace":"kube-node-lease","labels":{"cpscale.io/run":")" + runId +
+                    R"(","cpscale.io/workload":"r0"},"ownerReferences":[{"apiVersion":"v1","kind":"Node",)"
+                    R"("name":"baseline","uid":"00000000-0000-4000-8000-000000000000"}]},"spec":{"holderIdentity":)"
+                    R"("baseline","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}})";
+      leaseBody = kube::roundTrip(setupTransport, create).body;
+      for (const auto& r : rungs) {
+        if (interrupted()) break;
+        std::cerr << "fleet: the driver alone at " << r.nodes << " nodes' cadence (before the fleet)\n";
+        aloneBefore[r.nodes] = driverAloneApart(config, wo, r.nodes, opt.baselineSeconds, leaseBody);
+      }
+    }
+
+    // As `cpscale run`: a paced worker, the open-loop driver around the worker's
+    // CurlTransport, an ApiClient over the driver; here with a probe on each side of the
+    // driver.
+    Window window;
     kube::CurlTransportOptions cto;
     cto.maxHostConnections = static_cast<long>(wo.driver.connections);
     cto.maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection);
@@ -875,33 +965,23 @@ int main(int argc, char** argv) {
       }
     }
     if (sink && ladder.boundBy() != "interrupted") {
-      // Side by side, same sink, same run: the driver alone at each measured rung's rate.
-      // The Lease body is what the sink answers a kubelet's Lease creation with.
-      kube::HttpRequest create;
-      create.method = "POST";
-      create.path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
-      create.headers.push_back({"Content-Type", "application/json"});
-      create.body = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"baseline",)"
-                    R"("namespace":"kube-node-lease","labels":{"cpscale.io/run":")" + runId +
-                    R"(","cpscale.io/workload":"r0"},"ownerReferences":[{"apiVersion":"v1","kind":"Node",)"
-                    R"("name":"baseline","uid":"00000000-0000-4000-8000-000000000000"}]},"spec":{"holderIdentity":)"
-                    R"("baseline","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}})";
-      const std::string leaseBody = kube::roundTrip(setupTransport, create).body;
-      json baseline = json::array();
       for (auto& step : j["steps"]) {
-        if (interrupted()) break;
         const auto nodes = step["nodes"].get<std::int64_t>();
-        std::cerr << "fleet: the driver alone at " << nodes << " nodes' cadence\n";
-        json b = driverAlone(config, wo, nodes, opt.baselineSeconds, leaseBody);
-        const double above = step["cpu_us_per_request"].get<double>() - b["cpu_us_per_request"].get<double>();
-        step["sink_driver_alone"] = b;
-        step["cpu_us_per_request_above_driver_alone"] = above;
-        baseline.push_back(b);
+        const auto before = aloneBefore.find(nodes);
+        if (interrupted() || before == aloneBefore.end()) break;
+        std::cerr << "fleet: the driver alone at " << nodes << " nodes' cadence (after the fleet)\n";
+        json after = driverAloneApart(config, wo, nodes, opt.baselineSeconds, leaseBody);
+        const double b = before->second["cpu_us_per_request"].get<double>();
+        const double a = after["cpu_us_per_request"].get<double>();
+        step["sink_driver_alone"] = {{"before", before->second}, {"after", after}};
+        step["driver_alone_cpu_us_per_request"] = (b + a) / 2;
+        step["driver_alone_spread_us"] = std::abs(b - a);
+        step["cpu_us_per_request_above_driver_alone"] = step["cpu_us_per_request"].get<double>() - (b + a) / 2;
       }
       j["lease_body_bytes"] = leaseBody.size();
       j["driver_alone"] = "the same paced engine, open-loop driver, CurlTransport and probes, with one bare timer per "
                           "node PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers "
-                          "unread";
+                          "unread; measured before the fleet's ladder and after it, the fleet compared with the mean";
     }
     if (ladder.boundBy() == "interrupted") code = 130;
   } catch (const std::exception& e) {
