@@ -559,7 +559,7 @@ class FleetInstance final : public WorkloadInstance {
     std::size_t renewAt = 0;
     leaseTexts_.build(k.lease, req.body, renewAt);
     formatMicroTime(unixNow(), req.body.data() + renewAt);
-    req.decode = kube::Decode::kMetadata;  // the new resourceVersion is all it keeps
+    req.decode = kube::Decode::kResourceVersion;  // all it keeps of the answer
     req.intendedAt = ctx_.sim.now();
     k.renewing = true;
     calls_.call(std::move(req), [this, &k, afterConflict](kube::ApiResult r) {
@@ -567,11 +567,7 @@ class FleetInstance final : public WorkloadInstance {
       if (r.ok()) {
         ++c_.renewals;
         renewalAnswered(k);
-        if (auto rv = r.body.find("metadata"); rv != r.body.end()) {
-          if (auto v = rv->find("resourceVersion"); v != rv->end() && v->is_string()) {
-            k.lease.setResourceVersion(v->get_ref<const std::string&>());
-          }
-        }
+        if (!r.resourceVersion.empty()) k.lease.setResourceVersion(r.resourceVersion);
         return;
       }
       if (r.conflict() && !afterConflict) {

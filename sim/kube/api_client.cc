@@ -1,5 +1,7 @@
 #include "sim/kube/api_client.h"
 
+#include <algorithm>
+#include <array>
 #include <stdexcept>
 #include <vector>
 
@@ -47,6 +49,9 @@ std::string_view contentType(PatchType t) {
 }
 
 namespace {
+
+// The fields of metadata that Decode::kMetadata keeps (resourceVersion last).
+constexpr std::array<std::string_view, 4> kMetadataFields{"name", "namespace", "uid", "resourceVersion"};
 
 // A SAX consumer that keeps metadata's identity fields and stops at metadata's end.
 class MetadataSax {
@@ -103,7 +108,7 @@ class MetadataSax {
 
  private:
   static bool wanted(const std::string& k) {
-    return k == "resourceVersion" || k == "uid" || k == "name" || k == "namespace";
+    return std::find(kMetadataFields.begin(), kMetadataFields.end(), k) != kMetadataFields.end();
   }
   bool value() {
     pendingMetadata_ = false;
@@ -125,11 +130,19 @@ class MetadataScan {
  public:
   explicit MetadataScan(std::string_view t) : p_(t.data()), e_(t.data() + t.size()) {}
 
-  std::optional<nlohmann::json> run() {
+  // What the scan read: whether there was a top-level metadata object and, of its
+  // kept fields, the text of those present (views into the scanned text; a repeated
+  // key's last value, as nlohmann keeps).
+  struct Found {
+    bool metadata = false;
+    std::array<std::optional<std::string_view>, 4> fields;  // as kMetadataFields
+  };
+
+  std::optional<Found> run() {
     ws();
     if (!take('{')) return std::nullopt;
     ws();
-    if (take('}')) return nlohmann::json();  // valid and complete: no metadata
+    if (take('}')) return Found{};  // valid and complete: no metadata
     for (;;) {
       std::string_view key;
       if (!memberKey(key)) return std::nullopt;
@@ -137,28 +150,28 @@ class MetadataScan {
       if (!skipValue(1)) return std::nullopt;
       switch (afterMember()) {
         case Next::kMember: continue;
-        case Next::kEnd: return nlohmann::json();
+        case Next::kEnd: return Found{};
         case Next::kInvalid: return std::nullopt;
       }
     }
   }
 
  private:
-  std::optional<nlohmann::json> metadata() {
+  std::optional<Found> metadata() {
     ++p_;  // '{'
-    nlohmann::json out;
-    nlohmann::json& meta = out["metadata"] = nlohmann::json::object();
+    Found out;
+    out.metadata = true;
     int found = 0;
     ws();
     if (take('}')) return out;
     for (;;) {
       std::string_view key;
       if (!memberKey(key)) return std::nullopt;
-      const bool wanted = key == "resourceVersion" || key == "uid" || key == "name" || key == "namespace";
-      if (wanted && p_ < e_ && *p_ == '"') {
+      const auto field = std::find(kMetadataFields.begin(), kMetadataFields.end(), key);
+      if (field != kMetadataFields.end() && p_ < e_ && *p_ == '"') {
         std::string_view value;
         if (!plainString(value)) return std::nullopt;
-        meta[std::string(key)] = std::string(value);
+        out.fields[static_cast<std::size_t>(field - kMetadataFields.begin())] = value;
         if (++found == 4) return out;
       } else if (!skipValue(2)) {
         return std::nullopt;
@@ -288,8 +301,27 @@ nlohmann::json decodeMetadataBySax(std::string_view text) {
 }
 
 nlohmann::json decodeMetadata(std::string_view text) {
-  if (auto fast = MetadataScan(text).run()) return std::move(*fast);
-  return decodeMetadataBySax(text);
+  const auto fast = MetadataScan(text).run();
+  if (!fast) return decodeMetadataBySax(text);
+  if (!fast->metadata) return nullptr;
+  nlohmann::json out;
+  nlohmann::json& meta = out["metadata"] = nlohmann::json::object();
+  for (std::size_t i = 0; i < kMetadataFields.size(); ++i) {
+    if (fast->fields[i]) meta[std::string(kMetadataFields[i])] = std::string(*fast->fields[i]);
+  }
+  return out;
+}
+
+std::string decodeResourceVersion(std::string_view text) {
+  if (const auto fast = MetadataScan(text).run()) {
+    const auto& rv = fast->fields.back();
+    return rv ? std::string(*rv) : std::string();
+  }
+  nlohmann::json slow = decodeMetadataBySax(text);
+  const auto meta = slow.find("metadata");
+  if (meta == slow.end()) return {};
+  const auto rv = meta->find("resourceVersion");
+  return rv != meta->end() && rv->is_string() ? rv->get<std::string>() : std::string();
 }
 
 std::string ApiResult::describe() const {
@@ -471,6 +503,7 @@ ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int atte
   if (!success) res.what = describeRef(r);
   if (success && !resp.body.empty() && r.decode != Decode::kObject) {
     if (r.decode == Decode::kMetadata) res.body = decodeMetadata(resp.body);
+    if (r.decode == Decode::kResourceVersion) res.resourceVersion = decodeResourceVersion(resp.body);
   } else if (!resp.body.empty()) {
     res.body = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
     if (res.body.is_discarded()) {

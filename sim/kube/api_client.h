@@ -53,6 +53,8 @@ struct ApiResult {
   // retries included: what the calling component experienced.
   engine::Duration latency{0};
   std::string httpVersion;
+  // Decode::kResourceVersion: the answer's metadata.resourceVersion, empty if it had none.
+  std::string resourceVersion;
   // "PUT leases kube-node-lease/node-1", for messages: set when the call did not
   // succeed (a success has nothing to explain, and a hot path should not build it).
   std::string what;
@@ -78,6 +80,9 @@ struct ApiResult {
 // always equals.
 nlohmann::json decodeMetadata(std::string_view text);
 nlohmann::json decodeMetadataBySax(std::string_view text);
+// The metadata.resourceVersion that decodeMetadata gives (empty when it gives none),
+// without building a document: the only thing a renewal keeps (Decode::kResourceVersion).
+std::string decodeResourceVersion(std::string_view text);
 
 struct DeleteOptions {
   std::optional<std::int64_t> gracePeriodSeconds{};
@@ -96,6 +101,9 @@ enum class Decode : std::uint8_t {
   // and resourceVersion (those present); parsing stops once metadata has been read, so
   // a Node's status or a Lease's managedFields are never decoded.
   kMetadata,
+  // ApiResult::resourceVersion is metadata's resourceVersion as kMetadata reads it;
+  // the body stays null.
+  kResourceVersion,
   kNone,  // the body is dropped undecoded: the caller needs the status only
 };
 

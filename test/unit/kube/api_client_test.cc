@@ -207,6 +207,24 @@ TEST(ApiClientResult, MetadataDecodingKeepsTheIdentityAndStopsAtMetadatasEnd) {
                         R"({"metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1","resourceVersion":"42"}})"));
 }
 
+TEST(ApiClientDecode, ResourceVersionOnlyFillsTheFieldAndLeavesTheBodyNull) {
+  engine::VirtualClock clock;
+  FakeTransport t(clock);
+  t.enqueue(200, R"({"kind":"Lease","metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1",)"
+                 R"("resourceVersion":"42","labels":{"resourceVersion":"no"}},"spec":{"renewTime": never parsed)");
+  t.enqueue(200, R"({"kind":"Lease","metadata":{"name":"node-1"}})");
+  ApiClient c(t, clock);
+  ApiRequest put = ApiRequest::update(kLease, {{"spec", {}}});
+  put.decode = Decode::kResourceVersion;
+  ApiResult r = c.call(put);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.resourceVersion, "42");
+  EXPECT_TRUE(r.body.is_null());
+  r = c.call(put);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.resourceVersion, "");  // none in the answer
+}
+
 TEST(DecodeMetadata, OnlyTheTopLevelMetadataCounts) {
   // A nested "metadata" (a list item's, a template's) is not the object's.
   EXPECT_EQ(decodeMetadata(R"({"spec":{"template":{"metadata":{"name":"inner"}}},"metadata":{"name":"outer"}})"),
@@ -231,6 +249,12 @@ TEST(DecodeMetadata, EscapesAndNonAsciiAreDecodedAsJson) {
             nlohmann::json::parse(R"({"metadata":{"name":"n","namespace":"s","uid":"u","resourceVersion":"1"}})"));
 }
 
+// What a caller of Decode::kMetadata would read as the resourceVersion.
+std::string resourceVersionOf(const nlohmann::json& decoded) {
+  const nlohmann::json::json_pointer at("/metadata/resourceVersion");
+  return decoded.contains(at) && decoded[at].is_string() ? decoded[at].get<std::string>() : std::string();
+}
+
 TEST(DecodeMetadata, TheScanAgreesWithTheSaxParseOnEveryPrefixAndEdit) {
   // The scan is only a fast path: on every input it must give what nlohmann's SAX parse
   // gives (test/fuzz/fuzz_metadata.cc checks the same on arbitrary bytes).
@@ -251,6 +275,7 @@ TEST(DecodeMetadata, TheScanAgreesWithTheSaxParseOnEveryPrefixAndEdit) {
     for (std::size_t n = 0; n <= body.size(); ++n) {
       const std::string_view prefix(body.data(), n);
       ASSERT_EQ(decodeMetadata(prefix), decodeMetadataBySax(prefix)) << "prefix of " << n << " bytes of " << body;
+      ASSERT_EQ(decodeResourceVersion(prefix), resourceVersionOf(decodeMetadataBySax(prefix))) << prefix;
     }
     // Every single byte replaced by a character that matters to the grammar.
     for (std::size_t i = 0; i < body.size(); ++i) {
@@ -258,6 +283,7 @@ TEST(DecodeMetadata, TheScanAgreesWithTheSaxParseOnEveryPrefixAndEdit) {
         std::string edited = body;
         edited[i] = c;
         ASSERT_EQ(decodeMetadata(edited), decodeMetadataBySax(edited)) << edited;
+        ASSERT_EQ(decodeResourceVersion(edited), resourceVersionOf(decodeMetadataBySax(edited))) << edited;
       }
     }
   }
