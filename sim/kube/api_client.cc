@@ -437,7 +437,8 @@ ApiClient::ApiClient(Transport& transport, engine::Clock& clock, engine::Schedul
 
 ApiClient::~ApiClient() {
   std::vector<CallId> ids;
-  for (const auto& [id, _] : calls_) ids.push_back(id);
+  for (const auto& c : callSlots_)
+    if (c->id != 0) ids.push_back(c->id);
   for (const auto& [id, _] : watches_) ids.push_back(id);
   for (CallId id : ids) cancel(id);
 }
@@ -543,29 +544,45 @@ CallId ApiClient::callAsync(ApiRequest request, ResultHandler done) {
   if (scheduler_ == nullptr) {
     throw std::logic_error("ApiClient::callAsync needs a Scheduler (use the constructor that takes one)");
   }
-  auto c = std::make_shared<Call>();
-  c->id = ++nextId_;
-  c->started = clock_.now();
-  c->intended = request.intendedAt.value_or(c->started);
-  c->request = std::move(request);
-  c->done = std::move(done);
-  calls_.emplace(c->id, c);
+  std::uint32_t slot;
+  if (!freeCallSlots_.empty()) {
+    slot = freeCallSlots_.back();
+    freeCallSlots_.pop_back();
+  } else {
+    if (callSlots_.size() >= kWatchSlot) throw std::length_error("ApiClient: too many calls in flight");
+    slot = static_cast<std::uint32_t>(callSlots_.size());
+    callSlots_.push_back(std::make_unique<Call>());
+  }
+  Call& c = *callSlots_[slot];
+  c.id = (++nextId_ << kSlotBits) | slot;
+  c.started = clock_.now();
+  c.intended = request.intendedAt.value_or(c.started);
+  c.request = std::move(request);
+  c.done = std::move(done);
+  ++liveCalls_;
+  const CallId id = c.id;
   startAttempt(c);
-  return c->id;
+  return id;
 }
 
-void ApiClient::startAttempt(const std::shared_ptr<Call>& c) {
-  ++c->attempts;
-  CallId id = c->id;
-  c->inTransport =
-      transport_.submit(toHttp(c->request, c->attempts == 1 ? c->request.intendedAt : c->intended, c->attempts, c->lastRetry),
+ApiClient::Call* ApiClient::findCall(CallId id) {
+  const CallId slot = id & kSlotMask;
+  if (slot >= callSlots_.size()) return nullptr;
+  Call* c = callSlots_[slot].get();
+  return c->id == id ? c : nullptr;
+}
+
+void ApiClient::startAttempt(Call& c) {
+  ++c.attempts;
+  const CallId id = c.id;
+  c.inTransport =
+      transport_.submit(toHttp(c.request, c.attempts == 1 ? c.request.intendedAt : c.intended, c.attempts, c.lastRetry),
                         [this, id](HttpResponse r) { onAttemptDone(id, std::move(r)); });
 }
 
 void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
-  auto it = calls_.find(id);
-  if (it == calls_.end()) return;
-  std::shared_ptr<Call> c = it->second;
+  Call* c = findCall(id);
+  if (c == nullptr) return;
   c->inTransport = 0;
   AttemptOutcome a{httpMethod(c->request.verb), resp.outcome, resp.status, resp.header("retry-after"),
                    c->attempts, clock_.now() - c->started};
@@ -578,26 +595,28 @@ void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
   c->lastResponse = std::move(resp);
   c->lastRetry = d;
   c->retryEvent = scheduler_->scheduleAfter(d.delay, [this, id] {
-    auto it2 = calls_.find(id);
-    if (it2 == calls_.end()) return;
-    it2->second->retryEvent = 0;
-    it2->second->lastResponse.reset();
-    startAttempt(it2->second);
+    Call* again = findCall(id);
+    if (again == nullptr) return;
+    again->retryEvent = 0;
+    again->lastResponse.reset();
+    startAttempt(*again);
   });
 }
 
 void ApiClient::finish(CallId id, ApiResult result) {
-  auto it = calls_.find(id);
-  if (it == calls_.end()) return;
-  ResultHandler done = std::move(it->second->done);
-  // Erased first: the handler may start new calls or cancel others.
-  calls_.erase(it);
+  Call* c = findCall(id);
+  if (c == nullptr) return;
+  ResultHandler done = std::move(c->done);
+  // The slot is freed first: the handler may start new calls (reusing it) or cancel others.
+  const std::uint32_t slot = static_cast<std::uint32_t>(id & kSlotMask);
+  *c = Call{};
+  freeCallSlots_.push_back(slot);
+  --liveCalls_;
   if (done) done(std::move(result));
 }
 
 void ApiClient::cancel(CallId id) {
-  if (auto it = calls_.find(id); it != calls_.end()) {
-    std::shared_ptr<Call> c = it->second;
+  if (Call* c = (id & kSlotMask) == kWatchSlot ? nullptr : findCall(id)) {
     if (c->inTransport != 0) {
       // The transport runs our handler with kAborted, which finishes the call.
       transport_.cancel(c->inTransport);
@@ -663,7 +682,7 @@ CallId ApiClient::listAsync(const ResourceRef& c, ResultHandler d, const ListOpt
 CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& options, WatchEventHandler onEvent,
                         WatchCloseHandler onClose) {
   auto w = std::make_shared<Watch>();
-  w->id = ++nextId_;
+  w->id = (++nextId_ << kSlotBits) | kWatchSlot;
   w->request = ApiRequest{Verb::kWatch, collection, toQuery(options, true), {}, PatchType::kMerge, std::nullopt};
   w->onEvent = std::move(onEvent);
   w->onClose = std::move(onClose);

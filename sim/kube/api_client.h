@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -168,7 +169,7 @@ class ApiClient {
   CallId callAsync(ApiRequest request, ResultHandler done);
   // Ends a call or watch; its handler runs with kAborted. Unknown ids are ignored.
   void cancel(CallId id);
-  std::size_t pending() const { return calls_.size() + watches_.size(); }
+  std::size_t pending() const { return liveCalls_ + watches_.size(); }
 
   ApiResult create(const ResourceRef& collection, const nlohmann::json& object, const WriteOptions& o = {});
   ApiResult get(const ResourceRef& ref, const std::string& resourceVersion = "");
@@ -203,7 +204,9 @@ class ApiClient {
   HttpRequest toHttp(const ApiRequest& r, std::optional<engine::TimePoint> intendedAt, int attempt = 1,
                      const RetryDecision& retried = {}) const;
   ApiResult toResult(const ApiRequest& r, HttpResponse&& resp, int attempts, engine::Duration latency) const;
-  void startAttempt(const std::shared_ptr<Call>& call);
+  void startAttempt(Call& call);
+  // The call `id` names while it is unfinished, else null.
+  Call* findCall(CallId id);
   void onAttemptDone(CallId id, HttpResponse&& resp);
   void finish(CallId id, ApiResult result);
   void closeWatch(CallId id, HttpResponse&& resp);
@@ -214,7 +217,15 @@ class ApiClient {
   ApiClientOptions options_;
   RetryPolicy retry_;
   CallId nextId_ = 0;
-  std::unordered_map<CallId, std::shared_ptr<Call>> calls_;
+  // Unfinished calls in reusable slots, so that a call allocates no bookkeeping: a
+  // call's id is its sequence number above kSlotBits and its slot below; a watch's has
+  // kWatchSlot there, so the two never collide.
+  static constexpr unsigned kSlotBits = 24;
+  static constexpr CallId kSlotMask = (CallId{1} << kSlotBits) - 1;
+  static constexpr CallId kWatchSlot = kSlotMask;
+  std::vector<std::unique_ptr<Call>> callSlots_;
+  std::vector<std::uint32_t> freeCallSlots_;
+  std::size_t liveCalls_ = 0;
   std::unordered_map<CallId, std::shared_ptr<Watch>> watches_;
 };
 

@@ -476,6 +476,33 @@ TEST_F(AsyncFixture, CancelInFlight) {
   EXPECT_EQ(calls, 1);
 }
 
+// Calls reuse the slot of a finished one: a finished call's id stays dead (cancelling
+// it leaves the call now in its slot alone), ids never repeat, and a watch's id is
+// never a call's.
+TEST_F(AsyncFixture, AFinishedCallsIdNeverReachesTheCallThatReusesItsSlot) {
+  t.setLatency(1s);
+  t.setHandler([](const HttpRequest&) { return status(200, "{}"); });
+  ApiClient c(t, clock, sched);
+  std::optional<ApiResult> first, second;
+  const CallId a = c.getAsync(kLease, [&](ApiResult r) { first = std::move(r); });
+  sched.runAll();
+  ASSERT_TRUE(first && first->ok());
+  const CallId b = c.getAsync(kLease, [&](ApiResult r) { second = std::move(r); });
+  EXPECT_NE(a, b);
+  const CallId w = c.watch(ResourceRef(gvr::kLeases).in("kube-node-lease"), {}, [](WatchEvent&&) {}, [](const ApiResult&) {});
+  EXPECT_NE(w, a);
+  EXPECT_NE(w, b);
+  EXPECT_EQ(c.pending(), 2u);
+  c.cancel(a);  // finished: ignored, even though b has its slot
+  EXPECT_FALSE(second);
+  EXPECT_EQ(c.pending(), 2u);
+  c.cancel(w);
+  sched.runAll();
+  ASSERT_TRUE(second);
+  EXPECT_TRUE(second->ok()) << second->describe();
+  EXPECT_EQ(c.pending(), 0u);
+}
+
 TEST(ApiClientAsync, NeedsAScheduler) {
   engine::VirtualClock clock;
   FakeTransport t(clock);
