@@ -259,7 +259,7 @@ struct Kubelet {
   LeaseText lease;
   std::uint32_t index;
   TimePoint lastReport{};
-  TimePoint statusGrid{};  // a time of its status computations: they are this plus multiples of the frequency
+  TimePoint statusGrid{};  // one of its status computations: the others are this +/- multiples of the frequency
   engine::SplitMix64 rng;  // status-change draws
   NodeState state = NodeState::kNew;
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
@@ -486,7 +486,8 @@ class FleetInstance final : public WorkloadInstance {
       k.state = NodeState::kRunning;
       k.lastReport = ctx_.sim.now();
       k.statusGrid = firstTick(k, p_.statusUpdateFrequency);
-      k.statusTimer.start(statusEveryTick() ? k.statusGrid : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency));
+      k.statusTimer.start(statusEveryTick() ? k.statusGrid
+                                            : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency));
       nodeStartEvents(k);
       if (p_.podsPerNode > 0) createPods(k);
     });
