@@ -504,7 +504,7 @@ ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int atte
   if (!success) res.what = describeRef(r);
   if (success && !resp.body.empty() && r.decode != Decode::kObject) {
     if (r.decode == Decode::kMetadata) res.body = decodeMetadata(resp.body);
-    if (r.decode == Decode::kResourceVersion) res.resourceVersion = decodeResourceVersion(resp.body);
+    else if (r.decode == Decode::kResourceVersion) res.resourceVersion = decodeResourceVersion(resp.body);
   } else if (!resp.body.empty()) {
     res.body = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
     if (res.body.is_discarded()) {
@@ -559,7 +559,6 @@ CallId ApiClient::callAsync(ApiRequest request, ResultHandler done) {
   c.intended = request.intendedAt.value_or(c.started);
   c.request = std::move(request);
   c.done = std::move(done);
-  ++liveCalls_;
   const CallId id = c.id;
   startAttempt(c);
   return id;
@@ -611,12 +610,11 @@ void ApiClient::finish(CallId id, ApiResult result) {
   const std::uint32_t slot = static_cast<std::uint32_t>(id & kSlotMask);
   *c = Call{};
   freeCallSlots_.push_back(slot);
-  --liveCalls_;
   if (done) done(std::move(result));
 }
 
 void ApiClient::cancel(CallId id) {
-  if (Call* c = (id & kSlotMask) == kWatchSlot ? nullptr : findCall(id)) {
+  if (Call* c = findCall(id)) {  // a watch's slot (kWatchSlot) is never a call's
     if (c->inTransport != 0) {
       // The transport runs our handler with kAborted, which finishes the call.
       transport_.cancel(c->inTransport);

@@ -169,7 +169,7 @@ class ApiClient {
   CallId callAsync(ApiRequest request, ResultHandler done);
   // Ends a call or watch; its handler runs with kAborted. Unknown ids are ignored.
   void cancel(CallId id);
-  std::size_t pending() const { return liveCalls_ + watches_.size(); }
+  std::size_t pending() const { return callSlots_.size() - freeCallSlots_.size() + watches_.size(); }
 
   ApiResult create(const ResourceRef& collection, const nlohmann::json& object, const WriteOptions& o = {});
   ApiResult get(const ResourceRef& ref, const std::string& resourceVersion = "");
@@ -225,7 +225,6 @@ class ApiClient {
   static constexpr CallId kWatchSlot = kSlotMask;
   std::vector<std::unique_ptr<Call>> callSlots_;
   std::vector<std::uint32_t> freeCallSlots_;
-  std::size_t liveCalls_ = 0;
   std::unordered_map<CallId, std::shared_ptr<Watch>> watches_;
 };
 

@@ -973,10 +973,11 @@ int main(int argc, char** argv) {
         json after = driverAloneApart(config, wo, nodes, opt.baselineSeconds, leaseBody);
         const double b = before->second["cpu_us_per_request"].get<double>();
         const double a = after["cpu_us_per_request"].get<double>();
+        const double mean = (b + a) / 2;
         step["sink_driver_alone"] = {{"before", before->second}, {"after", after}};
-        step["driver_alone_cpu_us_per_request"] = (b + a) / 2;
+        step["driver_alone_cpu_us_per_request"] = mean;
         step["driver_alone_spread_us"] = std::abs(b - a);
-        step["cpu_us_per_request_above_driver_alone"] = step["cpu_us_per_request"].get<double>() - (b + a) / 2;
+        step["cpu_us_per_request_above_driver_alone"] = step["cpu_us_per_request"].get<double>() - mean;
       }
       j["lease_body_bytes"] = leaseBody.size();
       j["driver_alone"] = "the same paced engine, open-loop driver, CurlTransport and probes, with one bare timer per "
