@@ -6,7 +6,7 @@
 
 #include "reports/format.h"
 #include "reports/html.h"
-#include "reports/json_io.h"
+#include "sim/result/json_io.h"
 #include "reports/summary.h"
 #include "reports/svg.h"
 

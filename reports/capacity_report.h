@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reports/capacity.h"
+#include "sim/result/capacity.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::reports {

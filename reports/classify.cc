@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "reports/format.h"
-#include "reports/json_io.h"
+#include "sim/result/json_io.h"
 #include "reports/summary.h"
 #include "sim/common/error.h"
 #include "sim/metrics/axis_pressure.h"

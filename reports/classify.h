@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/capacity.h"
-#include "reports/result.h"
+#include "sim/result/capacity.h"
+#include "sim/result/result.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::reports {

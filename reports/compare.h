@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "reports/format.h"
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports {
 

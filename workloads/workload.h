@@ -14,7 +14,7 @@
 
 #include "sim/common/yaml_reader.h"
 #include "sim/engine/simulator.h"
-#include "sim/engine/worker_pool.h"
+#include "sim/load/worker.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/resource.h"
 #include "workloads/phases.h"

@@ -16,10 +16,10 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/run_progress.h"
+#include "sim/run/run_progress.h"
 #include "reports/format.h"
-#include "sim/cli/runner.h"
-#include "sim/cli/simulate.h"
+#include "sim/run/runner.h"
+#include "sim/run/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"

@@ -8,15 +8,16 @@
 #include <sstream>
 #include <thread>
 
-#include "reports/capacity.h"
+#include "sim/result/capacity.h"
 #include "reports/capacity_report.h"
 #include "reports/format.h"
-#include "reports/result.h"
-#include "sim/cli/capacity_search.h"
+#include "reports/run_outputs.h"
+#include "sim/result/result.h"
+#include "sim/run/capacity_search.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/runner.h"
-#include "sim/cli/target_check.h"
+#include "sim/run/runner.h"
+#include "sim/run/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"

@@ -7,7 +7,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/target_check.h"
+#include "sim/run/target_check.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/curl_transport.h"

@@ -10,10 +10,10 @@
 
 #include "reports/classify.h"
 #include "reports/headline.h"
-#include "reports/result.h"
+#include "sim/result/result.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/target_check.h"
+#include "sim/run/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"

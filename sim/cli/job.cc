@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "sim/cli/commands.h"
-#include "sim/cli/job_manifest.h"
+#include "sim/run/job_manifest.h"
 #include "sim/cli/options.h"
-#include "sim/cli/shard_results.h"
+#include "sim/run/shard_results.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"

@@ -6,7 +6,7 @@
 #include "reports/summary.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/cli/simulate.h"
+#include "sim/run/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 

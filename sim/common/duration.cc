@@ -8,9 +8,9 @@
 
 namespace cpscale {
 
-std::optional<engine::Duration> parseDuration(std::string_view s) {
+std::optional<Duration> parseDuration(std::string_view s) {
   if (s.empty()) return std::nullopt;
-  if (s == "0") return engine::Duration{0};
+  if (s == "0") return Duration{0};
   long double total = 0;
   bool any = false;
   while (!s.empty()) {
@@ -42,10 +42,10 @@ std::optional<engine::Duration> parseDuration(std::string_view s) {
   }
   if (!any || total > static_cast<long double>(INT64_MAX)) return std::nullopt;
   auto ns = static_cast<std::int64_t>(std::llround(total));
-  return engine::Duration{ns};
+  return Duration{ns};
 }
 
-std::string formatDuration(engine::Duration d) {
+std::string formatDuration(Duration d) {
   std::int64_t ns = d.count();
   if (ns == 0) return "0s";
   std::string out = ns < 0 ? "-" : "";
@@ -63,7 +63,7 @@ std::string formatDuration(engine::Duration d) {
   return out;
 }
 
-engine::Duration asDuration(const YamlField& field, bool positive) {
+Duration asDuration(const YamlField& field, bool positive) {
   std::string text = field.asString();
   auto d = parseDuration(text);
   if (!d) throw field.error("expected a duration such as 250ms, 10s or 5m, found '" + text + "'");

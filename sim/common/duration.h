@@ -11,17 +11,17 @@
 #include <string_view>
 
 #include "sim/common/yaml_reader.h"
-#include "sim/engine/clock.h"
+#include "sim/common/time.h"
 
 namespace cpscale {
 
 // nullopt if `text` is not a duration.
-std::optional<engine::Duration> parseDuration(std::string_view text);
+std::optional<Duration> parseDuration(std::string_view text);
 // "1m30s", "250ms", "0s": the shortest exact form.
-std::string formatDuration(engine::Duration d);
+std::string formatDuration(Duration d);
 // A YAML field holding a duration; ConfigError naming file:line and field otherwise.
 // With `positive`, zero and negative durations are rejected too.
-engine::Duration asDuration(const YamlField& field, bool positive = true);
+Duration asDuration(const YamlField& field, bool positive = true);
 
 // The current time of day, UTC, RFC 3339 to the second ("2026-12-02T16:42:00Z"), for
 // records people read (plane.json, result.json); never for measuring.

@@ -6,13 +6,13 @@
 #include <chrono>
 #include <cstdint>
 
+#include "sim/common/time.h"
+
 namespace cpscale::engine {
 
-using Duration = std::chrono::nanoseconds;
-
-// Tag for time points on the run's timeline (0 = the run's origin).
-struct RunEpoch {};
-using TimePoint = std::chrono::time_point<RunEpoch, Duration>;
+using cpscale::Duration;
+using cpscale::RunEpoch;
+using cpscale::TimePoint;
 
 class Clock {
  public:

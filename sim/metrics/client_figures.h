@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/engine/clock.h"
-#include "sim/engine/request_stats.h"
+#include "sim/load/request_stats.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::metrics {

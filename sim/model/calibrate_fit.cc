@@ -7,7 +7,7 @@
 #include <set>
 #include <sstream>
 
-#include "reports/json_io.h"
+#include "sim/result/json_io.h"
 #include "sim/common/error.h"
 #include "sim/model/fit.h"
 

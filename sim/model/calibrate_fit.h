@@ -36,7 +36,7 @@
 #include <string_view>
 #include <vector>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 #include "sim/model/calibration.h"
 
 namespace cpscale::model {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <system_error>
 
-#include "reports/json_io.h"
+#include "sim/result/json_io.h"
 #include "sim/common/error.h"
 
 namespace cpscale::model {

@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "sim/engine/clock.h"
-#include "sim/engine/open_loop_driver.h"
-#include "sim/scenario/gate.h"
+#include "sim/load/open_loop_driver.h"
+#include "sim/metrics/gate.h"
 #include "workloads/workload.h"
 
 namespace cpscale::scenario {

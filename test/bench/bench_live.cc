@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "sim/engine/open_loop_driver.h"
+#include "sim/load/open_loop_driver.h"
 #include "sim/engine/periodic_timer.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/curl_transport.h"

@@ -9,7 +9,7 @@
 
 #include <filesystem>
 
-#include "sim/cli/simulate.h"
+#include "sim/run/simulate.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::cli {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/common/error.h"
-#include "sim/scenario/gate.h"
+#include "sim/metrics/gate.h"
 #include "test/fuzz/fuzz_support.h"
 
 namespace {

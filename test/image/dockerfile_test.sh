@@ -99,8 +99,8 @@ elif [ "$uid" -eq 0 ]; then
   fail "USER is root"
 fi
 if [[ "${user#*:}" != "$user" ]] && ! [[ "${user#*:}" =~ ^[0-9]+$ ]]; then fail "USER's group '${user#*:}' is not numeric"; fi
-jobUser=$(grep -o 'kImageUser = [0-9]*' "$src/sim/cli/job_manifest.h" | awk '{print $3}')
-[ "$uid" = "$jobUser" ] || fail "USER $uid is not the user cpscale job's pods run as ($jobUser, sim/cli/job_manifest.h)"
+jobUser=$(grep -o 'kImageUser = [0-9]*' "$src/sim/run/job_manifest.h" | awk '{print $3}')
+[ "$uid" = "$jobUser" ] || fail "USER $uid is not the user cpscale job's pods run as ($jobUser, sim/run/job_manifest.h)"
 
 # --- the binary on PATH as the entrypoint, the templates where the binary looks ---
 grep -q '^ENTRYPOINT \["cpscale"\]' <<<"$runtime" || fail "ENTRYPOINT is not [\"cpscale\"]"

@@ -12,7 +12,7 @@
 #include <set>
 #include <vector>
 
-#include "sim/cli/workload_figures.h"
+#include "sim/run/workload_figures.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 #include "test/integration/live_run.h"

@@ -10,7 +10,7 @@
 #include <iostream>
 
 #include "reports/format.h"
-#include "sim/cli/simulate.h"
+#include "sim/run/simulate.h"
 #include "sim/controlplane/local_plane.h"
 
 namespace cpscale::testing {

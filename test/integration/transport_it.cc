@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "sim/controlplane/profile.h"
-#include "sim/engine/open_loop_driver.h"
+#include "sim/load/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"

@@ -9,7 +9,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "sim/engine/open_loop_driver.h"
+#include "sim/load/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"

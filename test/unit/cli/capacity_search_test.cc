@@ -7,8 +7,8 @@
 #include <chrono>
 #include <memory>
 
-#include "sim/cli/capacity_search.h"
-#include "sim/engine/open_loop_driver.h"
+#include "sim/run/capacity_search.h"
+#include "sim/load/open_loop_driver.h"
 #include "sim/metrics/client_figures.h"
 #include "test/unit/engine/scripted_transport.h"
 

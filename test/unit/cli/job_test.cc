@@ -9,10 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "sim/cli/job_manifest.h"
-#include "sim/cli/shard.h"
-#include "sim/cli/shard_results.h"
-#include "sim/cli/target_check.h"
+#include "sim/run/job_manifest.h"
+#include "sim/run/shard.h"
+#include "sim/run/shard_results.h"
+#include "sim/run/target_check.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/fake_transport.h"
 #include "sim/kube/rbac.h"

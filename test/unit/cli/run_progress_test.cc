@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "sim/cli/metrics_endpoint.h"
-#include "sim/cli/run_progress.h"
+#include "sim/run/metrics_endpoint.h"
+#include "sim/run/run_progress.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/engine/clock.h"

@@ -4,12 +4,12 @@
 // them at the end. Against a fake server holding ConfigMaps.
 #include <gtest/gtest.h>
 
-#include "sim/cli/shard.h"
-#include "sim/cli/shard_results.h"
+#include "sim/run/shard.h"
+#include "sim/run/shard_results.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/fake_transport.h"
 #include "test/unit/cli/configmap_server.h"
-#include "sim/cli/runner.h"
+#include "sim/run/runner.h"
 #include "workloads/cleanup.h"
 
 namespace cpscale::cli::testing {

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "sim/cli/shard.h"
+#include "sim/run/shard.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/fake_transport.h"

@@ -1,6 +1,6 @@
 // cpscale simulate through the real run (runner.h) on the model target, in virtual time:
 // determinism, where every figure says it came from, and the sampling's arithmetic.
-#include "sim/cli/simulate.h"
+#include "sim/run/simulate.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The loopback check that lets load and deletes go without --yes: every trick that
 // makes a URL look local while the connection goes elsewhere must say "not loopback".
-#include "sim/cli/target_check.h"
+#include "sim/run/target_check.h"
 
 #include <gtest/gtest.h>
 

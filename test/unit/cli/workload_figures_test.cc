@@ -1,6 +1,6 @@
 // Workload summaries merged across workers, and the node lifecycle figures drawn from
 // the kubelet fleet's: measured, or unavailable with the reason.
-#include "sim/cli/workload_figures.h"
+#include "sim/run/workload_figures.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "sim/engine/open_loop_driver.h"
+#include "sim/load/open_loop_driver.h"
 
 #include <gtest/gtest.h>
 

@@ -5,8 +5,8 @@
 
 #include <chrono>
 
-#include "sim/engine/open_loop_driver.h"
-#include "sim/engine/worker_pool.h"
+#include "sim/load/open_loop_driver.h"
+#include "sim/load/worker_pool.h"
 #include "test/unit/engine/scripted_transport.h"
 
 namespace cpscale::engine {

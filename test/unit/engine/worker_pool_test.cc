@@ -1,4 +1,4 @@
-#include "sim/engine/worker_pool.h"
+#include "sim/load/worker_pool.h"
 
 #include <gtest/gtest.h>
 

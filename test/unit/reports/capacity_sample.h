@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "reports/capacity.h"
-#include "reports/result.h"
+#include "sim/result/capacity.h"
+#include "sim/result/result.h"
 #include "sample_result.h"
 
 namespace cpscale::reports::testing {

@@ -14,7 +14,8 @@
 
 #include "reports/capacity_report.h"
 #include "reports/html.h"
-#include "reports/result.h"
+#include "reports/run_outputs.h"
+#include "sim/result/result.h"
 #include "capacity_sample.h"
 #include "sample_result.h"
 

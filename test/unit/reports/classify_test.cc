@@ -7,7 +7,7 @@
 #include <cmath>
 #include <string>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 #include "sim/common/error.h"
 
 namespace cpscale::reports {

@@ -6,12 +6,12 @@
 
 #include <random>
 
-#include "reports/client_stats.h"
+#include "sim/result/client_stats.h"
 #include "reports/merge.h"
 #include "reports/summary.h"
 #include "sim/common/error.h"
 #include "sim/metrics/client_figures.h"
-#include "sim/scenario/gate.h"
+#include "sim/metrics/gate.h"
 
 namespace cpscale::reports::testing {
 namespace {

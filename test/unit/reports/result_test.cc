@@ -1,4 +1,4 @@
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 #include <cmath>
 #include <filesystem>
@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "reports/run_outputs.h"
 #include "sample_result.h"
 #include "sim/common/error.h"
 

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include "reports/result.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports::testing {
 

@@ -1,4 +1,4 @@
-#include "sim/scenario/gate.h"
+#include "sim/metrics/gate.h"
 
 #include <gtest/gtest.h>
 

@@ -8,7 +8,7 @@
 #include <tuple>
 
 #include "sim/common/error.h"
-#include "sim/engine/worker_pool.h"
+#include "sim/load/worker_pool.h"
 
 #include "test/unit/workloads/harness.h"
 #include "workloads/churn.h"

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "sim/common/error.h"
-#include "sim/engine/worker_pool.h"
+#include "sim/load/worker_pool.h"
 #include "test/unit/workloads/harness.h"
 #include "workloads/churn.h"
 #include "workloads/dormant.h"

@@ -1,0 +1,20 @@
+// A run's client-side request statistics as JSON: every histogram's cells, so that the
+// shards of a sharded run can be merged exactly (`cpscale merge`): a merged histogram
+// is the histogram of every shard's samples together, not an average of percentiles.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "sim/result/json_io.h"
+#include "sim/load/request_stats.h"
+
+namespace cpscale::reports {
+
+nlohmann::json histogramJson(const engine::HdrHistogram& h);
+engine::HdrHistogram histogramFromJson(const jsonio::Reader& r);
+
+nlohmann::json requestStatsJson(const engine::RequestStats& stats);
+// Throws ConfigError naming the document and the JSON path of what is wrong.
+engine::RequestStats requestStatsFromJson(const jsonio::Reader& r);
+
+}  // namespace cpscale::reports

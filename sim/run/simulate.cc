@@ -1,0 +1,383 @@
+#include "sim/run/simulate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "reports/format.h"
+#include "reports/run_outputs.h"
+#include "sim/run/capacity_search.h"
+#include "sim/common/error.h"
+#include "sim/engine/simulator_impl.h"
+#include "sim/model/model_plane.h"
+
+namespace cpscale::cli {
+
+namespace {
+
+class ModelTarget final : public Target {
+ public:
+  ModelTarget(const controlplane::Profile& profile, const model::Calibration& calibration, double weight,
+              std::uint64_t seed)
+      : profile_(profile), weight_(weight), sim_(std::make_shared<engine::VirtualSimulator>()) {
+    model::ModelOptions mo;
+    mo.calibration = calibration;
+    mo.apiservers = static_cast<std::size_t>(std::max(1, profile.apiservers));
+    mo.etcds.clear();
+    for (const auto& e : profile.etcds) mo.etcds.push_back({e.name, e.resources});
+    mo.seed = seed;
+    mo.epochUnixNanos = kVirtualRunStartUnixNanos;
+    if (!calibration.kubernetesVersion.empty()) mo.kubernetesVersion = calibration.kubernetesVersion;
+    plane_ = std::make_unique<model::ModelPlane>(*sim_, std::move(mo));
+    setup_ = plane_->clientTransport(1);
+  }
+  engine::SimulatorMode mode() const override { return engine::SimulatorMode::kVirtual; }
+  void open(reports::RunResult& result) override {
+    const auto& cal = plane_->options().calibration;
+    result.target.kind = "model";
+    result.target.kubernetesVersion = cal.kubernetesVersion;
+    result.target.etcdVersion = cal.etcdVersion;
+    for (const auto& m : plane_->members()) {
+      if (result.target.server.empty() && m.role == "kube-apiserver") result.target.server = m.url;
+      result.target.members.push_back({m.name, m.role, m.url, m.role == "etcd" ? cal.etcdVersion : cal.kubernetesVersion,
+                                       m.role == "kube-apiserver" ? "workloads" : ""});
+    }
+  }
+  kube::Transport& setupTransport() override { return *setup_; }
+  engine::Clock& setupClock() override { return sim_->clock(); }
+  kube::TransportPtr loadTransport(const scenario::Scenario&) override { return plane_->clientTransport(weight_); }
+  std::shared_ptr<engine::Simulator> simulator() override { return sim_; }
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
+    std::vector<metrics::ScrapeTarget> out;
+    for (const auto& m : result.target.members) {
+      auto info = scrapeInfo(m, profile_);
+      if (!info) continue;
+      metrics::ScrapeTarget t;
+      t.info = *info;
+      // As on the local plane: the heap the objects hold, after a (modelled) GC.
+      if (info->role == metrics::TargetRole::kApiserver) t.heapProfilePath = "/debug/pprof/heap?gc=1&debug=1";
+      t.transport = std::shared_ptr<kube::Transport>(plane_->memberTransport(m.name));
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+  bool needsCleanup() const override { return false; }
+  std::optional<metrics::Source> figureSource() const override { return metrics::Source::kModel; }
+
+ private:
+  controlplane::Profile profile_;
+  double weight_;
+  std::shared_ptr<engine::VirtualSimulator> sim_;
+  std::unique_ptr<model::ModelPlane> plane_;
+  kube::TransportPtr setup_;
+};
+
+double numberOf(const nlohmann::json& v) {
+  if (v.is_number()) return v.get<double>();
+  if (v.is_string()) {
+    try {
+      return std::stod(v.get<std::string>());
+    } catch (const std::exception&) {
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<Target> modelTarget(const controlplane::Profile& profile, const model::Calibration& calibration,
+                                    double weight, std::uint64_t seed) {
+  return std::make_unique<ModelTarget>(profile, calibration, weight, seed);
+}
+
+std::vector<std::pair<std::string, double>> extensiveKnobs(const scenario::Scenario& sc) {
+  std::vector<std::pair<std::string, double>> out;
+  const auto ws = sc.effective.find("workloads");
+  for (const auto& w : sc.workloads) {
+    if (ws == sc.effective.end() || !ws->is_array()) break;
+    for (const auto& item : *ws) {
+      if (!item.is_object() || item.value("name", std::string()) != w->name()) continue;
+      for (const std::string& field : w->growableFields())
+        if (auto v = item.find(field); v != item.end()) out.push_back({"workloads." + w->name() + "." + field, numberOf(*v)});
+    }
+  }
+  return out;
+}
+
+double samplingWeight(const scenario::Scenario& sc, double maxActors) {
+  double largest = 0;
+  for (const auto& [path, v] : extensiveKnobs(sc)) largest = std::max(largest, v);
+  if (maxActors <= 0 || largest <= maxActors) return 1;
+  return std::ceil(largest / maxActors);
+}
+
+std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, double weight) {
+  std::vector<scenario::Override> out;
+  if (weight <= 1) return out;
+  for (const auto& [path, v] : extensiveKnobs(sc)) {
+    const double scaled = std::max(1.0, std::round(v / weight));
+    char text[64];
+    std::snprintf(text, sizeof text, "%.0f", scaled);
+    out.push_back({path, text});
+  }
+  return out;
+}
+
+std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live, const reports::RunResult& modelled,
+                                                        double minRate) {
+  std::vector<model::ValidationEntry> out;
+  auto steady = [](const reports::RunResult& r, auto&& pick) {
+    std::map<std::string, double> m;
+    for (const auto& f : r.figures)
+      if (f.window == metrics::Window::kSteady && f.available()) pick(f, m);
+    return m;
+  };
+  auto label = [](const metrics::Figure& f, std::string_view k) -> std::string {
+    for (const auto& [name, v] : f.labels)
+      if (name == k) return v;
+    return "";
+  };
+  auto byResource = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
+    if (f.name != "write_qps") return;
+    if (f.labels.empty())
+      m["write_qps"] += *f.value;
+    else
+      m["write_qps{resource=" + label(f, "resource") + "}"] += *f.value;
+  };
+  auto others = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
+    if (f.name == "lease_write_share" && f.labels.empty()) m["lease_write_share"] = *f.value;
+    // The heap the objects hold (after a forced GC), not the garbage a Go heap carries
+    // between collections, which the model does not model.
+    if (f.name == "apiserver_heap_inuse_after_gc_bytes" && !label(f, "apiserver").empty())
+      m["apiserver_heap_inuse_after_gc_bytes{apiserver=" + label(f, "apiserver") + "}"] = *f.value;
+  };
+  auto add = [&](const std::map<std::string, double>& l, const std::map<std::string, double>& m, double tolerance,
+                 double minLive) {
+    for (const auto& [key, lv] : l) {
+      auto it = m.find(key);
+      if (it == m.end() || lv < minLive || lv <= 0) continue;
+      out.push_back({key, lv, it->second, std::abs(it->second - lv) / lv, tolerance});
+    }
+  };
+  add(steady(live, byResource), steady(modelled, byResource), 0.10, minRate);
+  auto lo = steady(live, others), mo = steady(modelled, others);
+  for (auto& [key, v] : lo) {
+    const double tol = key.starts_with("apiserver_heap") ? 0.20 : 0.10;
+    // A lease share under 5 % is the plane's own background beside another axis's
+    // load: a handful of writes a minute, noise at this window's length.
+    add({{key, v}}, mo, tol, key == "lease_write_share" ? 0.05 : 0);
+  }
+  return out;
+}
+
+std::vector<ValidationCase> defaultValidationCases() {
+  return {{"node-bound.yaml", {{"workloads.fleet.count", "300"}, {"duration", "60s"}}},
+          {"churn-bound.yaml", {{"duration", "60s"}}}};
+}
+
+reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
+                                         const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
+  const scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
+  if (!probe.capacity) throw ConfigError(scenarioPath.string(), "capacity", "the scenario has no capacity block");
+  const scenario::CapacitySpec spec = *probe.capacity;
+  int runs = 0;
+  StepRunner runSteps = [&](const std::vector<double>& values) {
+    StepsOutcome o;
+    for (double v : values) {
+      std::vector<scenario::Override> ov = overrides;
+      ov.push_back({spec.knob, knobText(v)});
+      ov.push_back({"duration", knobText(std::chrono::duration<double>(spec.hold).count()) + "s"});
+      // A live step waits up to `settle` for the controller-manager to work off what the
+      // growth created (the model has none to wait for), then the warmup: the same time
+      // for the registration's backlog to drain before the window.
+      ov.push_back({"warmup", knobText(std::chrono::duration<double>(spec.settle + probe.warmup).count()) + "s"});
+      SimulateOptions so = options;
+      so.run.runId = options.run.runId + "-" + std::to_string(++runs);
+      so.run.outDir = options.run.outDir / ("step-" + knobText(v));
+      reports::RunResult r = simulateScenario(scenarioPath, ov, so);
+      if (r.status != reports::RunStatus::kCompleted) {
+        o.stopped = r.status == reports::RunStatus::kInterrupted ? reports::CapacityLimit::kInterrupted
+                                                                 : reports::CapacityLimit::kFailed;
+        o.detail = r.statusDetail;
+        break;
+      }
+      std::vector<metrics::Figure> steady;
+      for (const auto& f : r.figures)
+        if (f.window == metrics::Window::kSteady) steady.push_back(f);
+      const reports::Phase* w = reports::findPhase(r, "steady");
+      o.steps.push_back(judgeStep(v, w ? w->startSeconds : 0, w ? w->endSeconds : 0, std::move(steady), spec.gates));
+      if (!o.steps.back().held) break;
+    }
+    return o;
+  };
+  return searchCapacity(spec, runSteps, options.profile.name, probe.name);
+}
+
+std::vector<model::ValidationEntry> validateCalibration(const model::Calibration& calibration,
+                                                        const controlplane::Profile& profile,
+                                                        const std::filesystem::path& binDir,
+                                                        const std::filesystem::path& dir, const std::string& runId,
+                                                        bool progress, const std::vector<ValidationCase>& cases,
+                                                        const std::optional<CrossingCase>& crossing) {
+  std::vector<model::ValidationEntry> out;
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const auto& c = cases[i];
+    const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / c.scenario;
+    const std::string name = file.stem().string();
+    scenario::Scenario sc = scenario::loadScenario(file, c.overrides);
+    RunOptions ro;
+    ro.runId = runId + "-v" + std::to_string(i + 1);
+    ro.outDir = dir / name / "live";
+    ro.profile = profile;
+    ro.binDir = binDir;
+    ro.progress = progress;
+    reports::RunResult live = executeRun(sc, ro);
+    if (live.status != reports::RunStatus::kCompleted)
+      throw UnavailableError("validation: the live " + name + " run did not complete: " + live.statusDetail);
+    SimulateOptions so;
+    so.profile = profile;
+    so.calibration = calibration;
+    so.run.runId = ro.runId + "m";
+    so.run.outDir = dir / name / "model";
+    so.run.progress = false;
+    // The same sample: every actor simulated one by one (sampling would draw another
+    // one), over the same window: the model's starts when the live one did.
+    so.weight = 1;
+    if (const reports::Phase* steady = reports::findPhase(live, "steady"))
+      so.run.earliestSteadyStart = engine::TimePoint{std::chrono::duration_cast<engine::Duration>(
+          std::chrono::duration<double>(steady->startSeconds))};
+    reports::RunResult modelled = simulateScenario(file, c.overrides, so);
+    for (auto e : compareLiveAndModel(live, modelled)) {
+      e.figure = name + ": " + e.figure;
+      out.push_back(std::move(e));
+    }
+  }
+  if (crossing) {
+    const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / crossing->scenario;
+    const scenario::Scenario probe = scenario::loadScenario(file, crossing->overrides);
+    const scenario::CapacitySpec spec = *probe.capacity;
+    int runs = 0, bisection = 0;
+    bool ladderRan = false;
+    StepRunner live = [&](const std::vector<double>& values) {
+      std::vector<scenario::Override> ov = crossing->overrides;
+      ov.push_back({spec.knob, knobText(values.front())});
+      scenario::Scenario sc = scenario::loadScenario(file, ov);
+      RunOptions ro;
+      ro.runId = runId + "-c" + std::to_string(++runs);
+      ro.outDir = dir / "crossing" / "live" / (ladderRan ? "bisect-" + std::to_string(++bisection) : "ladder");
+      ladderRan = true;
+      ro.profile = profile;
+      ro.binDir = binDir;
+      ro.progress = progress;
+      ro.capacity = &spec;
+      ro.steps = values;
+      reports::RunResult res = executeRun(sc, ro);
+      StepsOutcome o;
+      if (res.capacity) o.steps = res.capacity->steps;
+      if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
+      if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
+      o.detail = res.statusDetail;
+      return o;
+    };
+    reports::CapacitySearch liveSearch = searchCapacity(spec, live, profile.name, probe.name);
+    SimulateOptions so;
+    so.profile = profile;
+    so.calibration = calibration;
+    so.maxActors = 1e9;  // every kubelet simulated: at these sizes it takes seconds
+    so.run.runId = runId + "-cm";
+    so.run.outDir = dir / "crossing" / "model";
+    so.run.progress = false;
+    reports::CapacitySearch modelSearch = simulateCapacity(file, crossing->overrides, so);
+    if (!liveSearch.held || !modelSearch.held)
+      throw UnavailableError("validation: the lease latency crossing was not found (live: " + liveSearch.detail +
+                             "; model: " + modelSearch.detail + ")");
+    // A search only brackets the crossing: above the largest value that held, at most
+    // the smallest that broke. Each side's crossing is its bracket's middle; the error
+    // is the gap between the two brackets (0 when they overlap) over the live middle.
+    auto bracket = [](const reports::CapacitySearch& s) {
+      double broke = *s.held;
+      for (const auto& st : s.steps)
+        if (!st.held && st.value > *s.held && (broke == *s.held || st.value < broke)) broke = st.value;
+      return std::pair{*s.held, broke};
+    };
+    const auto [lh, lb] = bracket(liveSearch);
+    const auto [mh, mb] = bracket(modelSearch);
+    const double liveMid = (lh + lb) / 2, gap = std::max({0.0, mh - lb, lh - mb});
+    out.push_back({"fleet where PUT leases p99 crosses 1s (" + spec.knob + "; live " + knobText(lh) + ".." +
+                       knobText(lb) + ", model " + knobText(mh) + ".." + knobText(mb) + ")",
+                   liveMid, (mh + mb) / 2, gap / liveMid, 0.25});
+  }
+  return out;
+}
+
+reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
+  scenario::Scenario full = scenario::loadScenario(scenarioPath, overrides);
+  double weight = options.weight.value_or(samplingWeight(full, options.maxActors));
+  if (weight < 1) throw ConfigError("command line", "--sample", "must be at least 1");
+  std::vector<scenario::Override> all = overrides;
+  for (auto& o : sampledOverrides(full, weight)) all.push_back(std::move(o));
+  scenario::Scenario sc = scenario::loadScenario(scenarioPath, all);
+  // What the user asked for is the scenario the result describes; the sampled knobs
+  // are in result.model.
+  sc.effective = full.effective;
+
+  model::Calibration cal = options.calibration;
+  if (options.dedicatedCores) {
+    if (*options.dedicatedCores <= 0) throw ConfigError("command line", "--dedicated-cores", "must be > 0");
+    cal.sharedHost = false;
+    cal.apiserverCores = cal.etcdCores = *options.dedicatedCores;
+  }
+  // The model queues at its cores; it has no admission limits to answer 429 with.
+  const controlplane::Profile& pf = options.profile;
+  const char* limit = pf.maxRequestsInflight                                       ? "maxRequestsInflight"
+                      : pf.maxMutatingRequestsInflight                             ? "maxMutatingRequestsInflight"
+                      : pf.loadIdentity == controlplane::LoadIdentity::kUser        ? "loadIdentity"
+                                                                                    : nullptr;
+  if (limit)
+    throw ConfigError(pf.source.empty() ? "profile" : pf.source, limit,
+                      "the model has no admission limits (max-inflight, API Priority and Fairness): rehearse overload "
+                      "with `cpscale run` on the local plane");
+  auto target = modelTarget(options.profile, cal, weight, sc.seed);
+  RunOptions ro = options.run;
+  ro.profile = options.profile;
+  reports::RunResult result = executeRun(sc, ro, *target);
+
+  nlohmann::json m = {{"calibration", cal.source.string()},
+                      {"calibrationVersion", cal.version},
+                      {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
+                                                 (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                      {"calibrationMeasuredAt", cal.measuredAt},
+                      {"calibrationProfile", cal.profile},
+                      {"kubernetesVersion", cal.kubernetesVersion},
+                      {"etcdVersion", cal.etcdVersion},
+                      {"host", cal.sharedHost ? nlohmann::json{{"sharedCores", cal.hostCores}}
+                                              : nlohmann::json{{"apiserverCores", cal.apiserverCores},
+                                                               {"etcdCores", cal.etcdCores}}},
+                      {"weight", weight}};
+  nlohmann::json sampled = nlohmann::json::object();
+  for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
+  if (!sampled.empty()) m["sampledKnobs"] = sampled;
+  if (!cal.validation.empty()) {
+    double worst = 0;
+    nlohmann::json v = nlohmann::json::array();
+    for (const auto& e : cal.validation) {
+      worst = std::max(worst, e.relativeError);
+      v.push_back({{"figure", e.figure}, {"live", e.live}, {"model", e.model}, {"relativeError", e.relativeError},
+                   {"tolerance", e.tolerance}});
+    }
+    m["validation"] = v;
+    m["maxValidationError"] = worst;
+  }
+  result.model = std::move(m);
+  reports::writeRunOutputs(result, ro.outDir);
+  return result;
+}
+
+std::string validationLine(const model::ValidationEntry& e) {
+  return e.figure + ": live " + reports::formatGrouped(e.live) + ", model " + reports::formatGrouped(e.model) +
+         ", error " + reports::formatValue(e.relativeError, "ratio") + " (tolerance " +
+         reports::formatValue(e.tolerance, "ratio") + ")" + (e.relativeError > e.tolerance ? ", past its tolerance" : "");
+}
+
+}  // namespace cpscale::cli

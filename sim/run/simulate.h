@@ -1,0 +1,105 @@
+// `cpscale simulate`: a scenario in virtual time against the calibrated model
+// (sim/model), through the same run as live (runner.h) with a model target.
+//
+// Sampling. A scenario larger than the model can run request by request in a few
+// seconds (more than `maxActors` nodes, sessions per minute or objects per kind) is run
+// with each such extensive knob (Workload::growableFields) divided by a weight w, and
+// every request, object and counter of the model counts w times: one simulated kubelet
+// stands for w. Watchers count once, as the live generator's shared watches do. What
+// sampling cannot keep: setup ramps (registration at registrationQps) run w times
+// faster, and per-actor randomness is averaged over fewer actors.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/result/capacity.h"
+#include "sim/result/result.h"
+#include "sim/run/runner.h"
+#include "sim/run/target.h"
+#include "sim/controlplane/profile.h"
+#include "sim/model/calibration.h"
+#include "sim/scenario/scenario.h"
+
+namespace cpscale::cli {
+
+struct SimulateOptions {
+  controlplane::Profile profile;
+  model::Calibration calibration;
+  // Each simulated actor stands for this many; unset: chosen from maxActors.
+  std::optional<double> weight;
+  double maxActors = 500;
+  // Model each apiserver replica and etcd with this many cores of its own instead of
+  // the calibration's host (whose cores the local plane shared with the generator).
+  std::optional<double> dedicatedCores;
+  RunOptions run;  // runId, outDir, progress (cluster and plane fields unused)
+};
+
+// The knobs sampling divides: (path for --set, value) of every workload's extensive fields.
+std::vector<std::pair<std::string, double>> extensiveKnobs(const scenario::Scenario& scenario);
+// 1 when every extensive knob is at most maxActors, else the smallest whole weight
+// that brings the largest under it.
+double samplingWeight(const scenario::Scenario& scenario, double maxActors);
+// The --set overrides that divide each extensive knob by `weight` (rounded, at least 1).
+std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& scenario, double weight);
+
+// The model target for a profile and calibration; `weight`: what the load's requests count.
+std::unique_ptr<Target> modelTarget(const controlplane::Profile& profile, const model::Calibration& calibration,
+                                    double weight, std::uint64_t seed);
+
+// Loads the scenario (with `overrides`, then the sampling's), runs it on the model and
+// writes the result and reports to options.run.outDir. result.model says which
+// calibration and sampling were used. Throws ConfigError for bad input.
+reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
+
+// The model's error against a live run of the same scenario on the same machine, figure
+// by figure, with what validation allows: write QPS in total and by resource (resources
+// the live run wrote at least `minRate` a second; below that a minute's window is
+// noise) and the lease share (where at least 5 %) within 10 %, each apiserver replica's heap after GC within 20 %.
+// A figure unavailable on either side is not compared.
+std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live, const reports::RunResult& modelled,
+                                                        double minRate = 1.0);
+
+// A capacity search on the model: the scenario's `capacity:` ladder (with bisection),
+// each value a fresh simulation whose steady window is the spec's hold, judged by the
+// spec's gates (judgeStep) as live steps are.
+reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
+                                         const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
+
+// A validation case: a scenario (with --set overrides) run live and simulated.
+struct ValidationCase {
+  std::string scenario;  // under <source>/scenarios
+  std::vector<scenario::Override> overrides;
+};
+// The cases `cpscale calibrate` validates a fresh calibration with: the node-bound and
+// churn-bound scenarios at the sizes `make run` uses, a minute each.
+std::vector<ValidationCase> defaultValidationCases();
+
+// The lease latency crossing, validated: the node-axis index scenario's search
+// (PUT leases p99 <= 1 s) live and on the model, from `start` in steps of `factor`
+// with one bisection; where each search brackets the crossing, within 25 % (the gap between the brackets over the live one's middle).
+struct CrossingCase {
+  std::string scenario = "index/node.yaml";
+  std::vector<scenario::Override> overrides{{"capacity.start", "2400"}, {"capacity.factor", "1.25"},
+                                            {"capacity.max", "12000"}, {"capacity.bisect", "1"}};
+};
+
+// Runs each case live on a local plane of `profile` (binaries in binDir) and on the
+// model with `calibration`, results under dir/<case>/{live,model}, and returns every
+// compared figure (compareLiveAndModel), prefixed with the scenario's name.
+std::vector<model::ValidationEntry> validateCalibration(const model::Calibration& calibration,
+                                                        const controlplane::Profile& profile,
+                                                        const std::filesystem::path& binDir,
+                                                        const std::filesystem::path& dir, const std::string& runId,
+                                                        bool progress,
+                                                        const std::vector<ValidationCase>& cases = defaultValidationCases(),
+                                                        const std::optional<CrossingCase>& crossing = CrossingCase{});
+
+// One validation entry as calibrate and simulate print it: live, model, error and
+// tolerance, and "past its tolerance" when the error exceeds it.
+std::string validationLine(const model::ValidationEntry& e);
+
+}  // namespace cpscale::cli

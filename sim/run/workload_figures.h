@@ -1,0 +1,35 @@
+// What the workloads measured themselves, reported as figures: their summaries merged
+// across engine workers, and the figures drawn from them (the kubelet fleet's view of
+// the node lifecycle controller through its node watch).
+#pragma once
+
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/result/result.h"
+#include "sim/metrics/figures.h"
+
+namespace cpscale::cli {
+
+// Merges one worker's summary into `merged`: numbers add up, a flag holds only if it
+// holds on every worker, arrays concatenate (per-actor samples), objects merge key by
+// key by the same rules; anything else (a string) is kept from the first worker that
+// has it.
+void mergeSummary(nlohmann::json& merged, const nlohmann::json& part);
+
+// From each merged summary that has a `nodeLifecycle` object (the kubelet fleet's),
+// labelled {workload: <name>}, window run, source client:
+//   node_not_ready_transitions (count)   Ready -> not True, as the node watch saw it
+//   node_not_ready_seconds_p50, _max (s) per failed node: last answered Lease write to
+//                                        the first event showing Ready != True
+//   node_ready_transitions (count)       not True -> True
+//   node_ready_again_seconds_p50, _max (s) per returned node: return to Ready True seen
+//   nodes_not_ready_at_end (count)
+// p50 is the nearest-rank median of the per-node samples. Without failures, or without
+// a NotReady seen, the seconds figures are unavailable with the reason. The per-node
+// sample arrays are then dropped from the summaries (their counts stay), so result.json
+// does not carry one number per node.
+std::vector<metrics::Figure> workloadFigures(std::vector<reports::WorkloadSummary>& workloads);
+
+}  // namespace cpscale::cli
