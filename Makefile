@@ -1,9 +1,10 @@
 # cpscale: the human entry points. `make run` and `make test` are all a newcomer needs.
 #
 #   make deps           install the Debian packages the build needs (idempotent)
-#   make / make build   configure and build everything into build/
+#   make / make build   configure and build everything into build/ (tests and benchmarks too)
 #   make control-plane  build the pinned upstream kube-apiserver and etcd (cached)
 #   make run            the main job: node-bound scenario on the local plane, summary + report
+#                       (builds the cpscale binary only)
 #   make test           unit and integration tests (CTest), on the real plane
 #   make bench          benchmarks, JSON into build/bench/
 #   make up / down      start / stop a local plane and leave it running
@@ -29,14 +30,14 @@ export CPSCALE_CACHE
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev \
-  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev
+  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev ccache
 
 CPSCALE := $(BUILD_DIR)/cpscale
 UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 # The directory of the pinned binaries; build.sh prints it (building first if needed).
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
-.PHONY: all build deps debian-deps control-plane run test unit-test integration-test bench up down clean image \
+.PHONY: all build build-cpscale deps debian-deps control-plane run test unit-test integration-test bench up down clean image \
   fuzz sanitize tsan
 
 all: build
@@ -67,6 +68,10 @@ $(BUILD_DIR)/build.ninja: CMakeLists.txt
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
+# The binary alone (and the libraries it links): what run, up and down need; no tests.
+build-cpscale: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target cpscale
+
 control-plane: deps
 	@$(UPSTREAM_BUILD)
 
@@ -74,7 +79,7 @@ control-plane: deps
 # stopped by cpscale itself). Scale it with RUN_ARGS="--set workloads.fleet.count=2000".
 SCENARIO ?= scenarios/node-bound.yaml
 RUN_ARGS ?=
-run: build control-plane
+run: build-cpscale control-plane
 	CPSCALE_BIN_DIR="$(BIN_DIR)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
 
 test: build control-plane
@@ -101,7 +106,7 @@ bench: build control-plane
 	  esac; \
 	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"
 
-up: build control-plane
+up: build-cpscale control-plane
 	$(CPSCALE) up --bin-dir "$(BIN_DIR)"
 
 down:
@@ -121,8 +126,7 @@ image:
 
 # ---- Fuzzing and sanitizers ----------------------------------------------------------
 # Each has its own build dir, so the normal g++ build above is never reconfigured.
-# ccache is used when present.
-LAUNCHER := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+# Every build dir compiles through ccache when it is installed (CMakeLists.txt).
 
 # clang and its runtimes (libFuzzer, ASan, UBSan) from Debian.
 FUZZ_DEB_PACKAGES := clang libclang-rt-14-dev
@@ -140,7 +144,7 @@ FUZZ_TARGETS ?=
 fuzz: debian-deps
 	$(call apt_install,$(FUZZ_DEB_PACKAGES))
 	CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPSCALE_FUZZ=ON \
-	  -DCPSCALE_BUILD_TESTS=OFF -DCPSCALE_BUILD_BENCH=OFF $(LAUNCHER)
+	  -DCPSCALE_BUILD_TESTS=OFF -DCPSCALE_BUILD_BENCH=OFF
 	cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzzers
 	test/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_RUNS) $(FUZZ_JOBS) $(FUZZ_TARGETS)
 
@@ -152,7 +156,7 @@ SANITIZER_FLAGS := -DCPSCALE_BUILD_INTEGRATION_TESTS=OFF -DCPSCALE_BUILD_BENCH=O
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG"
 sanitize: debian-deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPSCALE_SANITIZE=address,undefined \
-	  $(SANITIZER_FLAGS) $(LAUNCHER)
+	  $(SANITIZER_FLAGS)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
@@ -164,7 +168,7 @@ TSAN_DIR ?= build-tsan
 TSAN_TESTS := ^(WorkerPool|OpenLoopDriver|RequestStats|SteadyWindow|Scraper|ScraperTest)\.
 tsan: debian-deps
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPSCALE_SANITIZE=thread \
-	  $(SANITIZER_FLAGS) $(LAUNCHER)
+	  $(SANITIZER_FLAGS)
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target cpscale_driver_test cpscale_metrics_test
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -L unit -R '$(TSAN_TESTS)' -j $(JOBS) --no-tests=error
