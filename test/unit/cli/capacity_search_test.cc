@@ -10,7 +10,7 @@
 #include "sim/run/capacity_search.h"
 #include "sim/load/open_loop_driver.h"
 #include "sim/metrics/client_figures.h"
-#include "test/unit/engine/scripted_transport.h"
+#include "test/support/scripted_transport.h"
 
 namespace cpscale::cli {
 namespace {

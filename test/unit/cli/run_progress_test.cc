@@ -6,7 +6,7 @@
 #include "sim/controlplane/local_plane.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/curl_transport.h"
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 
 namespace cpscale::cli {
 namespace {

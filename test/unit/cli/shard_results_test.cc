@@ -7,8 +7,8 @@
 #include "sim/run/shard.h"
 #include "sim/run/shard_results.h"
 #include "sim/engine/clock.h"
-#include "sim/kube/fake_transport.h"
-#include "test/unit/cli/configmap_server.h"
+#include "test/support/fake_transport.h"
+#include "test/support/configmap_server.h"
 #include "sim/run/runner.h"
 #include "workloads/cleanup.h"
 

@@ -9,8 +9,8 @@
 #include "sim/run/shard.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
-#include "sim/kube/fake_transport.h"
-#include "test/unit/cli/configmap_server.h"
+#include "test/support/fake_transport.h"
+#include "test/support/configmap_server.h"
 
 namespace cpscale::cli::testing {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "sim/common/error.h"
 #include "sim/engine/periodic_timer.h"
-#include "test/unit/engine/scripted_transport.h"
+#include "test/support/scripted_transport.h"
 
 namespace cpscale::engine {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "sim/load/open_loop_driver.h"
 #include "sim/load/worker_pool.h"
-#include "test/unit/engine/scripted_transport.h"
+#include "test/support/scripted_transport.h"
 
 namespace cpscale::engine {
 namespace {

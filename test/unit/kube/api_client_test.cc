@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "sim/kube/fake_transport.h"
-#include "test/unit/kube/manual_scheduler.h"
+#include "test/support/fake_transport.h"
+#include "test/support/manual_scheduler.h"
 
 namespace cpscale::kube {
 namespace {

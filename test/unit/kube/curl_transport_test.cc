@@ -3,7 +3,7 @@
 // the wire (methods, bodies, the bearer token). Waiting here is on real sockets, so
 // it is bounded by wall-clock deadlines rather than virtual time.
 #include "sim/kube/curl_transport.h"
-#include "test/unit/kube/loopback.h"
+#include "test/support/loopback.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -25,7 +25,7 @@
 #include <thread>
 
 #include "sim/kube/api_client.h"
-#include "test/unit/kube/temp_dir.h"
+#include "test/support/temp_dir.h"
 
 extern char** environ;
 

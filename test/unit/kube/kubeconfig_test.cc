@@ -7,7 +7,7 @@
 
 #include "sim/common/error.h"
 #include "sim/kube/base64.h"
-#include "test/unit/kube/temp_dir.h"
+#include "test/support/temp_dir.h"
 
 namespace cpscale::kube {
 namespace {

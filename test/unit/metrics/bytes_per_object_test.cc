@@ -5,12 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include <cmath>
 
 #include "sim/engine/simulator_impl.h"
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 #include "sim/metrics/scraper.h"
 
 namespace cpscale::metrics {

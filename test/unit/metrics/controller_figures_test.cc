@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include <stdexcept>
 #include <tuple>

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include <cmath>
 #include <fstream>

@@ -3,7 +3,7 @@
 // the next phase's increases.
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include "sim/metrics/figures.h"
 #include "sim/metrics/scrape_history.h"

@@ -2,11 +2,11 @@
 
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 #include "sim/metrics/figures.h"
 
 namespace cpscale::metrics {

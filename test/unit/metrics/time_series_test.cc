@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test/unit/metrics/scrapes.h"
+#include "test/support/scrapes.h"
 
 #include <cmath>
 

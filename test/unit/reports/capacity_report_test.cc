@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "capacity_sample.h"
+#include "test/support/capacity_sample.h"
 #include "reports/summary.h"
 
 namespace cpscale::reports {

@@ -16,8 +16,8 @@
 #include "reports/html.h"
 #include "reports/run_outputs.h"
 #include "sim/result/result.h"
-#include "capacity_sample.h"
-#include "sample_result.h"
+#include "test/support/capacity_sample.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "reports/summary.h"
-#include "sample_result.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

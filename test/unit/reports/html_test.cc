@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "reports/svg.h"
-#include "capacity_sample.h"
-#include "sample_result.h"
+#include "test/support/capacity_sample.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "sample_result.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

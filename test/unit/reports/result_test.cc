@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "reports/run_outputs.h"
-#include "sample_result.h"
+#include "test/support/sample_result.h"
 #include "sim/common/error.h"
 
 namespace cpscale::reports {

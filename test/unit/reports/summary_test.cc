@@ -7,8 +7,8 @@
 
 #include "reports/format.h"
 #include "reports/summary.h"
-#include "capacity_sample.h"
-#include "sample_result.h"
+#include "test/support/capacity_sample.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "sim/engine/simulator_impl.h"
-#include "test/unit/engine/scripted_transport.h"
+#include "test/support/scripted_transport.h"
 
 namespace cpscale::workloads {
 namespace {

@@ -12,7 +12,7 @@
 
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 #include "workloads/params.h"
 
 namespace cpscale::workloads {

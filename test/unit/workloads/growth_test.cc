@@ -8,7 +8,7 @@
 
 #include "sim/common/error.h"
 #include "sim/load/worker_pool.h"
-#include "test/unit/workloads/harness.h"
+#include "test/support/workload_harness.h"
 #include "workloads/churn.h"
 #include "workloads/dormant.h"
 #include "workloads/kubelet_fleet.h"

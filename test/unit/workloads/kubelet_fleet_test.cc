@@ -7,7 +7,7 @@
 #include <set>
 
 #include "sim/common/error.h"
-#include "test/unit/workloads/harness.h"
+#include "test/support/workload_harness.h"
 #include "workloads/kubelet_fleet.h"
 
 namespace cpscale::workloads::testing {

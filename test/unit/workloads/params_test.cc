@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "test/unit/workloads/harness.h"
+#include "test/support/workload_harness.h"
 #include "workloads/kubelet_fleet.h"
 #include "workloads/params.h"
 #include "workloads/templates.h"

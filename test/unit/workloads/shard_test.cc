@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "test/unit/workloads/harness.h"
+#include "test/support/workload_harness.h"
 #include "workloads/workload.h"
 
 namespace cpscale::workloads::testing {

@@ -17,7 +17,7 @@
 
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 #include "workloads/workload.h"
 
 namespace cpscale::workloads::testing {

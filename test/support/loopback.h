@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "test/unit/kube/temp_dir.h"
+#include "test/support/temp_dir.h"
 
 namespace cpscale::kube::testing {
 

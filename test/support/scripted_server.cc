@@ -1,4 +1,4 @@
-#include "test/unit/kube/scripted_server.h"
+#include "test/support/scripted_server.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -14,7 +14,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "test/unit/kube/loopback.h"
+#include "test/support/loopback.h"
 
 namespace cpscale::kube::testing {
 

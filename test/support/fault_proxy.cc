@@ -1,4 +1,4 @@
-#include "test/unit/kube/fault_proxy.h"
+#include "test/support/fault_proxy.h"
 
 #include <fcntl.h>
 #include <linux/sockios.h>
@@ -16,7 +16,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "test/unit/kube/loopback.h"
+#include "test/support/loopback.h"
 
 namespace cpscale::kube::testing {
 

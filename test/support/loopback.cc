@@ -1,4 +1,4 @@
-#include "test/unit/kube/loopback.h"
+#include "test/support/loopback.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "sim/kube/transport.h"
-#include "test/unit/workloads/harness.h"
+#include "test/support/workload_harness.h"
 
 namespace cpscale::cli::testing {
 

@@ -1,4 +1,4 @@
-#include "sim/kube/fake_transport.h"
+#include "test/support/fake_transport.h"
 
 #include <algorithm>
 

@@ -11,7 +11,7 @@
 
 #include "sim/result/capacity.h"
 #include "sim/result/result.h"
-#include "sample_result.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports::testing {
 
