@@ -664,16 +664,6 @@ CallId ApiClient::getAsync(const ResourceRef& r, ResultHandler d) { return callA
 CallId ApiClient::updateAsync(const ResourceRef& r, const nlohmann::json& o, ResultHandler d, const WriteOptions& w) {
   return callAsync(ApiRequest::update(r, o, w), std::move(d));
 }
-CallId ApiClient::patchAsync(const ResourceRef& r, PatchType t, const nlohmann::json& p, ResultHandler d,
-                             const WriteOptions& w) {
-  return callAsync(ApiRequest::patch(r, t, p, w), std::move(d));
-}
-CallId ApiClient::removeAsync(const ResourceRef& r, ResultHandler d, const DeleteOptions& o) {
-  return callAsync(ApiRequest::remove(r, o), std::move(d));
-}
-CallId ApiClient::listAsync(const ResourceRef& c, ResultHandler d, const ListOptions& o) {
-  return callAsync(ApiRequest::list(c, o), std::move(d));
-}
 
 // ---- watch -----------------------------------------------------------------------
 

@@ -187,10 +187,6 @@ class ApiClient {
   CallId getAsync(const ResourceRef& ref, ResultHandler done);
   CallId updateAsync(const ResourceRef& ref, const nlohmann::json& object, ResultHandler done,
                      const WriteOptions& o = {});
-  CallId patchAsync(const ResourceRef& ref, PatchType type, const nlohmann::json& patch, ResultHandler done,
-                    const WriteOptions& o = {});
-  CallId removeAsync(const ResourceRef& ref, ResultHandler done, const DeleteOptions& o = {});
-  CallId listAsync(const ResourceRef& collection, ResultHandler done, const ListOptions& o = {});
 
   // Opens a watch on a collection. Not retried: like a reflector, the caller decides
   // whether to re-watch from the last resourceVersion or relist. `options.timeoutSeconds`

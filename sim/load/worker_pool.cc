@@ -130,12 +130,6 @@ void WorkerPool::setSteadyStart(TimePoint t) {
   }
 }
 
-HdrHistogram WorkerPool::eventLag() const {
-  HdrHistogram all;
-  for (const auto& w : workers_) all.merge(w->sim_->stats().lag);
-  return all;
-}
-
 std::uint64_t WorkerPool::eventsRun() const {
   std::uint64_t n = 0;
   for (const auto& w : workers_) n += w->sim_->stats().eventsRun;

@@ -74,8 +74,6 @@ class WorkerPool {
   RequestStats setupRequestStats() const;
   // Watch streams of all workers, merged (they are not in requestStats()).
   StreamStats streamStats() const;
-  // Engine lag of all workers, merged (paced mode: how late events ran).
-  HdrHistogram eventLag() const;
   std::uint64_t eventsRun() const;
   GeneratorLimit limit() const;
 
