@@ -16,6 +16,7 @@
 #include "sim/run/capacity_search.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/scenario_args.h"
 #include "sim/run/runner.h"
 #include "sim/run/target_check.h"
 #include "sim/common/duration.h"
@@ -79,9 +80,7 @@ int capacity(const Args& args) {
 
   // Everything is validated before anything starts: every scenario with its capacity
   // block, every profile.
-  std::vector<scenario::Override> overrides;
-  if (r.count("set"))
-    for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
+  std::vector<scenario::Override> overrides = scenarioOverrides(r);
   for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
            {"axis", "knob"}, {"start", "start"}, {"factor", "factor"}, {"max", "max"}, {"hold", "hold"}, {"bisect", "bisect"}})
     if (r.count(flag)) overrides.push_back({"capacity." + field, r[flag].as<std::string>()});
@@ -97,23 +96,16 @@ int capacity(const Args& args) {
                         "the scenario has no capacity: block (add one, or give --axis KNOB --start N --max N)");
     plans.push_back(std::move(p));
   }
-  std::vector<controlplane::Profile> profiles;
-  if (r.count("profile"))
-    for (const auto& p : r["profile"].as<std::vector<std::string>>()) profiles.push_back(controlplane::loadProfile(p));
-  if (profiles.empty()) profiles.emplace_back();
+  const std::vector<controlplane::Profile> profiles = loadProfiles(r);
 
-  std::optional<kube::RestConfig> cluster;
-  if (namesCluster(r)) {
-    if (profiles.size() > 1)
-      throw ConfigError("command line", "--profile", std::string("several profiles need the local plane; drop ") + kClusterOptions);
-    cluster = loadTarget(r);
-    if (!confirmedTarget(r, *cluster, "cpscale capacity", "send growing load, until it stops holding, to"))
-      return static_cast<int>(ExitCode::kBadInput);
-  }
-  const std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
-  checkRunId(runId);
+  if (namesCluster(r) && profiles.size() > 1)
+    throw ConfigError("command line", "--profile", std::string("several profiles need the local plane; drop ") + kClusterOptions);
+  const ClusterArg target = clusterArg(r, "cpscale capacity", "send growing load, until it stops holding, to");
+  if (target.refused) return static_cast<int>(ExitCode::kBadInput);
+  const std::optional<kube::RestConfig>& cluster = target.cluster;
+  const std::string runId = runIdArg(r);
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / ("capacity-" + runId);
-  const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+  const fs::path binDir = binDirArg(r);
 
   installInterruptHandlers();
   reports::CapacityIndex index;
@@ -139,14 +131,9 @@ int capacity(const Args& args) {
         std::vector<scenario::Override> ov = overrides;
         ov.push_back({spec.knob, knobText(values.front())});
         scenario::Scenario sc = scenario::loadScenario(plan.path, ov);
-        RunOptions ro;
+        RunOptions ro = runOptions(r, cluster, profile, binDir);
         ro.runId = runId + "-" + std::to_string(++runs);
         ro.outDir = ladderResult ? dir / ("bisect-" + std::to_string(++bisection)) : dir;
-        ro.cluster = cluster;
-        ro.profile = profile;
-        ro.binDir = binDir;
-        ro.cleanup = r.count("no-cleanup") == 0;
-        ro.progress = r.count("quiet") == 0;
         ro.capacity = &spec;
         ro.steps = values;
         if (ro.progress)
@@ -171,16 +158,10 @@ int capacity(const Args& args) {
       res.capacity = search;
       res.figures.insert(res.figures.begin(), capacityFigure(search));
       res.gates.clear();
-      bool gatesPass = true;
-      for (const auto& g : plan.probe.gates) {
-        res.gates.push_back(scenario::evaluateGate(g, res.figures));
-        gatesPass = gatesPass && res.gates.back().passed;
-      }
+      for (const auto& g : plan.probe.gates) res.gates.push_back(scenario::evaluateGate(g, res.figures));
       const bool stopped = search.limit == reports::CapacityLimit::kInterrupted ||
                            search.limit == reports::CapacityLimit::kFailed;
-      res.exitCode = stopped ? static_cast<int>(ExitCode::kUnavailable)
-                     : gatesPass ? 0
-                                 : static_cast<int>(ExitCode::kGateFailed);
+      res.exitCode = gatesExitCode(res.gates, stopped);
       reports::writeRunOutputs(res, dir);
       if (index.kubernetesVersion.empty()) index.kubernetesVersion = res.target.kubernetesVersion;
       if (index.etcdVersion.empty()) index.etcdVersion = res.target.etcdVersion;

@@ -13,6 +13,7 @@
 #include "sim/cli/commands.h"
 #include "sim/run/job_manifest.h"
 #include "sim/cli/options.h"
+#include "sim/cli/scenario_args.h"
 #include "sim/run/shard_results.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
@@ -99,12 +100,9 @@ int job(const Args& args) {
     throw ConfigError("command line", "--shards",
                       "must be 2 to 1024 (" + std::to_string(spec.shards) +
                           " given); one process needs no Job: cpscale run --in-cluster in a pod, or from outside");
-  std::vector<scenario::Override> overrides;
-  if (r.count("set"))
-    for (const auto& s : r["set"].as<std::vector<std::string>>()) {
-      overrides.push_back(scenario::parseOverride(s));
-      spec.overrides.push_back(s);
-    }
+  const std::vector<scenario::Override> overrides = scenarioOverrides(r);
+  // The pods get the overrides as written and parse them as `cpscale run` does.
+  if (r.count("set")) spec.overrides = r["set"].as<std::vector<std::string>>();
   const fs::path scenarioPath = r["scenario"].as<std::string>();
   // The parser `cpscale run` uses: the pods read this text with these overrides.
   scenario::Scenario sc = scenario::loadScenario(scenarioPath, overrides);
@@ -127,8 +125,7 @@ int job(const Args& args) {
   spec.image = r["image"].as<std::string>();
   if (spec.image.empty() || spec.image.find_first_of(" \t\n") != std::string::npos)
     throw ConfigError("command line", "--image", "'" + spec.image + "' is not an image reference");
-  spec.runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
-  checkRunId(spec.runId);
+  spec.runId = runIdArg(r);
   spec.workers = sc.workers;
   spec.expectedDuration = std::chrono::duration_cast<std::chrono::seconds>(sc.setupTimeout + sc.warmup + sc.duration +
                                                                            sc.drain + std::chrono::minutes(2));

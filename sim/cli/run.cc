@@ -18,6 +18,7 @@
 #include "sim/cli/commands.h"
 #include "sim/run/metrics_endpoint.h"
 #include "sim/cli/options.h"
+#include "sim/cli/scenario_args.h"
 #include "sim/run/runner.h"
 #include "sim/run/shard_results.h"
 #include "sim/run/target_check.h"
@@ -106,25 +107,18 @@ int run(const Args& args) {
   if (!r.count("scenario")) throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
 
   // Everything that can be wrong with the input is checked before anything is contacted.
-  std::vector<scenario::Override> overrides;
-  if (r.count("set"))
-    for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
+  const std::vector<scenario::Override> overrides = scenarioOverrides(r);
   std::string scenarioPath = r["scenario"].as<std::string>();
   scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
 
-  std::vector<controlplane::Profile> profiles;
-  if (r.count("profile"))
-    for (const auto& p : r["profile"].as<std::vector<std::string>>()) profiles.push_back(controlplane::loadProfile(p));
-  if (profiles.empty()) profiles.emplace_back();
+  const std::vector<controlplane::Profile> profiles = loadProfiles(r);
   if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
 
-  std::optional<kube::RestConfig> cluster;
-  if (namesCluster(r)) {
-    if (profiles.size() > 1)
-      throw ConfigError("command line", "--profile", std::string("two profiles need the local plane; drop ") + kClusterOptions);
-    cluster = loadTarget(r);
-    if (!confirmedTarget(r, *cluster, "cpscale run", "send load to")) return static_cast<int>(ExitCode::kBadInput);
-  }
+  if (namesCluster(r) && profiles.size() > 1)
+    throw ConfigError("command line", "--profile", std::string("two profiles need the local plane; drop ") + kClusterOptions);
+  const ClusterArg target = clusterArg(r, "cpscale run", "send load to");
+  if (target.refused) return static_cast<int>(ExitCode::kBadInput);
+  const std::optional<kube::RestConfig>& cluster = target.cluster;
   ShardSpec shard;
   if (r.count("shard")) {
     shard = parseShard(r["shard"].as<std::string>());
@@ -139,10 +133,9 @@ int run(const Args& args) {
   if (publish && !shard.sharded())
     throw ConfigError("command line", "--publish-result",
                       "publishes a shard's result for `cpscale collect`: give --shard I/N (N >= 2)");
-  std::string runId = r.count("run-id") ? r["run-id"].as<std::string>() : newRunId();
-  checkRunId(runId);
+  const std::string runId = runIdArg(r);
   fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
-  fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+  const fs::path binDir = binDirArg(r);
 
   RunCounters counters;
   std::unique_ptr<MetricsEndpoint> endpoint;
@@ -156,15 +149,10 @@ int run(const Args& args) {
   for (std::size_t i = 0; i < profiles.size(); ++i) {
     // Each profile gets its own freshly built workloads (they hold per-run state).
     scenario::Scenario sc = i == 0 ? std::move(probe) : scenario::loadScenario(scenarioPath, overrides);
-    RunOptions ro;
+    RunOptions ro = runOptions(r, cluster, profiles[i], binDir);
     ro.runId = profiles.size() > 1 ? runId + "-" + std::to_string(i + 1) : runId;
     ro.outDir = profiles.size() > 1 ? out / profiles[i].name : out;
-    ro.cluster = cluster;
-    ro.profile = profiles[i];
-    ro.binDir = binDir;
     ro.keepPlane = r.count("keep") > 0;
-    ro.cleanup = r.count("no-cleanup") == 0;
-    ro.progress = r.count("quiet") == 0;
     ro.counters = &counters;
     ro.shard = shard;
     reports::RunResult res = executeRun(sc, ro);
