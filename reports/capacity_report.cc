@@ -6,9 +6,9 @@
 
 #include "reports/format.h"
 #include "reports/html.h"
-#include "sim/result/json_io.h"
 #include "reports/summary.h"
 #include "reports/svg.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports {
 

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/result/capacity.h"
 #include "sim/metrics/figures.h"
+#include "sim/result/capacity.h"
 
 namespace cpscale::reports {
 

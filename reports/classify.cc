@@ -7,10 +7,10 @@
 #include <sstream>
 
 #include "reports/format.h"
-#include "sim/result/json_io.h"
 #include "reports/summary.h"
 #include "sim/common/error.h"
 #include "sim/metrics/axis_pressure.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports {
 

@@ -13,9 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/metrics/figures.h"
 #include "sim/result/capacity.h"
 #include "sim/result/result.h"
-#include "sim/metrics/figures.h"
 
 namespace cpscale::reports {
 

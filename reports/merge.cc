@@ -4,10 +4,10 @@
 #include <map>
 #include <numeric>
 
-#include "sim/result/client_stats.h"
 #include "sim/common/error.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/gate.h"
+#include "sim/result/client_stats.h"
 
 namespace cpscale::reports {
 

@@ -14,9 +14,9 @@
 
 #include "sim/common/yaml_reader.h"
 #include "sim/engine/simulator.h"
-#include "sim/load/worker.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/resource.h"
+#include "sim/load/worker.h"
 #include "workloads/phases.h"
 
 namespace cpscale::workloads {

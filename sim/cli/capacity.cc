@@ -8,21 +8,21 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/result/capacity.h"
 #include "reports/capacity_report.h"
 #include "reports/format.h"
 #include "reports/run_outputs.h"
-#include "sim/result/result.h"
-#include "sim/run/capacity_search.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario_args.h"
-#include "sim/run/runner.h"
-#include "sim/run/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
+#include "sim/result/capacity.h"
+#include "sim/result/result.h"
+#include "sim/run/capacity_search.h"
+#include "sim/run/runner.h"
+#include "sim/run/target_check.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;

@@ -7,11 +7,11 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/run/target_check.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
+#include "sim/run/target_check.h"
 
 namespace cpscale::cli {
 

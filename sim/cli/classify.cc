@@ -10,10 +10,8 @@
 
 #include "reports/classify.h"
 #include "reports/headline.h"
-#include "sim/result/result.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/run/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
@@ -21,6 +19,8 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/metrics/axis_pressure.h"
 #include "sim/metrics/scraper.h"
+#include "sim/result/result.h"
+#include "sim/run/target_check.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;

@@ -11,14 +11,14 @@
 #include <sstream>
 
 #include "sim/cli/commands.h"
-#include "sim/run/job_manifest.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario_args.h"
-#include "sim/run/shard_results.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/run/job_manifest.h"
+#include "sim/run/shard_results.h"
 #include "sim/scenario/scenario.h"
 #include "workloads/params.h"
 

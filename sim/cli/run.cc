@@ -6,22 +6,16 @@
 #include <random>
 #include <sstream>
 
-#include "sim/result/capacity.h"
 #include "reports/capacity_report.h"
 #include "reports/compare.h"
 #include "reports/html.h"
 #include "reports/junit.h"
 #include "reports/merge.h"
 #include "reports/run_outputs.h"
-#include "sim/result/result.h"
 #include "reports/summary.h"
 #include "sim/cli/commands.h"
-#include "sim/run/metrics_endpoint.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario_args.h"
-#include "sim/run/runner.h"
-#include "sim/run/shard_results.h"
-#include "sim/run/target_check.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
@@ -29,6 +23,12 @@
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/result/capacity.h"
+#include "sim/result/result.h"
+#include "sim/run/metrics_endpoint.h"
+#include "sim/run/runner.h"
+#include "sim/run/shard_results.h"
+#include "sim/run/target_check.h"
 #include "workloads/cleanup.h"
 
 namespace cpscale::cli {

@@ -10,8 +10,8 @@
 #include <string>
 #include <string_view>
 
-#include "sim/common/yaml_reader.h"
 #include "sim/common/time.h"
+#include "sim/common/yaml_reader.h"
 
 namespace cpscale {
 

@@ -23,8 +23,8 @@
 #include <unordered_map>
 
 #include "sim/engine/clock.h"
-#include "sim/load/request_stats.h"
 #include "sim/kube/transport.h"
+#include "sim/load/request_stats.h"
 
 namespace cpscale::engine {
 

@@ -13,11 +13,11 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/engine/simulator_impl.h"
+#include "sim/engine/stable_hash.h"
 #include "sim/load/open_loop_driver.h"
 #include "sim/load/request_stats.h"
 #include "sim/load/worker.h"
-#include "sim/engine/simulator_impl.h"
-#include "sim/engine/stable_hash.h"
 
 namespace cpscale::engine {
 

@@ -2,8 +2,8 @@
 
 #include <fstream>
 
-#include "sim/result/json_io.h"
 #include "sim/common/error.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports {
 

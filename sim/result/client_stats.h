@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/result/json_io.h"
 #include "sim/load/request_stats.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports {
 

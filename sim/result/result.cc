@@ -9,8 +9,8 @@
 
 #include <unistd.h>
 
-#include "sim/result/json_io.h"
 #include "sim/common/error.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports {
 

@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/result/capacity.h"
 #include "sim/metrics/figures.h"
 #include "sim/metrics/gate.h"
+#include "sim/result/capacity.h"
 
 namespace cpscale::reports {
 

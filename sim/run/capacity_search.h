@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "sim/result/capacity.h"
 #include "sim/metrics/figures.h"
 #include "sim/metrics/gate.h"
+#include "sim/result/capacity.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {

@@ -13,9 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "sim/result/result.h"
 #include "sim/engine/clock.h"
 #include "sim/metrics/figures.h"
+#include "sim/result/result.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {

@@ -7,8 +7,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "sim/run/shard.h"
 #include "sim/common/duration.h"
+#include "sim/run/shard.h"
 #include "workloads/cleanup.h"
 
 namespace cpscale::cli {

@@ -9,12 +9,12 @@
 #include <optional>
 #include <string>
 
+#include "sim/controlplane/profile.h"
+#include "sim/kube/kubeconfig.h"
 #include "sim/result/result.h"
 #include "sim/run/run_progress.h"
 #include "sim/run/shard.h"
 #include "sim/run/target.h"
-#include "sim/controlplane/profile.h"
-#include "sim/kube/kubeconfig.h"
 #include "sim/scenario/scenario.h"
 #include "workloads/cleanup.h"
 

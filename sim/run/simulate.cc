@@ -6,10 +6,10 @@
 
 #include "reports/format.h"
 #include "reports/run_outputs.h"
-#include "sim/run/capacity_search.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/model/model_plane.h"
+#include "sim/run/capacity_search.h"
 
 namespace cpscale::cli {
 

@@ -15,12 +15,12 @@
 #include <string>
 #include <vector>
 
+#include "sim/controlplane/profile.h"
+#include "sim/model/calibration.h"
 #include "sim/result/capacity.h"
 #include "sim/result/result.h"
 #include "sim/run/runner.h"
 #include "sim/run/target.h"
-#include "sim/controlplane/profile.h"
-#include "sim/model/calibration.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <iostream>
 
-#include "sim/run/target_check.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/controlplane/pki.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/run/target_check.h"
 
 namespace cpscale::cli {
 

@@ -13,8 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "sim/result/result.h"
-#include "sim/run/faults.h"
 #include "sim/controlplane/profile.h"
 #include "sim/engine/clock.h"
 #include "sim/engine/simulator.h"
@@ -22,6 +20,8 @@
 #include "sim/kube/kubeconfig.h"
 #include "sim/kube/transport.h"
 #include "sim/metrics/scraper.h"
+#include "sim/result/result.h"
+#include "sim/run/faults.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sim/result/result.h"
 #include "sim/metrics/figures.h"
+#include "sim/result/result.h"
 
 namespace cpscale::cli {
 

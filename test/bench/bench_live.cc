@@ -27,10 +27,10 @@
 #include <thread>
 #include <vector>
 
-#include "sim/load/open_loop_driver.h"
 #include "sim/engine/periodic_timer.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/load/open_loop_driver.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "sim/common/duration.h"
-#include "sim/load/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/load/open_loop_driver.h"
 #include "workloads/params.h"
 #include "workloads/workload.h"
 

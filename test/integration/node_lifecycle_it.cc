@@ -12,9 +12,9 @@
 #include <set>
 #include <vector>
 
-#include "sim/run/workload_figures.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/run/workload_figures.h"
 #include "test/integration/live_run.h"
 #include "test/integration/plane_fixture.h"
 #include "workloads/cleanup.h"

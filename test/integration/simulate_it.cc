@@ -10,8 +10,8 @@
 #include <iostream>
 
 #include "reports/format.h"
-#include "sim/run/simulate.h"
 #include "sim/controlplane/local_plane.h"
+#include "sim/run/simulate.h"
 
 namespace cpscale::testing {
 namespace {

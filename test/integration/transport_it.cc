@@ -11,11 +11,11 @@
 #include <sstream>
 
 #include "sim/controlplane/profile.h"
-#include "sim/load/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
+#include "sim/load/open_loop_driver.h"
 #include "test/integration/live_run.h"
 #include "test/integration/plane_fixture.h"
 #include "workloads/cleanup.h"

@@ -9,11 +9,11 @@
 #include <iomanip>
 #include <sstream>
 
-#include "sim/load/open_loop_driver.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/kube/kubeconfig.h"
+#include "sim/load/open_loop_driver.h"
 #include "test/integration/live_run.h"
 #include "test/integration/plane_fixture.h"
 #include "workloads/churn.h"

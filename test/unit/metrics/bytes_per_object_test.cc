@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "sim/engine/simulator_impl.h"
-#include "test/support/fake_transport.h"
 #include "sim/metrics/scraper.h"
+#include "test/support/fake_transport.h"
 
 namespace cpscale::metrics {
 namespace {

@@ -6,8 +6,8 @@
 
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
-#include "test/support/fake_transport.h"
 #include "sim/metrics/figures.h"
+#include "test/support/fake_transport.h"
 
 namespace cpscale::metrics {
 namespace {

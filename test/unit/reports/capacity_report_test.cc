@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "test/support/capacity_sample.h"
 #include "reports/summary.h"
+#include "test/support/capacity_sample.h"
 
 namespace cpscale::reports {
 namespace {

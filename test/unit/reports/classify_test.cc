@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "sim/result/result.h"
 #include "sim/common/error.h"
+#include "sim/result/result.h"
 
 namespace cpscale::reports {
 namespace {

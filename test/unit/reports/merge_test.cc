@@ -6,12 +6,12 @@
 
 #include <random>
 
-#include "sim/result/client_stats.h"
 #include "reports/merge.h"
 #include "reports/summary.h"
 #include "sim/common/error.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/gate.h"
+#include "sim/result/client_stats.h"
 
 namespace cpscale::reports::testing {
 namespace {

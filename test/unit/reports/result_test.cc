@@ -8,8 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "reports/run_outputs.h"
-#include "test/support/sample_result.h"
 #include "sim/common/error.h"
+#include "test/support/sample_result.h"
 
 namespace cpscale::reports {
 namespace {

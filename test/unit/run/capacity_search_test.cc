@@ -7,9 +7,9 @@
 #include <chrono>
 #include <memory>
 
-#include "sim/run/capacity_search.h"
 #include "sim/load/open_loop_driver.h"
 #include "sim/metrics/client_figures.h"
+#include "sim/run/capacity_search.h"
 #include "test/support/scripted_transport.h"
 
 namespace cpscale::cli {

@@ -9,15 +9,15 @@
 #include <set>
 #include <sstream>
 
+#include "sim/engine/clock.h"
+#include "sim/kube/rbac.h"
 #include "sim/run/job_manifest.h"
 #include "sim/run/shard.h"
 #include "sim/run/shard_results.h"
 #include "sim/run/target_check.h"
-#include "sim/engine/clock.h"
-#include "test/support/fake_transport.h"
-#include "sim/kube/rbac.h"
 #include "sim/scenario/scenario.h"
 #include "test/support/configmap_server.h"
+#include "test/support/fake_transport.h"
 #include "test/support/workload_harness.h"
 #include "workloads/cleanup.h"
 #include "workloads/params.h"

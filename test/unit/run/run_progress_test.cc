@@ -1,11 +1,11 @@
 #include <gtest/gtest.h>
 
-#include "sim/run/metrics_endpoint.h"
-#include "sim/run/run_progress.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/engine/clock.h"
 #include "sim/kube/curl_transport.h"
+#include "sim/run/metrics_endpoint.h"
+#include "sim/run/run_progress.h"
 #include "test/support/fake_transport.h"
 
 namespace cpscale::cli {

@@ -4,12 +4,12 @@
 // them at the end. Against a fake server holding ConfigMaps.
 #include <gtest/gtest.h>
 
+#include "sim/engine/clock.h"
+#include "sim/run/runner.h"
 #include "sim/run/shard.h"
 #include "sim/run/shard_results.h"
-#include "sim/engine/clock.h"
-#include "test/support/fake_transport.h"
 #include "test/support/configmap_server.h"
-#include "sim/run/runner.h"
+#include "test/support/fake_transport.h"
 #include "workloads/cleanup.h"
 
 namespace cpscale::cli::testing {

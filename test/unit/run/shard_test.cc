@@ -6,11 +6,11 @@
 
 #include <map>
 
-#include "sim/run/shard.h"
 #include "sim/common/error.h"
 #include "sim/engine/clock.h"
-#include "test/support/fake_transport.h"
+#include "sim/run/shard.h"
 #include "test/support/configmap_server.h"
+#include "test/support/fake_transport.h"
 
 namespace cpscale::cli::testing {
 namespace {
