@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include "reports/format.h"
@@ -337,6 +338,16 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
     throw ConfigError(pf.source.empty() ? "profile" : pf.source, limit,
                       "the model has no admission limits (max-inflight, API Priority and Fairness): rehearse overload "
                       "with `cpscale run` on the local plane");
+  // Where the load generator is. On the calibration's shared host it competes with the
+  // plane for the same cores and its in-flight bound is the live generator's, so a run
+  // can be generator-limited as the live one was. Off the plane (dedicated cores) it
+  // stands for the clients themselves (100k kubelets each with a connection of its
+  // own): nothing bounds what they have in flight, so it never limits the run.
+  if (!cal.sharedHost) {
+    const std::size_t unbounded = std::numeric_limits<std::size_t>::max() / std::max<std::size_t>(1, sc.driver.connections);
+    sc.driver.maxInFlight = unbounded;
+    sc.driver.maxInFlightPerConnection = unbounded;
+  }
   auto target = modelTarget(options.profile, cal, weight, sc.seed);
   RunOptions ro = options.run;
   ro.profile = options.profile;
@@ -353,6 +364,7 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
                       {"host", cal.sharedHost ? nlohmann::json{{"sharedCores", cal.hostCores}}
                                               : nlohmann::json{{"apiserverCores", cal.apiserverCores},
                                                                {"etcdCores", cal.etcdCores}}},
+                      {"generator", cal.sharedHost ? "host" : "off-plane"},
                       {"weight", weight}};
   nlohmann::json sampled = nlohmann::json::object();
   for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;

@@ -540,7 +540,19 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
                          (r.verb == "PUT" || r.verb == "PATCH"))
                           ? Class::kLeaseWrite
                           : Class::kWrite;
-    latency = charge(p.replica, cls, r.group + "/" + r.resourceName, t.weight_);
+    if (t.kind_ == ModelTransport::Kind::kApiserver && !r.resource) {
+      // A scrape or health check of one member (/metrics, /readyz, /version): a real
+      // kube-apiserver serves these outside the request queues that load fills (the
+      // scraper is exempt from priority and fairness, and Go schedules its goroutine
+      // beside the backlog), so a saturated member still reports its figures. Its CPU
+      // is charged; it waits for none.
+      const double cpu = cpuOf(Class::kRead);
+      apis_[p.replica].pool->charge(now, cpu);
+      apis_[p.replica].cpu += cpu;
+      latency = cal_.latencyRead.value;
+    } else {
+      latency = charge(p.replica, cls, r.group + "/" + r.resourceName, t.weight_);
+    }
     if (!r.watch) apis_[p.replica].metrics.inflight(write, t.weight_);
   }
   ModelTransport* tp = &t;
