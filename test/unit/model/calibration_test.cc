@@ -443,14 +443,28 @@ TEST(CalibrationFile, UnreadableOrMalformedFilesSaySo) {
 
 TEST(CalibrationFile, DefaultPathIsTheShippedOne) {
   EXPECT_EQ(defaultCalibrationPath(), fs::path(CPSCALE_SOURCE_DIR) / "profiles/calibration/default.json");
-  // The shipped one reads back, was measured on the classic recipe, and carries its
-  // validation with every entry within its tolerance.
+  // The shipped one reads back, was measured pinned on the classic recipe, and carries
+  // its validation: the cases the model is held to (cli::ValidationCase::held) within
+  // their tolerances, the others (known gaps, in the README) recorded with their error.
   Calibration c = readCalibration(defaultCalibrationPath());
   EXPECT_EQ(c.profile, "classic");
+  EXPECT_FALSE(c.placement.empty());
   EXPECT_GT(c.apiserverCpuLeaseWrite.value, 0);
+  EXPECT_GT(c.apiserverCpuWatchEvent.low, 0);
+  EXPECT_GT(c.apiserverCpuListObject.low, 0);
   EXPECT_GT(c.heapPerObject.value, 0);
   ASSERT_FALSE(c.validation.empty());
-  for (const auto& e : c.validation) EXPECT_LE(e.relativeError, e.tolerance) << e.figure;
+  std::size_t held = 0;
+  for (const auto& e : c.validation) {
+    for (const char* heldCase : {"node-bound: ", "churn-bound: ", "state-bound-classic: "}) {
+      if (!e.figure.starts_with(heldCase)) continue;
+      ++held;
+      EXPECT_LE(e.relativeError, e.tolerance) << e.figure;
+    }
+  }
+  EXPECT_GE(held, 10u);
+  EXPECT_TRUE(std::any_of(c.validation.begin(), c.validation.end(),
+                          [](const auto& e) { return e.figure.find("crosses 1s") != std::string::npos; }));
 }
 
 // ---- probes into a calibration ----
