@@ -7,6 +7,7 @@
 #                       (builds the cpscale binary only)
 #   make test           unit and integration tests (CTest), on the real plane
 #   make bench          benchmarks, JSON into build/bench/
+#   make projected-index  the recipe index projected by the model, each member on PROJECT_CORES cores
 #   make up / down      start / stop a local plane and leave it running
 #   make image          the container image `cpscale job` runs (needs docker)
 #   make clean          remove build/
@@ -37,7 +38,7 @@ UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 # The directory of the pinned binaries; build.sh prints it (building first if needed).
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
-.PHONY: all build build-cpscale deps debian-deps control-plane run test unit-test integration-test bench up down clean image \
+.PHONY: all build build-cpscale deps debian-deps control-plane run test unit-test integration-test bench up down clean image projected-index \
   fuzz sanitize tsan
 
 all: build
@@ -105,6 +106,21 @@ bench: build control-plane
 	    *) $$b --out $$out ;; \
 	  esac; \
 	done; echo "benchmark JSON in $(BUILD_DIR)/bench/"
+
+# The recipe index projected by the calibrated model (virtual time, a few minutes):
+# every shipped recipe on each axis, each member on PROJECT_CORES cores of its own,
+# from 1k to 256k nodes, up to ~100k sessions/min and 1.28M objects (20 kinds x 64k).
+PROJECT_CORES ?= 16
+PROJECTED_INDEX ?= reports/examples/projected-index
+projected-index: build-cpscale
+	$(CPSCALE) capacity --model --dedicated-cores $(PROJECT_CORES) --out $(PROJECTED_INDEX) \
+	  scenarios/index/node.yaml scenarios/index/churn.yaml scenarios/index/state.yaml \
+	  --profile profiles/classic.yaml --profile profiles/classic-ha.yaml \
+	  --profile profiles/role-split.yaml --profile profiles/partitioned-storage.yaml \
+	  --set index-node:capacity.start=1000 --set index-node:capacity.max=256000 --set index-node:capacity.bisect=2 \
+	  --set index-churn:capacity.max=100000 --set index-churn:capacity.bisect=2 \
+	  --set index-state:capacity.max=64000 --set index-state:capacity.bisect=2 \
+	  --set 'index-state:capacity.gates[0]=apiserver_heap_inuse_bytes_all_replicas <= 32GiB'
 
 up: build-cpscale control-plane
 	$(CPSCALE) up --bin-dir "$(BIN_DIR)"

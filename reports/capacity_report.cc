@@ -198,6 +198,24 @@ std::string orUnrecorded(const std::string& v, const std::string& what) { return
 }  // namespace
 
 std::string measuredOnLine(const CapacityIndex& idx) {
+  if (!idx.projection.is_null()) {
+    // A projection: what it assumed and how far its model was from live runs.
+    const auto& p = idx.projection;
+    std::string s = "projected by cpscale's model (virtual time), calibrated on " +
+                    p.value("calibrationMachine", std::string("a machine not recorded")) + " (" +
+                    p.value("calibrationMeasuredAt", std::string("date not recorded")) + ", " +
+                    p.value("calibration", std::string("?")) + "), Kubernetes " +
+                    orUnrecorded(idx.kubernetesVersion, "version") + ", etcd " + orUnrecorded(idx.etcdVersion, "version");
+    if (auto c = p.find("coresPerMember"); c != p.end() && c->is_number())
+      s += "; each kube-apiserver and each etcd on " + formatGrouped(c->get<double>()) +
+           " cores of its own, the load's clients off the plane";
+    if (auto e = p.find("maxValidationError"); e != p.end() && e->is_number())
+      s += "; the model's error against live runs on the calibration's machine up to " +
+           formatValue(e->get<double>(), "ratio");
+    else
+      s += "; the model's error against live runs was not measured";
+    return s + "; cpscale " + orUnrecorded(idx.cpscaleVersion, "version") + ", " + orUnrecorded(idx.measuredAt, "date");
+  }
   std::string machine = idx.machine;
   if (machine.empty() && !idx.host.empty())
     machine = idx.host + (idx.cpus ? " (" + std::to_string(idx.cpus) + " CPUs)" : "");
@@ -217,7 +235,8 @@ std::vector<std::string> indexRecipes(const CapacityIndex& idx) {
 
 std::string renderCapacityIndexMarkdown(const CapacityIndex& idx) {
   const std::size_t W = kSummaryColumns;
-  std::string out = "# Capacity index\n\n" + wrapText(measuredOnLine(idx), W, "") + "\n";
+  std::string out = std::string(idx.projection.is_null() ? "# Capacity index" : "# Capacity index (projected)") +
+                    "\n\n" + wrapText(measuredOnLine(idx), W, "") + "\n";
   if (idx.searches.empty()) return out + "The index holds no search.\n";
   out += wrapText("The largest load each recipe held along each axis, one knob stepped at a time; under the table, "
                   "numbered, what broke first, the axis pressure at what held and each search's result.",

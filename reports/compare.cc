@@ -47,7 +47,7 @@ Polarity polarityOf(std::string_view name, const metrics::Labels& labels) {
   if (starts("client_latency_") || starts("server_latency_") || starts("schedule_lag_") ||
       name == "generator_limited" || starts("apiserver_heap") || starts("apiserver_rss") ||
       starts("bytes_per_object") || name == "heap_base_bytes" || starts("write_qps") || starts("write_requests") ||
-      starts("etcd_") || name == "client_errors" || starts("scrape_failures") || starts("scrape_overruns") ||
+      starts("etcd_") || name == "client_errors" || name == "client_error_ratio" || starts("scrape_failures") || starts("scrape_overruns") ||
       starts("apiserver_watch_events"))
     return Polarity::kHigherIsWorse;
   return Polarity::kNeutral;

@@ -384,6 +384,29 @@ std::string modelLine(const RunResult& r) {
     s += "; measured error against live runs up to " + formatValue(e->get<double>(), "ratio");
   else
     s += "; its error against live runs was not measured";
+  if (auto h = m.find("host"); h != m.end() && h->is_object()) {
+    if (auto c = h->find("sharedCores"); c != h->end() && c->is_number())
+      s += "; cores: " + formatGrouped(c->get<double>()) + " shared by every member and the load generator";
+    else if (h->contains("apiserverCores") && h->contains("etcdCores"))
+      s += "; cores: " + formatGrouped(h->value("apiserverCores", 0.0)) + " per kube-apiserver, " +
+           formatGrouped(h->value("etcdCores", 0.0)) + " per etcd";
+    else if (auto p = h->find("placement"); p != h->end() && p->is_array()) {
+      // A pinned calibration's host: each set of CPUs and who shared it.
+      std::string sets;
+      for (const auto& set : *p) {
+        std::string roles;
+        for (const auto& role : set.value("roles", nlohmann::json::array()))
+          roles += (roles.empty() ? "" : ", ") + role.get<std::string>();
+        sets += (sets.empty() ? "" : "; ") + roles + " on " + formatGrouped(set.value("cores", 0.0)) + " core" +
+                (set.value("cores", 0.0) == 1 ? "" : "s") + " (CPU " + set.value("cpus", std::string("?")) + ")";
+      }
+      s += "; cores as the calibration pinned them: " + sets;
+    }
+  }
+  if (m.value("generator", std::string()) == "off-plane")
+    s += "; load generator off the plane (not modelled: never generator-limited)";
+  else if (m.value("generator", std::string()) == "host")
+    s += "; load generator on the modelled host (its CPU and in-flight bound count)";
   if (double w = m.value("weight", 1.0); w > 1) s += "; sampled: each simulated actor stands for " + formatGrouped(w);
   return s;
 }

@@ -58,11 +58,13 @@ DormantParams DormantParams::read(const YamlField& e) {
     if (!(p.updatesPerSecond >= 0 && p.updatesPerSecond <= 1e6)) throw f->error("must be in [0, 1e6]");
   }
   if (auto w = e.get("watchers")) {
-    w->expectMap({"perKind", "shards", "timeout", "pageSize"});
+    w->expectMap({"perKind", "shards", "timeout", "pageSize", "relistEvery"});
     if (auto f = w->get("perKind")) p.watchers.perKind = f->asInt(0, 10'000);
     if (auto f = w->get("shards")) p.watchers.shards = f->asInt(0, 1024);
     if (auto f = w->get("timeout")) p.watchers.timeout = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(1));
     if (auto f = w->get("pageSize")) p.watchers.pageSize = f->asInt(1, 100'000);
+    if (auto f = w->get("relistEvery"))
+      p.watchers.relistEvery = readDuration(*f, std::chrono::seconds(0), std::chrono::hours(24));
     if (p.watchers.perKind > 0 && p.crdKinds == 0) throw w->error("watchers need at least one CRD kind (crdKinds)");
   }
   p.crdTemplate =
@@ -209,6 +211,7 @@ class DormantInstance final : public WorkloadInstance {
         if (!ctx_.owns("watcher/" + p.name + "/" + std::to_string(k) + "/" + std::to_string(w))) continue;
         watchers_.push_back(makeWatcher(k, w));
         watchers_.back()->start();
+        if (p.watchers.relistEvery > engine::Duration::zero()) scheduleRelist(watchers_.size() - 1, true);
       }
     }
     maybeSetupDone();
@@ -245,6 +248,9 @@ class DormantInstance final : public WorkloadInstance {
     s["watchEvents"] = events;
     s["watchBookmarks"] = bookmarks;
     s["watchExpired"] = expired;
+    std::uint64_t listedObjects = 0;
+    for (const auto& w : watchers_) listedObjects += w->counts().objectsListed;
+    s["watchObjectsListed"] = listedObjects;
     s["watchErrors"] = errors;
     for (const auto& w : watchers_) {
       if (!w->lastError().empty()) s["watchLastError"] = w->lastError();
@@ -431,6 +437,19 @@ class DormantInstance final : public WorkloadInstance {
   }
 
   // ---- watchers ----
+
+  // Watcher i lists everything again every relistEvery, the first time at a uniformly
+  // drawn phase so that the watchers' LISTs spread over the interval.
+  void scheduleRelist(std::size_t i, bool first) {
+    const double period = std::chrono::duration<double>(p_.watchers.relistEvery).count();
+    const double after = first ? period * (1 + rng_.uniform()) : period;
+    events_.at(ctx_.sim.now() + std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(after)),
+               [this, i] {
+                 if (stopped_) return;
+                 watchers_[i]->relist();
+                 scheduleRelist(i, false);
+               });
+  }
 
   // Watcher `index` of CRD kind `kind`: an operator's informer on that kind.
   std::unique_ptr<Reflector> makeWatcher(std::int64_t kind, std::int64_t index) {

@@ -41,6 +41,8 @@
 //       shards: 0                 # 0: unsharded; N: watcher w takes hash range w mod N
 //       timeout: 5m               # watch timeoutSeconds, drawn from [t, 2t) as reflectors do
 //       pageSize: 500
+//       relistEvery: 0s           # > 0: each watcher lists everything again this often (as
+//                                 # a restarted operator's informer does), phases spread
 //     crdTemplate: dormant-crd.yaml
 //
 // Growing in place, growth("objectsPerKind", from, to) with objectsPerKind <= from < to:
@@ -83,6 +85,7 @@ struct DormantParams {
     std::int64_t shards = 0;
     engine::Duration timeout = std::chrono::minutes(5);
     std::int64_t pageSize = 500;
+    engine::Duration relistEvery{0};
   } watchers;
   std::optional<ObjectTemplate> crdTemplate;
   // Not scenario fields: a growth creates only the CRD kinds' objects

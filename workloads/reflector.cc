@@ -23,6 +23,13 @@ void Reflector::stop() {
   if (watch_ != 0) calls_.api().cancel(std::exchange(watch_, 0));
 }
 
+void Reflector::relist() {
+  if (stopped_ || listing_ || !synced_) return;
+  if (watch_ != 0) calls_.api().cancel(std::exchange(watch_, 0));
+  ++counts_.relists;
+  list();
+}
+
 void Reflector::backoff(void (Reflector::*next)()) {
   timers_.at(sched_.now() + kWatchBackoff, [this, next] { (this->*next)(); });
 }
@@ -36,6 +43,7 @@ void Reflector::list() {
     ++counts_.lists;
     counts_.listed = 0;
   }
+  listing_ = true;
   auto req = kube::ApiRequest::list(options_.collection, o);
   req.intendedAt = sched_.now();
   calls_.call(std::move(req), [this](kube::ApiResult r) {
@@ -45,11 +53,12 @@ void Reflector::list() {
       lastError_ = r.describe();
       // An expired continue token means the snapshot is gone: start over.
       continueToken_.clear();
-      backoff(&Reflector::list);
+      backoff(&Reflector::list);  // still listing: relist() waits for it
       return;
     }
     if (auto items = r.body.find("items"); items != r.body.end() && items->is_array()) {
       counts_.listed += items->size();
+      counts_.objectsListed += items->size();
       if (onItem_) {
         for (const auto& item : *items) onItem_(item);
       }
@@ -61,6 +70,7 @@ void Reflector::list() {
       return;
     }
     continueToken_.clear();
+    listing_ = false;
     rv_ = r.body.value("/metadata/resourceVersion"_json_pointer, std::string());
     const bool first = !synced_;
     synced_ = true;

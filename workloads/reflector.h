@@ -30,13 +30,14 @@ struct ReflectorOptions {
 
 struct ReflectorCounts {
   std::uint64_t lists = 0;      // full LISTs started (pages not counted)
-  std::uint64_t relists = 0;    // of which after 410 Gone
+  std::uint64_t relists = 0;    // of which after 410 Gone or asked for (relist())
   std::uint64_t watches = 0;    // WATCH streams opened
   std::uint64_t events = 0;     // ADDED/MODIFIED/DELETED received
   std::uint64_t bookmarks = 0;
   std::uint64_t expired = 0;    // streams ended by 410 Gone
   std::uint64_t errors = 0;     // failed LISTs and streams that ended in error
   std::uint64_t listed = 0;     // items of the current (or last) full LIST
+  std::uint64_t objectsListed = 0;  // items of every LIST page so far
 };
 
 class Reflector {
@@ -65,6 +66,10 @@ class Reflector {
   void start();
   // No request after this; the open watch is cancelled.
   void stop();
+  // Drops the watch and lists everything again, as a restarted informer does (client-go
+  // starts every informer with a full LIST). Nothing when a LIST is already under way
+  // or the first has not finished.
+  void relist();
 
   bool synced() const { return synced_; }
   const ReflectorCounts& counts() const { return counts_; }
@@ -88,6 +93,7 @@ class Reflector {
   std::string continueToken_;
   kube::CallId watch_ = 0;
   bool gone_ = false;  // the stream said 410: list again when it closes
+  bool listing_ = false;  // a LIST (any of its pages) is under way
   bool synced_ = false;
   bool stopped_ = false;
   std::string lastError_;

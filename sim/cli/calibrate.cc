@@ -41,10 +41,10 @@ struct ProbePlan {
   std::vector<scenario::Override> overrides;
 };
 
-// About 6 minutes on 2 cores (about 4.5 with --quick), each plane's start (~15 s)
+// About 8 minutes on 2 cores (about 6 with --quick), each plane's start (~15 s)
 // and its controllers settling included: idle 25 s; node 2 x 25 s; churn 2 x (10 s
-// warmup + 25 s); state 2 x (40 s of ramps + 15 s); then the validation (two live
-// runs of a minute and their simulations).
+// warmup + 25 s); state 2 x (40 s of ramps + 15 s); fan-out and relist 4 x (setup +
+// 25 s); then the validation (live runs of a minute and their simulations).
 std::vector<ProbePlan> probePlan(bool quick) {
   using model::ProbeKind;
   std::vector<ProbePlan> plan = {
@@ -53,6 +53,15 @@ std::vector<ProbePlan> probePlan(bool quick) {
       {"churn", ProbeKind::kChurn, "churn.yaml", {}},
       {"state-small", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "256"}}},
       {"state-large", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "8192"}}},
+      // Watch events sent per watcher, told apart from the writes that cause them: the
+      // same updates fanned out to 10 and to 50 watchers.
+      {"fanout-10", ProbeKind::kReads, "fanout.yaml", {{"workloads.fanout.watchers.perKind", "10"}}},
+      {"fanout-50", ProbeKind::kReads, "fanout.yaml", {{"workloads.fanout.watchers.perKind", "50"}}},
+      // Objects returned by LISTs, told apart from LIST calls: informers relisting 5,000
+      // objects in pages of 500 and of 50.
+      {"relist-500", ProbeKind::kReads, "relist.yaml", {{"workloads.relist.watchers.pageSize", "500"}}},
+      {"relist-50", ProbeKind::kReads, "relist.yaml",
+       {{"workloads.relist.watchers.pageSize", "50"}, {"workloads.relist.watchers.relistEvery", "10s"}}},
   };
   if (quick) {
     plan[0].overrides.push_back({"duration", "15s"});
@@ -63,6 +72,7 @@ std::vector<ProbePlan> probePlan(bool quick) {
       plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
       plan[i].overrides.push_back({"workloads.platform.configMaps", "2500"});
     }
+    for (std::size_t i = 5; i < plan.size(); ++i) plan[i].overrides.push_back({"duration", "15s"});
   }
   return plan;
 }
@@ -153,6 +163,13 @@ int calibrate(const Args& args) {
       cxxopts::value<std::string>())("run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "no-validate", "skip the validation: node-bound and churn-bound live and simulated, compared")(
       "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
+      "pin", "pin the plane's members and the generator for the probes and the validation: ROLE=CPUS, repeatable "
+             "(see cpscale run --pin; default 'isolated': kube-apiserver alone on the last CPU)",
+      cxxopts::value<std::vector<std::string>>())(
+      "no-pin", "run every process wherever the scheduler likes (they contend for the same cores)")(
+      "probe", "run only this probe (repeatable: idle, node, churn, state-small, state-large, fanout-10, fanout-50, "
+               "relist-500, relist-50) into --probes, keeping the others there, then fit them all",
+      cxxopts::value<std::vector<std::string>>())(
       "h,help", "show this help");
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
@@ -164,9 +181,22 @@ int calibrate(const Args& args) {
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : base / "calibration.json";
   if (fs::is_directory(out)) throw ConfigError("command line", "--out", out.string() + " is a directory, not a file");
 
+  // Pinned, each member's cost per request is its own: unpinned, every process on a
+  // 2-core machine competes for both cores and each one's CPU per request grows with the
+  // others' load. The placement is recorded in every probe's result and the fit takes
+  // the calibration's host from it.
+  controlplane::Placement placement;
+  if (r.count("no-pin") && r.count("pin")) throw ConfigError("command line", "--no-pin", "contradicts --pin");
+  if (r.count("pin"))
+    placement = controlplane::parsePlacement(r["pin"].as<std::vector<std::string>>(), controlplane::cpusOnline());
+  else if (!r.count("no-pin"))
+    placement = controlplane::isolatedPlacement(controlplane::cpusOnline());
+  if (r.count("from") && r.count("pin"))
+    throw ConfigError("command line", "--pin", "the stored probes ran where they ran; --pin is for new probes and validation");
+
   std::vector<model::ProbeResult> probes;
   if (r.count("from")) {
-    for (const char* flag : {"probes", "quick", "scenario-dir"})
+    for (const char* flag : {"probes", "quick", "scenario-dir", "probe"})
       if (r.count(flag))
         throw ConfigError("command line", std::string("--") + flag, "runs probes; --from refits stored ones");
     probes = model::readProbes(r["from"].as<std::string>());
@@ -178,13 +208,22 @@ int calibrate(const Args& args) {
         r.count("profile") ? controlplane::loadProfile(r["profile"].as<std::string>()) : controlplane::Profile{};
     const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     // Every scenario is loaded (and so validated) before the first plane starts.
-    const std::vector<ProbePlan> plan = probePlan(r.count("quick") > 0);
+    std::vector<ProbePlan> plan = probePlan(r.count("quick") > 0);
+    if (r.count("probe")) {
+      const auto only = r["probe"].as<std::vector<std::string>>();
+      for (const auto& name : only)
+        if (std::none_of(plan.begin(), plan.end(), [&](const ProbePlan& p) { return p.name == name; }))
+          throw ConfigError("command line", "--probe", "no probe is named '" + name + "'");
+      std::erase_if(plan, [&](const ProbePlan& p) { return std::find(only.begin(), only.end(), p.name) == only.end(); });
+    }
     for (const ProbePlan& p : plan) scenario::loadScenario(scenarioDir / p.file, p.overrides);
 
+    if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
     if (progress)
       std::cerr << "cpscale calibrate: " << plan.size() << " probes on " << profile.name << ", about "
-                << (r.count("quick") ? "4.5" : "6") << " minutes; results in " << probesDir.string() << "\n";
+                << (r.count("quick") ? "6" : "8") << " minutes; results in " << probesDir.string()
+                << (placement.empty() ? "; nothing pinned" : "; pinned: " + placement.text()) << "\n";
     for (std::size_t i = 0; i < plan.size(); ++i) {
       const ProbePlan& p = plan[i];
       scenario::Scenario sc = scenario::loadScenario(scenarioDir / p.file, p.overrides);
@@ -201,6 +240,7 @@ int calibrate(const Args& args) {
       // the probe created would only add time.
       ro.cleanup = false;
       ro.counters = &counters;
+      ro.placement = placement;
       ro.capacity = sc.capacity ? &*sc.capacity : nullptr;
       ro.steps = steps;
       if (progress)
@@ -235,6 +275,11 @@ int calibrate(const Args& args) {
       }
       probes.push_back(std::move(probe));
     }
+    // With --probe, the others come from what the directory already holds.
+    if (r.count("probe")) {
+      probes.clear();
+      probes = model::readProbes(probesDir);
+    }
   }
 
   model::Calibration c;
@@ -255,9 +300,13 @@ int calibrate(const Args& args) {
         r.count("profile") ? controlplane::loadProfile(r["profile"].as<std::string>()) : controlplane::Profile{};
     const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     if (progress) std::cerr << "cpscale calibrate: validating: each validation scenario live, then simulated\n";
+    // Refitted probes are validated where they ran.
+    if (r.count("from") && !r.count("no-pin")) placement = placementOf(c);
+    if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
     c.source = out;
-    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress);
+    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress, defaultValidationCases(),
+                                       CrossingCase{}, placement);
     model::writeCalibration(c, out);
     for (const auto& e : c.validation) std::cout << "validation: " << validationLine(e) << "\n";
   }

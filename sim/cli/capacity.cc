@@ -4,6 +4,7 @@
 
 #include <cxxopts.hpp>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -22,6 +23,7 @@
 #include "sim/result/result.h"
 #include "sim/run/capacity_search.h"
 #include "sim/run/runner.h"
+#include "sim/run/simulate.h"
 #include "sim/run/target_check.h"
 
 namespace cpscale::cli {
@@ -64,11 +66,20 @@ int capacity(const Args& args) {
       "hold", "steady window of each step (capacity.hold, default the scenario's duration)",
       cxxopts::value<std::string>())("bisect", "refinement runs between the last pass and the first fail",
                                      cxxopts::value<std::string>())(
-      "set", "override a scenario field: path.to.field=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      "set", "override a scenario field: path.to.field=value, or NAME:path.to.field=value for the scenario named "
+             "NAME alone (repeatable)",
+      cxxopts::value<std::vector<std::string>>())(
       "out", "output directory (default runs/capacity-<id>)", cxxopts::value<std::string>())(
       "run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "no-cleanup", "keep the objects the runs created")("yes", "confirm load on a non-loopback server")(
       "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
+      "model", "project the index with the calibrated model in virtual time instead of measuring it live")(
+      "dedicated-cores", "with --model: each kube-apiserver and each etcd on N cores of its own (default 16)",
+      cxxopts::value<double>())(
+      "calibration", "with --model: the calibration (default profiles/calibration/default.json)",
+      cxxopts::value<std::string>())(
+      "max-actors", "with --model: largest node count, sessions/min or objects/kind simulated one by one (default 500)",
+      cxxopts::value<double>())(
       "h,help", "show this help");
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO...");
@@ -88,21 +99,56 @@ int capacity(const Args& args) {
     std::string path;
     scenario::Scenario probe;
   };
+  // SCENARIO-NAME:path=value applies to that scenario alone (a heap budget for the state
+  // axis, a ladder for the node axis), the rest to every scenario.
+  std::vector<std::pair<std::string, scenario::Override>> scoped;
+  std::erase_if(overrides, [&](const scenario::Override& o) {
+    const std::size_t colon = o.path.find(':');
+    if (colon == std::string::npos || o.path.find('.') < colon) return false;
+    scoped.push_back({o.path.substr(0, colon), {o.path.substr(colon + 1), o.value}});
+    return true;
+  });
   std::vector<Plan> plans;
+  std::map<std::string, std::vector<scenario::Override>> overridesOf;
   for (const auto& path : r["scenario"].as<std::vector<std::string>>()) {
-    Plan p{path, scenario::loadScenario(path, overrides)};
+    const std::string name = scenario::loadScenario(path, overrides).name;
+    std::vector<scenario::Override>& own = overridesOf[path] = overrides;
+    for (const auto& [scope, o] : scoped)
+      if (scope == name) own.push_back(o);
+    Plan p{path, scenario::loadScenario(path, own)};
     if (!p.probe.capacity)
       throw ConfigError(path, "capacity",
                         "the scenario has no capacity: block (add one, or give --axis KNOB --start N --max N)");
     plans.push_back(std::move(p));
   }
+  for (const auto& [scope, o] : scoped)
+    if (std::none_of(plans.begin(), plans.end(), [&](const Plan& p) { return p.probe.name == scope; }))
+      throw ConfigError("command line", "--set", "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
 
-  if (namesCluster(r) && profiles.size() > 1)
+  const bool projected = r.count("model") > 0;
+  for (const char* flag : {"dedicated-cores", "calibration", "max-actors"})
+    if (r.count(flag) && !projected)
+      throw ConfigError("command line", std::string("--") + flag, "applies to a projection: add --model");
+  SimulateOptions model;
+  if (projected) {
+    if (namesCluster(r))
+      throw ConfigError("command line", "--model", std::string("projects on the model; drop ") + kClusterOptions);
+    model.calibration = model::readCalibration(r.count("calibration") ? fs::path(r["calibration"].as<std::string>())
+                                                                      : model::defaultCalibrationPath());
+    model.dedicatedCores = r.count("dedicated-cores") ? r["dedicated-cores"].as<double>() : 16.0;
+    if (*model.dedicatedCores <= 0) throw ConfigError("command line", "--dedicated-cores", "must be > 0");
+    if (r.count("max-actors")) model.maxActors = r["max-actors"].as<double>();
+    if (model.maxActors < 1) throw ConfigError("command line", "--max-actors", "must be at least 1");
+  }
+  if (!projected && namesCluster(r) && profiles.size() > 1)
     throw ConfigError("command line", "--profile", std::string("several profiles need the local plane; drop ") + kClusterOptions);
-  const ClusterArg target = clusterArg(r, "cpscale capacity", "send growing load, until it stops holding, to");
-  if (target.refused) return static_cast<int>(ExitCode::kBadInput);
-  const std::optional<kube::RestConfig>& cluster = target.cluster;
+  std::optional<kube::RestConfig> cluster;
+  if (!projected) {
+    const ClusterArg target = clusterArg(r, "cpscale capacity", "send growing load, until it stops holding, to");
+    if (target.refused) return static_cast<int>(ExitCode::kBadInput);
+    cluster = target.cluster;
+  }
   const std::string runId = runIdArg(r);
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / ("capacity-" + runId);
   const fs::path binDir = binDirArg(r);
@@ -123,12 +169,31 @@ int capacity(const Args& args) {
       if (interrupted()) break;
       const scenario::CapacitySpec spec = *plan.probe.capacity;
       const fs::path dir = out / (plan.probe.name + "-" + profile.name);
+      if (projected) {
+        // Each step a fresh simulation (simulateCapacity), its result under step-<value>/.
+        SimulateOptions so = model;
+        so.profile = profile;
+        so.run.runId = runId + "-" + std::to_string(++runs);
+        so.run.outDir = dir;
+        so.run.progress = false;
+        if (r.count("quiet") == 0)
+          std::cerr << "cpscale capacity: projecting " << plan.probe.name << " on " << profile.name << "\n";
+        reports::CapacitySearch search = simulateCapacity(plan.path, overridesOf[plan.path], so);
+        if (search.held) search.resultFile = (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) /
+                                              reports::kResultFile).string();
+        const bool stopped = search.limit == reports::CapacityLimit::kInterrupted ||
+                             search.limit == reports::CapacityLimit::kFailed;
+        worst = std::max(worst, stopped ? static_cast<int>(ExitCode::kUnavailable) : 0);
+        std::cout << plan.probe.name << " on " << profile.name << ": " << search.detail << "\n";
+        index.searches.push_back(reports::indexEntry(search));
+        continue;
+      }
       std::optional<reports::RunResult> ladderResult;
       int bisection = 0;
       // One run per call: the ladder grows in place; each bisection value is a run of
       // its own on a fresh plane.
       StepRunner runSteps = [&](const std::vector<double>& values) {
-        std::vector<scenario::Override> ov = overrides;
+        std::vector<scenario::Override> ov = overridesOf[plan.path];
         ov.push_back({spec.knob, knobText(values.front())});
         scenario::Scenario sc = scenario::loadScenario(plan.path, ov);
         RunOptions ro = runOptions(r, cluster, profile, binDir);
@@ -170,6 +235,27 @@ int capacity(const Args& args) {
                 << "  " << (dir / reports::kHtmlFile).string() << "\n";
       index.searches.push_back(reports::indexEntry(search));
     }
+  }
+  if (projected) {
+    const model::Calibration& cal = model.calibration;
+    index.kubernetesVersion = cal.kubernetesVersion;
+    index.etcdVersion = cal.etcdVersion;
+    double worstError = -1;
+    nlohmann::json validation = nlohmann::json::array();
+    for (const auto& e : cal.validation) {
+      worstError = std::max(worstError, e.relativeError);
+      validation.push_back({{"figure", e.figure}, {"live", e.live}, {"model", e.model}, {"relativeError", e.relativeError},
+                            {"tolerance", e.tolerance}});
+    }
+    index.projection = {{"calibration", cal.source.string()},
+                        {"calibrationMeasuredAt", cal.measuredAt},
+                        {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
+                                                   (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                        {"coresPerMember", *model.dedicatedCores},
+                        {"generator", "off-plane"},
+                        {"maxActors", model.maxActors},
+                        {"validation", validation}};
+    if (worstError >= 0) index.projection["maxValidationError"] = worstError;
   }
   reports::writeCapacityIndexOutputs(index, out);
   std::cout << "\n" << reports::renderCapacityIndexMarkdown(index) << "\nIndex: "

@@ -97,6 +97,9 @@ int run(const Args& args) {
                         "cannot)")(
       "metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
       cxxopts::value<std::string>())(
+      "pin", "pin a local plane's member or the generator to CPUs: ROLE=CPUS (kube-apiserver, etcd, "
+             "kube-controller-manager, kube-scheduler, generator; CPUS as taskset -c), repeatable, or 'isolated'",
+      cxxopts::value<std::vector<std::string>>())(
       "bin-dir", "pinned kube-apiserver/etcd directory (default $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
       cxxopts::value<std::string>())("h,help", "show this help");
   opts.parse_positional({"scenario"});
@@ -114,6 +117,10 @@ int run(const Args& args) {
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
   if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
 
+  controlplane::Placement placement;
+  if (r.count("pin")) placement = controlplane::parsePlacement(r["pin"].as<std::vector<std::string>>(), controlplane::cpusOnline());
+  if (namesCluster(r) && !placement.empty())
+    throw ConfigError("command line", "--pin", std::string("pins the local plane's members; drop it or ") + kClusterOptions);
   if (namesCluster(r) && profiles.size() > 1)
     throw ConfigError("command line", "--profile", std::string("two profiles need the local plane; drop ") + kClusterOptions);
   const ClusterArg target = clusterArg(r, "cpscale run", "send load to");
@@ -143,6 +150,7 @@ int run(const Args& args) {
     endpoint = std::make_unique<MetricsEndpoint>(r["metrics-addr"].as<std::string>(), counters);
     std::cerr << "cpscale run: generator metrics on http://" << endpoint->address() << "/metrics\n";
   }
+  if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
   installInterruptHandlers();
   std::vector<reports::RunResult> results;
   int worst = 0;
@@ -155,6 +163,7 @@ int run(const Args& args) {
     ro.keepPlane = r.count("keep") > 0;
     ro.counters = &counters;
     ro.shard = shard;
+    ro.placement = placement;
     reports::RunResult res = executeRun(sc, ro);
     // The terminal gets the headline, gates and generator health; summary.md has all.
     const std::string summary = reports::renderTerminalSummary(res);

@@ -326,7 +326,7 @@ void LocalPlane::restart(const std::string& name, const std::function<bool()>& a
     Component& c = member(name);
     if (!down_.contains(name)) throw std::logic_error(name + " was not killed");
     // A member's port is free again once it died, unless something took it meanwhile.
-    c.process = spawnOnPlaneThread({argv_.at(name), c.log, options_.detached});
+    c.process = spawnOnPlaneThread({argv_.at(name), c.log, options_.detached, cpusOf(c.role)});
     writeRecord();
     copy = c;
   }
@@ -433,7 +433,7 @@ void LocalPlane::startEtcd(const EtcdSpec& spec, int index) {
   };
   for (const auto& a : spec.extraArgs) argv.push_back(a);
   Component c{"etcd", name, client, dir / "logs" / (name + ".log"), {}, "", false};
-  c.process = spawn({argv, c.log, options_.detached});
+  c.process = spawn({argv, c.log, options_.detached, cpusOf(c.role)});
   argv_[c.name] = argv;
   record_.components.push_back(c);
 }
@@ -488,7 +488,7 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
 
   Component c{"kube-apiserver", name, "https://127.0.0.1:" + std::to_string(port),
               dir / "logs" / (name + ".log"), {}, "", false};
-  c.process = spawn({argv, c.log, options_.detached});
+  c.process = spawn({argv, c.log, options_.detached, cpusOf(c.role)});
   argv_[c.name] = argv;
   record_.components.push_back(c);
 }
@@ -530,7 +530,7 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
   for (const auto& a : spec.args) argv.push_back(a);
   Component c{role, role, "https://127.0.0.1:" + std::to_string(port), dir / "logs" / (role + ".log"), {},
               apiserver.name, spec.apiserver.has_value()};
-  c.process = spawn({argv, c.log, options_.detached});
+  c.process = spawn({argv, c.log, options_.detached, cpusOf(c.role)});
   argv_[c.name] = argv;
   record_.components.push_back(c);
 }

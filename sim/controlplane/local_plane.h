@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/controlplane/placement.h"
 #include "sim/controlplane/process.h"
 #include "sim/controlplane/profile.h"
 
@@ -69,6 +70,8 @@ struct PlaneOptions {
   // Port of the first kube-apiserver; free ports are chosen when unset.
   std::optional<int> apiserverPort;
   std::chrono::seconds readyTimeout{180};
+  // CPUs per member role (placement.h); a role it does not name runs anywhere.
+  Placement placement;
 };
 
 class LocalPlane {
@@ -116,6 +119,10 @@ class LocalPlane {
   void writeRecord() const;
 
   Component& member(const std::string& name);
+  std::vector<int> cpusOf(const std::string& role) const {
+    const auto* c = options_.placement.of(role);
+    return c ? *c : std::vector<int>{};
+  }
   // Spawns on the plane's own thread: a child's parent-death signal fires when the
   // thread that spawned it exits, and a fault's restart runs on a short-lived one.
   ProcessIdentity spawnOnPlaneThread(const SpawnOptions& options);

@@ -1,6 +1,7 @@
 #include "sim/controlplane/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -57,6 +58,12 @@ ProcessIdentity spawn(const SpawnOptions& options) {
   std::vector<char*> argv;
   for (const auto& a : options.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // Built before the fork: the child only hands it to the kernel.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : options.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
+  const bool pin = !options.cpus.empty();
 
   // A pipe whose write end closes on exec tells the parent whether exec succeeded.
   int execPipe[2];
@@ -84,6 +91,11 @@ ProcessIdentity spawn(const SpawnOptions& options) {
     } else {
       ::setsid();
     }
+    if (pin && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
+      int err = errno;
+      [[maybe_unused]] auto w = ::write(execPipe[1], &err, sizeof err);
+      ::_exit(127);
+    }
     int devnull = ::open("/dev/null", O_RDONLY);
     ::dup2(devnull, STDIN_FILENO);
     ::dup2(logFd, STDOUT_FILENO);
@@ -104,6 +116,17 @@ ProcessIdentity spawn(const SpawnOptions& options) {
   }
   ProcessIdentity id{pid, processStartTicks(pid).value_or(0)};
   return id;
+}
+
+void pinThisThread(const std::vector<int>& list) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : list) {
+    if (c < 0 || c >= CPU_SETSIZE) throw ConfigError("command line", "--pin", "CPU " + std::to_string(c) + " does not exist");
+    CPU_SET(c, &cpus);
+  }
+  if (::sched_setaffinity(0, sizeof cpus, &cpus) != 0)
+    throw ConfigError("command line", "--pin", std::string("the kernel refused the CPU set: ") + std::strerror(errno));
 }
 
 std::optional<std::string> reapIfExited(const ProcessIdentity& id) {

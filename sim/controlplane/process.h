@@ -31,7 +31,15 @@ struct SpawnOptions {
   // Survive the parent (cpscale up). Otherwise the child gets SIGKILL when the
   // parent dies, so a crashed test or run never leaves a plane behind.
   bool detached = false;
+  // The CPUs the process (and every thread it starts) may run on, set before exec as
+  // `taskset -c` would; empty: wherever the scheduler likes. A Go binary sizes
+  // GOMAXPROCS from this set.
+  std::vector<int> cpus;
 };
+
+// Restricts the calling process's threads started from now on (and the caller) to
+// `cpus`; throws ConfigError naming the CPU when the kernel refuses the set.
+void pinThisThread(const std::vector<int>& cpus);
 
 // Starts the process; throws UnavailableError if it cannot be executed.
 ProcessIdentity spawn(const SpawnOptions& options);

@@ -81,6 +81,18 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   for (const auto& [outcome, n] : errors) {
     out.push_back(Figure::measured("client_errors", {{"outcome", outcome}}, n, "count", Source::kClient));
   }
+  // The share of requests the server failed (5xx) or that got no answer at all: what an
+  // availability SLO counts. 4xx (409 conflicts, 404s of objects already gone, 429s the
+  // client retries) are the client's business and not in it. Watches are streams.
+  double all = 0, failed = 0;
+  for (const auto& [key, lat] : stats.latency()) {
+    if (key.verb == "WATCH") continue;
+    const double n = static_cast<double>(lat.fromSent.count());
+    all += n;
+    if (key.outcome == engine::OutcomeClass::kServerError || key.outcome == engine::OutcomeClass::kTransportError) failed += n;
+  }
+  if (all > 0) out.push_back(Figure::measured("client_error_ratio", {}, failed / all, "ratio", Source::kClient));
+  else out.push_back(Figure::unavailable("client_error_ratio", {}, "ratio", Source::kClient, "no request was answered"));
   // Retries the client sent by itself, by why, and the time they waited first.
   std::uint64_t retries = 0;
   for (const auto& [reason, n] : stats.retries()) {

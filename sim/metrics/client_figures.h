@@ -22,7 +22,8 @@ std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats);
 // "transport_error", ...); client_write_requests and client_write_qps{resource, verb}
 // for write verbs, over `window` (the measured run time), to set beside the
 // apiserver's write_qps; client_errors{outcome} summed over resources, and
-// client_errors_by_code{code} by exact HTTP status ("none": no response).
+// client_errors_by_code{code} by exact HTTP status ("none": no response);
+// client_error_ratio: the requests (watches apart) answered 5xx or not at all, over all.
 std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine::Duration window);
 
 struct GeneratorHealthOptions {

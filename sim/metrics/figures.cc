@@ -416,7 +416,12 @@ GaugeOrWhy firstGauge(const TargetScrapes& t, std::string_view name) {
   if (t.history.scrapes() == 0) return {{}, tooFewScrapes(t, 1)};
   const auto& ids = t.history.seriesNamed(name);
   if (ids.empty()) return {{}, std::string(name) + " is not exposed by " + roleName(t.info.role) + " " + t.info.name};
-  return {t.history.gauge(ids.front()), {}};
+  TimeSeries g = t.history.gauge(ids.front());
+  // A series seen before the window but in none of its scrapes (a saturated apiserver
+  // answered them without it, or not at all): nothing to read, not a value of 0.
+  if (g.values.empty())
+    return {{}, std::string(name) + " had no sample in the window from " + roleName(t.info.role) + " " + t.info.name};
+  return {std::move(g), {}};
 }
 
 double peakOf(const TimeSeries& s) { return *std::max_element(s.values.begin(), s.values.end()); }
@@ -479,9 +484,15 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
   out.push_back(Figure::measured(total + "_peak", {}, peakOf(sum), unit, source));
 }
 
+// The watch cache's and the readers' families, each series a figure of its own per
+// replica: gauges as they are, counters as rates (<name>_per_second). Open watches
+// (apiserver_longrunning_requests{verb="WATCH"}) and the objects LISTs return are what
+// the cost model's fan-out and LIST terms are fitted against.
 bool isWatchFamilySample(std::string_view n) {
   return n.starts_with("apiserver_watch_cache_") || n == "watch_cache_capacity" ||
-         n == "apiserver_watch_events_total" || n.starts_with("apiserver_watch_events_sizes");
+         n == "apiserver_watch_events_total" || n.starts_with("apiserver_watch_events_sizes") ||
+         n == "apiserver_longrunning_requests" || n == "apiserver_cache_list_returned_objects_total" ||
+         n == "apiserver_storage_list_returned_objects_total";
 }
 
 // The events each resource's watch cache holds (watch_cache_events): its ring replayed
@@ -631,6 +642,7 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
   const Gauge gauges[] = {{"etcd_mvcc_db_total_size_in_bytes", "etcd_db_total_size_bytes", "bytes"},
                           {"etcd_mvcc_db_total_size_in_use_in_bytes", "etcd_db_total_size_in_use_bytes", "bytes"},
                           {"etcd_debugging_mvcc_keys_total", "etcd_keys", "count"},
+                          {"etcd_server_quota_backend_bytes", "etcd_quota_backend_bytes", "bytes"},
                           {"etcd_server_has_leader", "etcd_has_leader", ""}};
   if (etcds.empty()) {
     std::string why = whyNoRoleData(etcds, TargetRole::kEtcd, 1);

@@ -18,6 +18,12 @@ bool isFigureFamily(std::string_view family) {
       "apiserver_storage_size_bytes",
       "apiserver_watch_events_total",
       "apiserver_watch_events_sizes",
+      // Open watches per resource (the plane's own informers and everyone else's), and
+      // the objects LISTs returned, from the watch cache or from etcd.
+      "apiserver_longrunning_requests",
+      "apiserver_cache_list_returned_objects_total",
+      "apiserver_storage_list_returned_objects_total",
+      "etcd_server_quota_backend_bytes",
       "apiserver_current_inflight_requests",
       "apiserver_flowcontrol_rejected_requests_total",
       "watch_cache_capacity",

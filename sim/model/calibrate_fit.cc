@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -27,12 +29,13 @@ std::string_view toString(ProbeKind k) {
     case ProbeKind::kNode: return "node";
     case ProbeKind::kChurn: return "churn";
     case ProbeKind::kState: return "state";
+    case ProbeKind::kReads: return "reads";
   }
   return "idle";
 }
 
 std::optional<ProbeKind> parseProbeKind(std::string_view s) {
-  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState})
+  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState, ProbeKind::kReads})
     if (toString(k) == s) return k;
   return std::nullopt;
 }
@@ -193,7 +196,9 @@ std::vector<double> samplesOf(const Figure& f) {
 }
 
 bool isWrite(std::string_view verb) { return metrics::isWriteVerb(verb); }
-bool isRead(std::string_view verb) { return verb == "GET" || verb == "LIST"; }
+// The unloaded read is a single object's GET: a LIST's latency grows with what it
+// returns, which the model charges per object (apiserverCpuListObject).
+bool isRead(std::string_view verb) { return verb == "GET"; }
 
 struct Design {
   std::vector<std::string> names;
@@ -287,9 +292,18 @@ const Figure* heapFigure(const Figures& fs, const std::string& apiserver) {
 
 // ---- the fits ----
 
+// CPU per watch event sent, from the fan-out probes alone: their windows differ in
+// watchers and nothing else (the same updates, no LISTs), so the apiserver's CPU
+// against the events it sent in each scrape interval is the cost of an event. In the
+// fit over every probe the events are nearly proportional to the writes that cause
+// them, and a cost of ~10 us an event is lost in the writes' noise.
+struct CpuRow {
+  double lease = 0, other = 0, reads = 0, events = 0, listed = 0, cpu = 0;
+  bool fanout = false;  // a reads probe's window with no LIST traffic
+};
+
 void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
-  Design d;
-  d.names = {"leaseWrites", "otherWrites", "reads", "watchEvents"};
+  std::vector<CpuRow> rows;
   for (const Win& w : wins) {
     const auto cpus = named(w.figures, "apiserver_cpu_cores", labels({}));
     std::vector<const Figure*> perReplica;
@@ -309,6 +323,13 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       const Figure* requests = exact(w.figures, "apiserver_request_qps", self);
       const Figure* writes = exact(w.figures, "apiserver_write_qps", self);
       const auto watch = named(w.figures, "apiserver_watch_events_total_per_second", self);
+      // Objects LISTs returned, from the watch cache and from etcd.
+      auto listed = named(w.figures, "apiserver_cache_list_returned_objects_total_per_second", self);
+      for (const Figure* f : named(w.figures, "apiserver_storage_list_returned_objects_total_per_second", self))
+        listed.push_back(f);
+      double listedInWindow = 0;
+      for (const Figure* f : listed) listedInWindow += f->value.value_or(0);
+      const bool fanout = w.probe->kind == ProbeKind::kReads && listedInWindow < 1;
       for (Time t : timesOf(*cpu)) {
         // write_qps sums every replica: this replica's share of it by its own writes.
         double share = 1;
@@ -316,21 +337,54 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
           const double all = sumAt(replicaWrites, t);
           share = all > 0 ? valueAt(writes, t) / all : 1.0 / static_cast<double>(perReplica.size());
         }
-        const double lease = sumAt(leaseWrites, t) * share;
-        const double other = std::max(0.0, valueAt(allWrites, t) * share - lease);
-        const double reads = std::max(0.0, valueAt(requests, t) - valueAt(writes, t));
-        d.add({lease, other, reads, sumAt(watch, t)}, valueAt(cpu, t));
+        CpuRow r;
+        r.lease = sumAt(leaseWrites, t) * share;
+        r.other = std::max(0.0, valueAt(allWrites, t) * share - r.lease);
+        r.reads = std::max(0.0, valueAt(requests, t) - valueAt(writes, t));
+        r.events = sumAt(watch, t);
+        r.listed = sumAt(listed, t);
+        r.cpu = valueAt(cpu, t);
+        r.fanout = fanout;
+        rows.push_back(r);
       }
     }
   }
-  if (d.y.empty())
+  if (rows.empty())
     throw FitError("apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
+
+  std::optional<Param> perEvent;
+  {
+    Design fan;
+    fan.names = {"watchEvents"};
+    for (const CpuRow& r : rows)
+      if (r.fanout) fan.add({r.events}, r.cpu);
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const auto& x : fan.x) lo = std::min(lo, x[0]), hi = std::max(hi, x[0]);
+    // Two fan-outs at least a few hundred events a second apart.
+    if (fan.y.size() >= 4 && hi - lo > 200) {
+      Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
+      perEvent = f.params.at("watchEvents");
+      c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
+      c.notes.push_back("apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
+                        "the other costs are fitted to the CPU less it");
+    }
+  }
+  Design d;
+  d.names = {"leaseWrites", "otherWrites", "reads", "listObjects"};
+  if (!perEvent) d.names.push_back("watchEvents");
+  for (const CpuRow& r : rows) {
+    if (perEvent)
+      d.add({r.lease, r.other, r.reads, r.listed}, r.cpu - perEvent->value * r.events);
+    else
+      d.add({r.lease, r.other, r.reads, r.listed, r.events}, r.cpu);
+  }
   Fitted f = fitDesign(std::move(d), "apiserver CPU", o.confidence, c.notes);
   c.apiserverIdleCores = f.params.at("intercept");
   c.apiserverCpuLeaseWrite = f.params.at("leaseWrites");
   c.apiserverCpuWrite = f.params.at("otherWrites");
   c.apiserverCpuRead = f.params.at("reads");
-  c.apiserverCpuWatchEvent = f.params.at("watchEvents");
+  c.apiserverCpuWatchEvent = perEvent ? *perEvent : f.params.at("watchEvents");
+  c.apiserverCpuListObject = f.params.at("listObjects");
   c.fits.push_back(quality("apiserver_cpu", f.fit));
 }
 
@@ -382,7 +436,10 @@ void fitGeneratorCpu(const std::vector<ProbeResult>& probes, const CalibrationFi
 // The windows by load (the apiservers' CPU, else their write rate), least first.
 std::vector<const Win*> byLoad(const std::vector<Win>& wins) {
   auto load = [](const Win& w) {
-    if (const Figure* f = exact(w.figures, "apiserver_cpu_cores_all_replicas", {}); f && f->value) return *f->value;
+    if (const Figure* f = exact(w.figures, "apiserver_cpu_cores_all_replicas", {})) {
+      // Unavailable: the apiserver did not answer its scrapes, the most loaded of all.
+      return f->value ? *f->value : std::numeric_limits<double>::infinity();
+    }
     double s = 0;
     for (const Figure* f : named(w.figures, "apiserver_cpu_cores"))
       if (!labelValue(f->labels, "apiserver").empty()) s += *f->value;
@@ -737,6 +794,92 @@ void measureRssOverHeap(const std::vector<Win>& wins, Calibration& c) {
   c.rssOverHeap = rangeParam(ratios).value;
 }
 
+// The placement every probe ran with (they must agree): each set of CPUs with the
+// roles pinned to it, its cores the CPUs it lists. Empty when nothing was pinned.
+std::vector<CpuSet> placementOf(const std::vector<ProbeResult>& probes) {
+  const auto& first = probes.front().result.environment.placement;
+  for (const ProbeResult& p : probes)
+    if (p.result.environment.placement != first)
+      throw FitError("the probes ran with different placements (" + probes.front().name + " and " + p.name +
+                     "): a calibration describes one host");
+  std::map<std::string, CpuSet> sets;
+  for (const auto& [role, cpus] : first) {
+    CpuSet& set = sets[cpus];
+    set.cpus = cpus;
+    set.roles.push_back(role);
+  }
+  std::vector<CpuSet> out;
+  for (auto& [cpus, set] : sets) {
+    double n = 0;
+    std::size_t start = 0;
+    while (start <= cpus.size()) {
+      std::size_t comma = cpus.find(',', start);
+      std::string item = cpus.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::size_t dash = item.find('-');
+      n += dash == std::string::npos ? 1 : std::stod(item.substr(dash + 1)) - std::stod(item.substr(0, dash)) + 1;
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+    set.cores = n;
+    out.push_back(std::move(set));
+  }
+  return out;
+}
+
+// The plane's own watchers per resource, on the idle plane at the end of its window:
+// apiserver_longrunning_requests{verb="WATCH",scope="cluster"} summed over replicas.
+// Watches of one namespace or one object (the apiserver's own on kube-system, a
+// component's on its leader-election Lease) see only their own changes, not a
+// workload's: they are left out.
+void measurePlaneWatchers(const std::vector<Win>& wins, Calibration& c) {
+  for (const Win& w : wins) {
+    if (w.probe->kind != ProbeKind::kIdle) continue;
+    for (const Figure& f : w.figures) {
+      if (f.name != "apiserver_longrunning_requests" || !f.value) continue;
+      if (labelValue(f.labels, "verb") != "WATCH" || labelValue(f.labels, "scope") != "cluster") continue;
+      const std::string group(labelValue(f.labels, "group")), resource(labelValue(f.labels, "resource"));
+      c.planeWatchers[group.empty() ? resource : resource + "." + group] += *f.value;
+    }
+    break;  // one idle window is the plane's own
+  }
+  if (c.planeWatchers.empty())
+    c.notes.push_back("planeWatchers: the idle probe has no apiserver_longrunning_requests{verb=\"WATCH\"}: the plane's "
+                      "own informers get no events in the model");
+  else
+    c.notes.push_back("planeWatchers: the idle plane's cluster-wide watches per resource at the end of its window "
+                      "(apiserver_longrunning_requests{verb=\"WATCH\",scope=\"cluster\"})");
+  // On a custom resource: its cluster-wide watches less the probe's own informers on it
+  // (a dormant workload's watchers.perKind, on each of its kinds, groups
+  // op<k>.dormant.cpscale.io), in every window that has one.
+  std::vector<double> perCustom;
+  for (const Win& w : wins) {
+    const json& workloads = w.probe->result.scenario.effectiveConfig.value("workloads", json::array());
+    double own = -1;
+    for (const json& wl : workloads)
+      if (wl.value("kind", std::string()) == "dormant" && wl.value("crdKinds", 0) > 0)
+        own = wl.value("/watchers/perKind"_json_pointer, 0.0);
+    if (own < 0) continue;
+    for (const Figure& f : w.figures) {
+      if (f.name != "apiserver_longrunning_requests" || !f.value) continue;
+      if (labelValue(f.labels, "verb") != "WATCH" || labelValue(f.labels, "scope") != "cluster") continue;
+      if (!labelValue(f.labels, "group").ends_with(".dormant.cpscale.io")) continue;
+      perCustom.push_back(*f.value - own);
+    }
+  }
+  if (perCustom.empty()) {
+    c.planeWatchersPerCustomResource = 1;
+    c.notes.push_back("planeWatchersPerCustomResource: no probe served a custom resource with its watches counted: 1 "
+                      "assumed (the controller-manager's garbage collector and quota monitor share one metadata "
+                      "informer per resource)");
+  } else {
+    std::sort(perCustom.begin(), perCustom.end());
+    c.planeWatchersPerCustomResource = std::max(0.0, perCustom[perCustom.size() / 2]);
+    c.notes.push_back("planeWatchersPerCustomResource: the median over " + std::to_string(perCustom.size()) +
+                      " windows of a dormant kind's cluster-wide watches less the probe's own informers on it (range " +
+                      numberText(perCustom.front()) + " to " + numberText(perCustom.back()) + ")");
+  }
+}
+
 }  // namespace
 
 Calibration fitCalibration(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& options) {
@@ -765,6 +908,15 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
   }
   if (c.cpus > 0) c.hostCores = c.apiserverCores = c.etcdCores = c.cpus;
   else c.notes.push_back("the results do not record the host's CPUs: hostCores " + numberText(c.hostCores) + " assumed");
+  c.placement = placementOf(probes);
+  if (!c.placement.empty()) {
+    c.sharedHost = false;
+    for (const CpuSet& set : c.placement) {
+      if (std::find(set.roles.begin(), set.roles.end(), "kube-apiserver") != set.roles.end()) c.apiserverCores = set.cores;
+      if (std::find(set.roles.begin(), set.roles.end(), "etcd") != set.roles.end()) c.etcdCores = set.cores;
+    }
+  }
+  measurePlaneWatchers(wins, c);
 
   fitApiserverCpu(wins, options, c);
   fitEtcdCpu(wins, options, c);
@@ -785,7 +937,20 @@ std::string renderCalibrationSummary(const Calibration& c) {
   char line[256];
   os << "Calibration of " << (c.profile.empty() ? "?" : c.profile) << " on " << c.host << " (" << c.cpus << " CPUs"
      << (c.cpuModel.empty() ? "" : ", " + c.cpuModel) << "), Kubernetes " << c.kubernetesVersion << ", etcd "
-     << c.etcdVersion << ", measured " << c.measuredAt << "\n\n";
+     << c.etcdVersion << ", measured " << c.measuredAt << "\n";
+  if (c.placement.empty()) {
+    os << (c.sharedHost ? "Host: every process on the same " + numberText(c.hostCores) + " cores (nothing pinned)\n"
+                        : "Host: each member on cores of its own\n");
+  } else {
+    os << "Host, as the probes were pinned:\n";
+    for (const CpuSet& set : c.placement) {
+      std::string roles;
+      for (const auto& r : set.roles) roles += (roles.empty() ? "" : ", ") + r;
+      os << "  CPU " << set.cpus << " (" << numberText(set.cores) << " core" << (set.cores == 1 ? "" : "s") << "): " << roles
+         << "\n";
+    }
+  }
+  os << "\n";
   std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", "parameter", "value", "95% interval", "unit");
   os << line;
   for (const ParamField& f : calibrationParams()) {
@@ -802,6 +967,11 @@ std::string renderCalibrationSummary(const Calibration& c) {
     std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(), "",
                   "bytes/object");
     os << line;
+  }
+  if (!c.planeWatchers.empty()) {
+    os << "\nthe plane's own watchers (each change of the resource is sent to each)\n";
+    for (const auto& [resource, n] : c.planeWatchers) os << "  " << resource << ": " << numberText(n) << "\n";
+    os << "  each custom resource: " << numberText(c.planeWatchersPerCustomResource) << "\n";
   }
   os << "\nfit                      n    k   R²      residual std\n";
   for (const FitQuality& f : c.fits) {

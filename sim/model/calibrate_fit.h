@@ -41,8 +41,10 @@
 
 namespace cpscale::model {
 
-enum class ProbeKind { kIdle, kNode, kChurn, kState };
-std::string_view toString(ProbeKind k);  // "idle" | "node" | "churn" | "state"
+// kReads: probes whose load is reads: informers on a busy resource (watch events sent
+// per watcher) and informers that relist (objects a LIST returns, LIST calls).
+enum class ProbeKind { kIdle, kNode, kChurn, kState, kReads };
+std::string_view toString(ProbeKind k);  // "idle" | "node" | "churn" | "state" | "reads"
 std::optional<ProbeKind> parseProbeKind(std::string_view s);
 
 // The load generator's CPU, sampled while a probe ran.

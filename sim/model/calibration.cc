@@ -25,6 +25,7 @@ constexpr ParamField kParams[] = {
     {"apiserverCpuWrite", &Calibration::apiserverCpuWrite, "core-s"},
     {"apiserverCpuRead", &Calibration::apiserverCpuRead, "core-s"},
     {"apiserverCpuWatchEvent", &Calibration::apiserverCpuWatchEvent, "core-s"},
+    {"apiserverCpuListObject", &Calibration::apiserverCpuListObject, "core-s"},
     {"etcdIdleCores", &Calibration::etcdIdleCores, "cores"},
     {"etcdCpuPerProposal", &Calibration::etcdCpuPerProposal, "core-s"},
     {"generatorCpuPerRequest", &Calibration::generatorCpuPerRequest, "core-s"},
@@ -89,11 +90,18 @@ json toJson(const Calibration& c) {
       {"apiserverCores", c.apiserverCores},
       {"etcdCores", c.etcdCores},
   };
+  json placement = json::array();
+  for (const CpuSet& set : c.placement) placement.push_back({{"cpus", set.cpus}, {"cores", set.cores}, {"roles", set.roles}});
+  j["placement"] = std::move(placement);
   for (const ParamField& f : kParams) j[f.name] = paramJson(c.*f.member);
   json byResource = json::object();
   for (const auto& [resource, bytes] : c.heapBytesPerObjectByResource) byResource[resource] = bytes;
   j["heapBytesPerObjectByResource"] = std::move(byResource);
   j["rssOverHeap"] = c.rssOverHeap;
+  json watchers = json::object();
+  for (const auto& [resource, n] : c.planeWatchers) watchers[resource] = n;
+  j["planeWatchers"] = std::move(watchers);
+  j["planeWatchersPerCustomResource"] = c.planeWatchersPerCustomResource;
   json background = json::array();
   for (const BackgroundRate& b : c.background)
     background.push_back({{"resource", b.resource}, {"group", b.group}, {"verb", b.verb}, {"perSecond", b.perSecond}});
@@ -149,6 +157,19 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
   c.apiserverCores = positive("apiserverCores");
   c.etcdCores = positive("etcdCores");
   for (const ParamField& f : kParams) c.*f.member = readParam(root.at(f.name));
+  Reader placement = root.at("placement");
+  for (std::size_t i = 0; i < placement.array().size(); ++i) {
+    Reader p = placement.at(i);
+    CpuSet set;
+    set.cpus = p.at("cpus").str();
+    set.cores = finite(p.at("cores"));
+    if (set.cores <= 0) p.at("cores").fail("must be positive");
+    Reader roles = p.at("roles");
+    for (std::size_t k = 0; k < roles.array().size(); ++k) set.roles.push_back(roles.at(k).str());
+    c.placement.push_back(std::move(set));
+  }
+  if (!c.placement.empty() && c.sharedHost)
+    root.at("sharedHost").fail("is true beside a placement: a pinned calibration's host is its placement");
 
   Reader byResource = root.at("heapBytesPerObjectByResource");
   for (const auto& [resource, v] : byResource.object().items()) {
@@ -156,6 +177,12 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
     c.heapBytesPerObjectByResource[resource] = nonNegative(byResource.at(resource));
   }
   c.rssOverHeap = positive("rssOverHeap");
+  Reader watchers = root.at("planeWatchers");
+  for (const auto& [resource, v] : watchers.object().items()) {
+    (void)v;
+    c.planeWatchers[resource] = nonNegative(watchers.at(resource));
+  }
+  c.planeWatchersPerCustomResource = nonNegative(root.at("planeWatchersPerCustomResource"));
 
   Reader background = root.at("background");
   for (std::size_t i = 0; i < background.array().size(); ++i) {

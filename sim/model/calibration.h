@@ -19,7 +19,10 @@
 
 namespace cpscale::model {
 
-inline constexpr int kCalibrationVersion = 1;
+// 2: the placement the probes ran with, the LIST cost per object, the plane's own
+// watchers per resource and the etcd quota's model (version 1 files are refused: they
+// were measured with every member contending for the same cores).
+inline constexpr int kCalibrationVersion = 2;
 
 // One fitted parameter: its estimate and 95 % confidence interval (equal to the value
 // when it was set, not fitted).
@@ -58,6 +61,16 @@ struct ValidationEntry {
   double tolerance = 0;   // what the validation test allows
 };
 
+// One set of CPUs the probes' processes were pinned to, and the roles that shared it
+// ("kube-apiserver", "etcd", "kube-controller-manager", "kube-scheduler", "generator").
+// The model queues the work of every role in a set at one pool of `cores`.
+struct CpuSet {
+  std::string cpus;  // as `taskset -c` lists them: "1", "0", "2-3"
+  double cores = 1;
+  std::vector<std::string> roles;
+  bool operator==(const CpuSet&) const = default;
+};
+
 struct Calibration {
   int version = kCalibrationVersion;
   // Where and when it was measured.
@@ -78,6 +91,10 @@ struct Calibration {
   bool sharedHost = true;
   double apiserverCores = 2;
   double etcdCores = 1;
+  // Where the probes ran when they were pinned (cpscale calibrate --pin): each set of
+  // CPUs with the roles that shared it. Set, it is the host the model queues at (and
+  // sharedHost is false); empty, sharedHost and the cores above say.
+  std::vector<CpuSet> placement;
 
   // CPU per request served by a kube-apiserver replica, by class (core-seconds).
   Param apiserverIdleCores;       // with no load (per replica)
@@ -85,6 +102,7 @@ struct Calibration {
   Param apiserverCpuWrite;        // other POST/PUT/PATCH/DELETE
   Param apiserverCpuRead;         // GET/LIST
   Param apiserverCpuWatchEvent;   // per watch event sent to one watcher
+  Param apiserverCpuListObject;   // per object a LIST returns (encoding it; the LIST's own cost is a read)
   // etcd: CPU per committed proposal, and its idle CPU.
   Param etcdIdleCores;
   Param etcdCpuPerProposal;
@@ -119,6 +137,16 @@ struct Calibration {
   Param etcdDbBaseBytes;
   Param etcdDbBytesPerWrite;
   Param etcdFsyncSeconds;
+
+  // The plane's own watchers, per resource ("leases", "nodes", "<plural>.<group>"): the
+  // controller-manager's and scheduler's informers and the apiserver's own, as
+  // apiserver_longrunning_requests{verb="WATCH"} counted them on the idle plane. Every
+  // change of the resource is sent to each (fan-out CPU, apiserver_watch_events_total).
+  std::map<std::string, double> planeWatchers;
+  // The watchers the plane opens on each custom resource once its CRD is served: the
+  // controller-manager's garbage collector and quota monitor share one metadata
+  // informer per resource.
+  double planeWatchersPerCustomResource = 1;
 
   std::vector<BackgroundRate> background;
   std::vector<FitQuality> fits;

@@ -246,13 +246,15 @@ std::string etcdExposition(const EtcdCounters& c, const EtcdExposition& e) {
   sample(out, "etcd_mvcc_db_total_size_in_bytes", {}, std::round(e.dbBytes));
   family(out, "etcd_mvcc_db_total_size_in_use_in_bytes", "gauge",
          "Total size of the underlying database logically in use in bytes.");
-  sample(out, "etcd_mvcc_db_total_size_in_use_in_bytes", {}, std::round(e.dbBytes));
+  sample(out, "etcd_mvcc_db_total_size_in_use_in_bytes", {}, std::round(e.dbInUseBytes));
   family(out, "etcd_mvcc_put_total", "counter", "Total number of puts seen by this member.");
   sample(out, "etcd_mvcc_put_total", {}, c.puts);
   family(out, "etcd_server_has_leader", "gauge", "Whether or not a leader exists. 1 is existence, 0 is not.");
   sample(out, "etcd_server_has_leader", {}, 1);
   family(out, "etcd_server_id", "gauge", "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.");
   sample(out, "etcd_server_id", {{"server_id", e.serverId}}, 1);
+  family(out, "etcd_server_quota_backend_bytes", "gauge", "Current backend storage quota size in bytes.");
+  sample(out, "etcd_server_quota_backend_bytes", {}, e.quotaBytes);
   family(out, "etcd_server_leader_changes_seen_total", "counter", "The number of leader changes seen.");
   sample(out, "etcd_server_leader_changes_seen_total", {}, 1);
   family(out, "etcd_server_proposals_applied_total", "gauge", "The total number of consensus proposals applied.");

@@ -70,7 +70,9 @@ struct EtcdCounters {
 
 struct EtcdExposition {
   double keys = 0;
-  double dbBytes = 0;
+  double dbBytes = 0;       // the file (etcd_mvcc_db_total_size_in_bytes)
+  double dbInUseBytes = 0;  // what the live revisions take (..._in_use_in_bytes)
+  double quotaBytes = 0;    // --quota-backend-bytes
   double cpuSeconds = 0;
   double startTime = 0;
   std::string serverId;  // hex

@@ -242,6 +242,12 @@ class ModelPlane::Impl {
     double cpu = 0;
     EtcdCounters counters;
     std::string serverId;
+    // The db: writes at the last two compaction ticks, the file's size (it never
+    // shrinks without a defragmentation) and the NOSPACE alarm.
+    double writesAtTick = 0, writesAtCompaction = 0;
+    double fileBytes = 0;
+    bool noSpace = false;
+    int writesSinceCheck = 0;
   };
 
   Impl(engine::Scheduler& sched, ModelOptions options);
@@ -260,6 +266,7 @@ class ModelPlane::Impl {
   void openWatch(ModelTransport& t, kube::RequestId id);
   void endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark);
   void onChange(Table& table, const Change& c);
+  double planeWatchersOf(const Table& table) const;
   void onRemoved(Table& table);
   // Sends one line; false when the consumer refused it (the watch is then closed).
   bool send(ModelWatch& w, const std::string& line);
@@ -277,6 +284,12 @@ class ModelPlane::Impl {
   std::size_t etcdFor(const Table& t);
   void countWrite(std::size_t etcd, double writes, double puts);
 
+  // The db bytes in use of etcd i now, its file grown to them, and the alarm raised
+  // once the file passes the quota.
+  double etcdInUse(std::size_t i);
+  void compactionTick();
+  engine::EventId compactionEvent_ = 0;
+
   // ---- background ----
   void startBackground();
   void background(std::size_t i);
@@ -288,13 +301,14 @@ class ModelPlane::Impl {
   mutable std::optional<std::pair<TimePoint, std::uint64_t>> heapAt_;
   mutable double heap_ = 0;
   std::string apiserverText(std::size_t i) const;
-  std::string etcdText(std::size_t i) const;
+  std::string etcdText(std::size_t i);
 
   engine::Scheduler& sched_;
   ModelOptions options_;
   const Calibration& cal_;
   ObjectStore store_;
   std::vector<std::unique_ptr<CpuPool>> pools_;
+  CpuPool* generatorPool_ = nullptr;  // where the generator's CPU goes; null: off the plane
   std::vector<Apiserver> apis_;
   std::vector<Etcd> etcds_;
   std::size_t mainEtcd_ = 0;
@@ -396,6 +410,8 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
       rng_(engine::streamSeed(options_.seed, "model/plane")),
       start_(sched.now()) {
   if (options_.apiservers == 0) throw std::invalid_argument("the model plane needs at least one apiserver");
+  for (std::size_t c : options_.clientApiservers)
+    if (c >= options_.apiservers) throw std::invalid_argument("a client apiserver the model plane does not have");
   if (options_.etcds.empty()) options_.etcds.push_back({"main", {}});
   auto pool = [&](const std::string& name, double cores, double idle) {
     CpuPoolOptions o;
@@ -406,16 +422,33 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
     pools_.push_back(std::make_unique<CpuPool>(o));
     return pools_.back().get();
   };
+  // Where each role's work queues. A pinned calibration's placement: one pool per set
+  // of CPUs, shared by every replica of the roles pinned there (as the pinned live plane
+  // shares them). The shared host: one pool for everything. Otherwise (dedicated
+  // cores): a pool per member and no generator.
+  const double apiIdle = cal_.apiserverIdleCores.value * static_cast<double>(options_.apiservers);
+  const double etcdIdle = cal_.etcdIdleCores.value * static_cast<double>(options_.etcds.size());
   CpuPool* shared = nullptr;
-  if (cal_.sharedHost) {
-    shared = pool("host", cal_.hostCores,
-                  cal_.apiserverIdleCores.value * static_cast<double>(options_.apiservers) +
-                      cal_.etcdIdleCores.value * static_cast<double>(options_.etcds.size()));
+  CpuPool* apiserverSet = nullptr;
+  CpuPool* etcdSet = nullptr;
+  if (!cal_.placement.empty()) {
+    for (const CpuSet& set : cal_.placement) {
+      auto has = [&](std::string_view role) { return std::find(set.roles.begin(), set.roles.end(), role) != set.roles.end(); };
+      CpuPool* p = pool("cpus-" + set.cpus, set.cores, (has("kube-apiserver") ? apiIdle : 0) + (has("etcd") ? etcdIdle : 0));
+      if (has("kube-apiserver")) apiserverSet = p;
+      if (has("etcd")) etcdSet = p;
+      if (has("generator")) generatorPool_ = p;
+    }
+    if (apiserverSet == nullptr || etcdSet == nullptr)
+      throw std::invalid_argument("the calibration's placement must name kube-apiserver and etcd");
+  } else if (cal_.sharedHost) {
+    shared = pool("host", cal_.hostCores, apiIdle + etcdIdle);
+    apiserverSet = etcdSet = generatorPool_ = shared;
   }
   for (std::size_t i = 0; i < options_.apiservers; ++i) {
     Apiserver a;
     a.name = "kube-apiserver-" + std::to_string(i);
-    a.pool = shared ? shared : pool(a.name, cal_.apiserverCores, cal_.apiserverIdleCores.value);
+    a.pool = apiserverSet ? apiserverSet : pool(a.name, cal_.apiserverCores, cal_.apiserverIdleCores.value);
     apis_.push_back(std::move(a));
   }
   bool haveMain = false;
@@ -423,7 +456,7 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
     Etcd e;
     e.spec = options_.etcds[i];
     e.member = "etcd-" + e.spec.name;
-    e.pool = shared ? shared : pool(e.member, cal_.etcdCores, cal_.etcdIdleCores.value);
+    e.pool = etcdSet ? etcdSet : pool(e.member, cal_.etcdCores, cal_.etcdIdleCores.value);
     char id[24];
     std::snprintf(id, sizeof id, "%016llx",
                   static_cast<unsigned long long>(engine::streamSeed(options_.seed, e.member)));
@@ -438,11 +471,43 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
   store_.bootstrap();
   store_.setChangeSink([this](Table& t, const Change& c) { onChange(t, c); });
   store_.setRemovedSink([this](Table& t) { onRemoved(t); });
+  // The calibration's idle plane ran one kube-apiserver, whose identity Lease is in
+  // its measured background; each further replica renews its own
+  // (kube-system/apiserver-<id>) every 10 s (--identity-lease-renew-interval-seconds).
+  if (options_.apiservers > 1 && !options_.calibration.background.empty())
+    options_.calibration.background.push_back(
+        {"leases", "coordination.k8s.io", "PUT", 0.1 * static_cast<double>(options_.apiservers - 1)});
   startBackground();
+  compactionEvent_ = sched_.scheduleAt(start_ + options_.etcdCompactionInterval, [this] { compactionTick(); });
+}
+
+void ModelPlane::Impl::compactionTick() {
+  for (std::size_t i = 0; i < etcds_.size(); ++i) {
+    Etcd& e = etcds_[i];
+    etcdInUse(i);  // the file has grown to what was in use before the compaction frees it
+    e.writesAtCompaction = e.writesAtTick;
+    e.writesAtTick = e.counters.writes;
+  }
+  compactionEvent_ = sched_.scheduleAfter(options_.etcdCompactionInterval, [this] { compactionTick(); });
+}
+
+double ModelPlane::Impl::etcdInUse(std::size_t i) {
+  Etcd& e = etcds_[i];
+  double keys = 0;
+  for (const auto& t : store_.tables())
+    if (etcdFor(t->type.key()) == i) keys += t->weightedObjects;
+  // Every revision since the compaction point, and each live key's latest older one
+  // (at most all that was ever written).
+  const double revisions = std::min(e.counters.writes, e.counters.writes - e.writesAtCompaction + keys);
+  const double inUse = cal_.etcdDbBaseBytes.value + cal_.etcdDbBytesPerWrite.value * revisions;
+  e.fileBytes = std::max(e.fileBytes, inUse);
+  if (e.fileBytes > e.spec.quotaBytes) e.noSpace = true;
+  return inUse;
 }
 
 ModelPlane::Impl::~Impl() {
   for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
+  if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
   for (ModelTransport* t : transports_) {
     for (auto& [id, p] : t->pending_) {
       if (p.event != 0) sched_.cancel(p.event);
@@ -488,14 +553,17 @@ double ModelPlane::Impl::charge(std::size_t replica, Class cls, const std::strin
   if (write) {
     Etcd& e = etcds_[etcdFor(tableKey)];
     const double etcdCpu = cal_.etcdCpuPerProposal.value * w;
-    if (cal_.sharedHost) {
+    // On the apiserver's own cores its wait already covers this work's.
+    if (e.pool == a.pool) {
       e.pool->charge(now, etcdCpu);
     } else {
       wait += e.pool->arrive(now, etcdCpu, w);
     }
     e.cpu += etcdCpu;
   }
-  if (cal_.sharedHost) a.pool->charge(now, cal_.generatorCpuPerRequest.value * w);
+  // The generator's own CPU, where it shares cores with the plane: what it takes, the
+  // members it shares them with do not get.
+  if (generatorPool_) generatorPool_->charge(now, cal_.generatorCpuPerRequest.value * w);
   // latencyWrite is the unloaded write as measured: etcd's round trip and fsync are in it.
   return (write ? cal_.latencyWrite.value : cal_.latencyRead.value) + wait;
 }
@@ -505,6 +573,12 @@ void ModelPlane::Impl::countWrite(std::size_t etcd, double writes, double puts) 
   c.proposals += writes;
   c.writes += writes;
   c.puts += puts;
+  // The quota is checked every so many writes (and at every scrape and compaction):
+  // summing the keys of every resource on each write would cost more than the write.
+  if (++etcds_[etcd].writesSinceCheck >= 256) {
+    etcds_[etcd].writesSinceCheck = 0;
+    etcdInUse(etcd);
+  }
 }
 
 void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
@@ -516,7 +590,12 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
     latency = cal_.latencyRead.value;
   } else {
-    p.replica = t.kind_ == ModelTransport::Kind::kApiserver ? t.member_ : roundRobin_++ % apis_.size();
+    if (t.kind_ == ModelTransport::Kind::kApiserver) {
+      p.replica = t.member_;
+    } else {
+      const auto& clients = options_.clientApiservers;
+      p.replica = clients.empty() ? roundRobin_++ % apis_.size() : clients[roundRobin_++ % clients.size()];
+    }
     const Route& r = p.route;
     RequestLabels l;
     if (r.resource) {
@@ -540,7 +619,19 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
                          (r.verb == "PUT" || r.verb == "PATCH"))
                           ? Class::kLeaseWrite
                           : Class::kWrite;
-    latency = charge(p.replica, cls, r.group + "/" + r.resourceName, t.weight_);
+    if (t.kind_ == ModelTransport::Kind::kApiserver && !r.resource) {
+      // A scrape or health check of one member (/metrics, /readyz, /version): a real
+      // kube-apiserver serves these outside the request queues that load fills (the
+      // scraper is exempt from priority and fairness, and Go schedules its goroutine
+      // beside the backlog), so a saturated member still reports its figures. Its CPU
+      // is charged; it waits for none.
+      const double cpu = cpuOf(Class::kRead);
+      apis_[p.replica].pool->charge(now, cpu);
+      apis_[p.replica].cpu += cpu;
+      latency = cal_.latencyRead.value;
+    } else {
+      latency = charge(p.replica, cls, r.group + "/" + r.resourceName, t.weight_);
+    }
     if (!r.watch) apis_[p.replica].metrics.inflight(write, t.weight_);
   }
   ModelTransport* tp = &t;
@@ -620,6 +711,12 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
   const bool dryRun = r.has("dryRun");
   StoreResult res;
   const std::string& verb = r.verb;
+  if ((verb == "POST" || verb == "PUT" || verb == "PATCH") && !dryRun) {
+    if (etcds_[etcdFor(*table)].noSpace) {
+      ++stats_.noSpace;
+      return response(500, statusBody(500, "InternalError", "etcdserver: mvcc: database space exceeded"));
+    }
+  }
   if (verb == "GET") {
     res = store_.get(*table, r.ns, r.name, r.sub);
   } else if (verb == "LIST" || verb == "DELETECOLLECTION") {
@@ -631,8 +728,8 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     if (std::string l = r.param("limit"); !l.empty()) q.limit = std::strtoll(l.c_str(), nullptr, 10);
     if (verb == "LIST") {
       res = store_.list(*table, r.ns, q);
-      // Serialising the items: one watch event's worth of CPU each.
-      const double cpu = cal_.apiserverCpuWatchEvent.value * static_cast<double>(res.items) * w;
+      // Encoding the items the LIST returns (its own cost is the read's, in admit()).
+      const double cpu = cal_.apiserverCpuListObject.value * static_cast<double>(res.items) * w;
       apis_[p.replica].pool->charge(sched_.now(), cpu);
       apis_[p.replica].cpu += cpu;
     } else {
@@ -831,7 +928,26 @@ bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* line
   return send(w, line);
 }
 
+double ModelPlane::Impl::planeWatchersOf(const Table& table) const {
+  const auto& w = cal_.planeWatchers;
+  auto it = w.find(table.type.qualified());
+  if (it == w.end()) it = w.find(table.type.resource);
+  if (it != w.end()) return it->second;
+  return table.type.custom ? cal_.planeWatchersPerCustomResource : 0;
+}
+
 void ModelPlane::Impl::onChange(Table& table, const Change& c) {
+  // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
+  // every change of the resources they watch: fan-out CPU and events sent on the
+  // replica they talk to (the first), whatever the workloads watch.
+  if (const double plane = planeWatchersOf(table); plane > 0 && table.served) {
+    const double events = plane * c.weight;
+    Apiserver& a = apis_[0];
+    a.metrics.watchEvents(table.type.group, table.type.version, table.type.resource, events);
+    const double cpu = cal_.apiserverCpuWatchEvent.value * events;
+    a.pool->charge(sched_.now(), cpu);
+    a.cpu += cpu;
+  }
   if (table.watchers.empty()) return;
   ++fanout_;
   std::string lines[3];
@@ -1056,13 +1172,15 @@ std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
   return apis_[i].metrics.exposition(p, store_);
 }
 
-std::string ModelPlane::Impl::etcdText(std::size_t i) const {
+std::string ModelPlane::Impl::etcdText(std::size_t i) {
   const Etcd& e = etcds_[i];
   EtcdExposition x;
   for (const auto& t : store_.tables()) {
     if (etcdFor(t->type.key()) == i) x.keys += t->weightedObjects;
   }
-  x.dbBytes = cal_.etcdDbBaseBytes.value + cal_.etcdDbBytesPerWrite.value * e.counters.writes;
+  x.dbInUseBytes = etcdInUse(i);
+  x.dbBytes = e.fileBytes;
+  x.quotaBytes = e.spec.quotaBytes;
   x.cpuSeconds = cal_.etcdIdleCores.value * elapsed() + e.cpu;
   x.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());
   x.serverId = e.serverId;

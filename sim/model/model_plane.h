@@ -40,11 +40,18 @@ namespace cpscale::model {
 struct ModelEtcd {
   std::string name;  // "main", "leases", ...: member "etcd-<name>"
   std::vector<std::string> resources;
+  // etcd's --quota-backend-bytes (its default, 2 GiB): once the db file passes it, etcd
+  // raises its NOSPACE alarm and refuses every write (kube-apiserver answers 500
+  // "etcdserver: mvcc: database space exceeded") until an operator defragments it.
+  double quotaBytes = 2.0 * 1024 * 1024 * 1024;
 };
 
 struct ModelOptions {
   Calibration calibration;
   std::size_t apiservers = 1;  // members kube-apiserver-0 ... kube-apiserver-(n-1)
+  // The replicas the clients' load is spread over (a role split dedicates the others to
+  // the scheduler and the controller-manager); empty: every replica.
+  std::vector<std::size_t> clientApiservers;
   std::vector<ModelEtcd> etcds{{"main", {}}};
   std::uint64_t seed = 1;
   std::string kubernetesVersion = "v1.36.3";  // what /version answers ("-model" appended)
@@ -62,6 +69,10 @@ struct ModelOptions {
   engine::Duration requestTimeout = std::chrono::seconds(60);
   // The sliding window over which the cost model measures each pool's load.
   engine::Duration loadWindow = std::chrono::seconds(2);
+  // kube-apiserver's --etcd-compaction-interval: each tick compacts etcd to the revision
+  // of the tick before, so the db keeps every revision written since then (between one
+  // and two intervals of history) beside each live key's latest.
+  engine::Duration etcdCompactionInterval = std::chrono::minutes(5);
 };
 
 struct ModelMember {
@@ -84,6 +95,7 @@ struct ModelStats {
   std::size_t watchers = 0;            // open watches
   std::uint64_t timeouts = 0;          // answered 504: queued beyond requestTimeout
   std::uint64_t backgroundRequests = 0;  // the plane's own (calibration.background)
+  std::uint64_t noSpace = 0;             // writes refused: their etcd's db passed its quota
 };
 
 class ModelPlane {

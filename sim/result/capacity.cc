@@ -132,18 +132,20 @@ nlohmann::json toJson(const CapacitySearch& s) {
 nlohmann::json toJson(const CapacityIndex& idx) {
   json searches = json::array();
   for (const auto& s : idx.searches) searches.push_back(toJson(s));
-  return {{"apiVersion", "cpscale.io/v1alpha1"},
-          {"kind", std::string(kCapacityIndexKind)},
-          {"schemaVersion", idx.schemaVersion},
-          {"environment",
-           {{"cpscaleVersion", idx.cpscaleVersion},
-            {"host", idx.host},
-            {"cpus", idx.cpus},
-            {"machine", idx.machine},
-            {"kubernetesVersion", idx.kubernetesVersion},
-            {"etcdVersion", idx.etcdVersion},
-            {"measuredAt", idx.measuredAt}}},
-          {"searches", std::move(searches)}};
+  json j = {{"apiVersion", "cpscale.io/v1alpha1"},
+            {"kind", std::string(kCapacityIndexKind)},
+            {"schemaVersion", idx.schemaVersion},
+            {"environment",
+             {{"cpscaleVersion", idx.cpscaleVersion},
+              {"host", idx.host},
+              {"cpus", idx.cpus},
+              {"machine", idx.machine},
+              {"kubernetesVersion", idx.kubernetesVersion},
+              {"etcdVersion", idx.etcdVersion},
+              {"measuredAt", idx.measuredAt}}},
+            {"searches", std::move(searches)}};
+  if (!idx.projection.is_null()) j["projection"] = idx.projection;
+  return j;
 }
 
 CapacitySearch capacitySearchFromJson(const nlohmann::json& j, const std::string& where, const std::string& path) {
@@ -170,6 +172,10 @@ CapacityIndex capacityIndexFromJson(const nlohmann::json& j, const std::string& 
     idx.kubernetesVersion = e.strOr("kubernetesVersion");
     idx.etcdVersion = e.strOr("etcdVersion");
     idx.measuredAt = e.strOr("measuredAt");
+  }
+  if (root.has("projection")) {
+    root.at("projection").object();
+    idx.projection = j.at("projection");
   }
   Reader ss = root.at("searches");
   for (std::size_t i = 0; i < ss.array().size(); ++i) idx.searches.push_back(readSearch(ss.at(i)));

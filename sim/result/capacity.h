@@ -90,6 +90,10 @@ struct CapacityIndex {
   std::string kubernetesVersion;
   std::string etcdVersion;
   std::string measuredAt;  // RFC 3339
+  // Set for an index projected by the model (`cpscale capacity --model`): the
+  // calibration it used (file, machine, date), the cores each member was given, where
+  // the generator was, and the model's measured error against live runs.
+  nlohmann::json projection;
   std::vector<CapacitySearch> searches;
 };
 

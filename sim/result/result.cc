@@ -106,7 +106,8 @@ json toJson(const RunResult& r) {
         {"cpus", r.environment.cpus},
         {"memoryBytes", r.environment.memoryBytes},
         {"startedAt", r.environment.startedAt},
-        {"endedAt", r.environment.endedAt}}},
+        {"endedAt", r.environment.endedAt},
+        {"placement", r.environment.placement}}},
       {"status", std::string(toString(r.status))},
       {"statusDetail", r.statusDetail},
       {"measuredSeconds", number(r.measuredSeconds)},
@@ -192,6 +193,13 @@ RunResult fromJson(const json& j, const std::string& where) {
   r.environment.memoryBytes = e.has("memoryBytes") ? e.at("memoryBytes").unsignedInteger() : 0;
   r.environment.startedAt = e.strOr("startedAt");
   r.environment.endedAt = e.strOr("endedAt");
+  if (e.has("placement")) {
+    Reader pl = e.at("placement");
+    for (const auto& [role, v] : pl.object().items()) {
+      (void)v;
+      r.environment.placement[role] = pl.at(role).str();
+    }
+  }
 
   r.status = readEnum(root.at("status"), kStatuses, "status");
   r.statusDetail = root.strOr("statusDetail");

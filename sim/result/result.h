@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -72,6 +73,9 @@ struct EnvironmentInfo {
   std::uint64_t memoryBytes = 0;
   std::string startedAt;  // RFC 3339
   std::string endedAt;    // RFC 3339
+  // The CPUs each role was pinned to (role -> `taskset -c` list: "kube-apiserver" ->
+  // "1"); empty when nothing was pinned.
+  std::map<std::string, std::string> placement;
   bool operator==(const EnvironmentInfo&) const = default;
 };
 

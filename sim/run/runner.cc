@@ -412,7 +412,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   if (opt.cluster)
     target = clusterTarget(*opt.cluster, opt.profile);
   else
-    target = localTarget({opt.profile, opt.outDir / "plane", opt.binDir, "run-" + opt.runId, opt.keepPlane, opt.progress});
+    target = localTarget(
+        {opt.profile, opt.outDir / "plane", opt.binDir, "run-" + opt.runId, opt.keepPlane, opt.progress, opt.placement});
   return executeRun(sc, opt, *target);
 }
 
@@ -434,6 +435,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
   ::gethostname(host, sizeof host - 1);
   result.environment.host = host;
   result.environment.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  if (target.mode() != engine::SimulatorMode::kVirtual)
+    for (const auto& [role, cpus] : opt.placement.cpus) result.environment.placement[role] = controlplane::cpuListText(cpus);
   result.environment.startedAt = utcNowRfc3339();
   result.status = reports::RunStatus::kFailed;
 

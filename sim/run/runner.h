@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "sim/controlplane/placement.h"
 #include "sim/controlplane/profile.h"
 #include "sim/kube/kubeconfig.h"
 #include "sim/result/result.h"
@@ -52,6 +53,9 @@ struct RunOptions {
   // One shard of a sharded run (see shard.h): only shard 0 prepares, scrapes and
   // cleans up; every shard's window starts at the instant shard 0 publishes.
   ShardSpec shard;
+  // The local plane's members pinned to CPUs (and the generator, which the caller pins:
+  // this process). Recorded in result.environment.placement.
+  controlplane::Placement placement;
 };
 
 // Runs and returns the result (already written to outDir). Throws ConfigError for bad

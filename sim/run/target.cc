@@ -112,6 +112,7 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
     po.profile = opt_.profile;
     po.name = opt_.name;
     po.detached = opt_.keep;
+    po.placement = opt_.placement;
     if (opt_.progress)
       std::cerr << "cpscale run: starting the local plane (profile " << opt_.profile.name << ") in "
                 << po.stateDir.string() << "\n";

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/controlplane/placement.h"
 #include "sim/controlplane/profile.h"
 #include "sim/engine/clock.h"
 #include "sim/engine/simulator.h"
@@ -77,6 +78,7 @@ struct LocalTargetOptions {
   std::string name;                // the plane's name
   bool keep = false;               // leave it running, detached
   bool progress = true;            // say on stderr that it starts
+  controlplane::Placement placement;  // CPUs per member role
 };
 std::unique_ptr<Target> localTarget(LocalTargetOptions options);
 // The user's cluster. `profile` is only recorded.

@@ -390,7 +390,7 @@ TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["kind"], "Calibration");
-  EXPECT_EQ(j["version"], 1);
+  EXPECT_EQ(j["version"], 2);
 
   o = cpscale({"calibrate", "--from", dir.string()});
   EXPECT_EQ(o.exitCode, 2) << o.output;
@@ -436,6 +436,45 @@ TEST_F(ExitCodesTest, SimulateRunsOnTheModelAndRefusesBadInput) {
   o = cpscale({"simulate", scenario, "--calibration", cal, "--max-actors", "0"});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("--max-actors"), std::string::npos) << o.output;
+}
+
+// The index projected on the model: each step a simulation, the index labelled with
+// the calibration and the cores each member was given; options that only make sense
+// for a projection, and a scoped --set naming no scenario, are exit 2.
+TEST_F(ExitCodesTest, CapacityProjectsTheIndexOnTheModel) {
+  const std::string cal = (dir / "cal.json").string();
+  ASSERT_EQ(cpscale({"calibrate", "--from", CPSCALE_SOURCE_DIR "/test/fixtures/calibration/probes", "--out", cal,
+                     "--no-validate"})
+                .exitCode,
+            0);
+  const std::string node = CPSCALE_SOURCE_DIR "/scenarios/index/node.yaml";
+  const fs::path out = dir / "projected";
+  Outcome o = cpscale({"capacity", "--model", "--calibration", cal, "--dedicated-cores", "4", node, "--set",
+                       "index-node:capacity.start=100", "--set", "index-node:capacity.max=200", "--quiet", "--out",
+                       out.string()});
+  EXPECT_EQ(o.exitCode, 0) << o.output;
+  EXPECT_NE(o.output.find("# Capacity index (projected)"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("each kube-apiserver and each etcd on 4 cores of its own"), std::string::npos) << o.output;
+  std::ifstream in(out / "capacity.json");
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["projection"]["calibration"], cal);
+  EXPECT_EQ(j["projection"]["coresPerMember"], 4.0);
+  EXPECT_EQ(j["projection"]["generator"], "off-plane");
+  ASSERT_EQ(j["searches"].size(), 1u);
+  EXPECT_EQ(j["searches"][0]["held"], 200.0) << j["searches"][0].dump();
+  EXPECT_TRUE(fs::exists(out / "index-node-classic" / "step-200" / "result.json"));
+
+  o = cpscale({"capacity", node, "--dedicated-cores", "4", "--out", (dir / "x").string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("add --model"), std::string::npos) << o.output;
+  o = cpscale({"capacity", "--model", "--calibration", cal, node, "--set", "index-nodes:capacity.max=1", "--out",
+               (dir / "x").string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("names no scenario"), std::string::npos) << o.output;
+  o = cpscale({"capacity", "--model", "--calibration", cal, node, "--kubeconfig", kubeconfig("https://127.0.0.1:1"),
+               "--out", (dir / "x").string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
 }
 
 }  // namespace

@@ -308,6 +308,23 @@ TEST(Figures, EtcdFigures) {
   for (const Figure& f : figs) EXPECT_EQ(f.source, Source::kEtcd) << f.name;
 }
 
+TEST(Figures, AGaugeWithNoSampleInTheWindowIsUnavailableNotACrash) {
+  // The db gauge was seen before the window (scrape at 0) and not in any of the
+  // window's scrapes (an etcd, or a saturated apiserver, that answered without it).
+  std::vector<TargetScrapes> ts;
+  ts.push_back(etcd("main", {},
+                    {{0, etcdBody(100, 4096, 2048, 10, 0)},
+                     {10, "etcd_server_has_leader 1\n"},
+                     {20, "etcd_server_has_leader 1\n"}}));
+  auto window = sliceTargets(ts, at(10), at(20));
+  auto figs = etcdFigures(window);
+  const Figure* db = findFigure(figs, "etcd_db_total_size_bytes", {{"etcd", "main"}});
+  ASSERT_NE(db, nullptr);
+  EXPECT_FALSE(db->available());
+  EXPECT_NE(db->unavailableReason.find("had no sample in the window"), std::string::npos) << db->unavailableReason;
+  EXPECT_EQ(valueOf(figs, "etcd_has_leader", {{"etcd", "main"}}), 1);
+}
+
 TEST(Figures, NoEtcdTargetMakesEtcdFiguresUnavailableNotZero) {
   auto ts = twoApiservers();
   auto figs = etcdFigures(ts);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -382,6 +383,48 @@ TEST(ModelPlane, TheWatchHistoryIsAWatchCacheRingThatGrowsAndShrinks) {
   }
   EXPECT_TRUE(resumes(5));
   EXPECT_FALSE(resumes(6));
+}
+
+TEST(ModelPlane, AMembersScrapeIsAnsweredAtOnceWhateverItsLoad) {
+  // One apiserver core asked for 100 core-seconds at once (100 creations each needing
+  // 1 s of its CPU): 100x what it can serve in that second, and a backlog of ~99 s.
+  // A scrape sent in the middle of it is answered after the unloaded read latency, not
+  // behind the queue.
+  ModelOptions o;
+  o.calibration = testing::smallCalibration();
+  o.calibration.apiserverCores = 1;
+  o.calibration.apiserverCpuWrite = Param::fixed(1.0);
+  o.requestTimeout = std::chrono::seconds(1000);
+  Harness h(std::move(o));
+  std::vector<kube::HttpResponse> answers;
+  for (int i = 0; i < 100; ++i) {
+    kube::HttpRequest req;
+    req.method = "POST";
+    req.path = "/api/v1/namespaces/default/configmaps";
+    req.body = configMap("c" + std::to_string(i), "default").dump();
+    h.transport->submit(std::move(req), [&](kube::HttpResponse r) { answers.push_back(std::move(r)); });
+  }
+  h.sim.runUntil(h.sim.now() + std::chrono::seconds(10));
+  EXPECT_LT(answers.size(), 20u);  // the backlog is still there
+  auto member = h.plane->memberTransport("kube-apiserver-0");
+  std::optional<kube::HttpResponse> scrape;
+  const auto sent = h.sim.now();
+  kube::HttpRequest m;
+  m.method = "GET";
+  m.path = "/metrics";
+  member->submit(std::move(m), [&](kube::HttpResponse r) { scrape = std::move(r); });
+  h.sim.runUntil(sent + std::chrono::milliseconds(3));
+  ASSERT_TRUE(scrape.has_value()) << "the scrape waited behind the backlog";
+  EXPECT_EQ(scrape->status, 200);
+  EXPECT_NE(scrape->body.find("apiserver_request_total"), std::string::npos);
+  // An API request on the same member still queues.
+  std::optional<kube::HttpResponse> get;
+  kube::HttpRequest g;
+  g.method = "GET";
+  g.path = "/api/v1/namespaces/default/configmaps/c0";
+  member->submit(std::move(g), [&](kube::HttpResponse r) { get = std::move(r); });
+  h.sim.runUntil(h.sim.now() + std::chrono::seconds(5));
+  EXPECT_FALSE(get.has_value());
 }
 
 TEST(ModelPlane, NonResourcePathsAndMembers) {

@@ -89,6 +89,32 @@ TEST(ModelWorkloads, ChurnAndDormantWithShardedWatchers) {
 // How fast the model answers a fleet: 2000 nodes for an hour of virtual time (a Lease
 // PUT every 10 s each: 720k renewals, plus status patches of 15 kB Nodes and their
 // watch). Not run by default; run with --gtest_also_run_disabled_tests.
+TEST(ModelWorkloads, WatchersRelistEverythingOnTheirInterval) {
+  // Three informers on one kind of 40 objects, each listing everything again every
+  // 10 s (pages of 15: three LIST calls a relist) from a phase drawn in [10 s, 20 s).
+  // Over the 105 s after the first sync each relists 9 or 10 times; every relist
+  // returns all 40 objects, and each watch reopens from its LIST.
+  testing::Harness h;
+  auto w = workload("kind: dormant\nname: d\ncrdKinds: 1\nobjectsPerKind: 40\nnamespaces: 1\ncreateQps: 1000\n"
+                    "createBurst: 1000\nwatchers: {perKind: 3, pageSize: 15, relistEvery: 10s}\n");
+  w->prepare(*h.api, h.sim.clock(), "r3");
+  workloads::WorkloadContext ctx{h.sim, *h.api, "r3", 5};
+  auto inst = w->start(ctx);
+  h.sim.runFor(105s);
+  json s = inst->summary();
+  EXPECT_EQ(s["complete"], true) << s.dump();
+  const auto relists = s["watchRelists"].get<std::int64_t>();
+  EXPECT_GE(relists, 3 * 8) << s.dump();
+  EXPECT_LE(relists, 3 * 10) << s.dump();
+  EXPECT_EQ(s["watchLists"].get<std::int64_t>(), 3 + relists);
+  EXPECT_EQ(s["watchStreams"].get<std::int64_t>(), 3 + relists) << "each LIST is followed by one watch";
+  // The first LIST may run before every object exists; every relist sees all 40.
+  EXPECT_GE(s["watchObjectsListed"].get<std::int64_t>(), 40 * relists);
+  EXPECT_LE(s["watchObjectsListed"].get<std::int64_t>(), 40 * (3 + relists));
+  EXPECT_EQ(s["watchErrors"], 0);
+  inst->stop();
+}
+
 TEST(ModelWorkloads, DISABLED_FleetOfTwoThousandForAnHour) {
   testing::Harness h;
   auto w = workload("kind: kubelets\nname: fleet\ncount: 2000\nregistrationQps: 200\n");

@@ -187,6 +187,62 @@ TEST_F(SimulateTest, CapacitySearchOnTheModelStopsWhereTheHostSaturates) {
   EXPECT_NE(search.brokeBy.find("client_latency_p99"), std::string::npos) << search.brokeBy;
 }
 
+TEST_F(SimulateTest, ASaturatedPlaneStillReportsItsFiguresAndAnOffPlaneGeneratorNeverLimits) {
+  // 3,000 nodes renew 300 leases a second at 0.33 s of apiserver CPU each: 100 cores
+  // asked of members with 1 core of their own, 100x overloaded once the renewals start
+  // (registration, 6,000 creations at 0.6 ms, is over within seconds before that). The
+  // backlog grows without end and requests are cut at the 60 s request timeout.
+  SimulateOptions so = options("saturated");
+  so.calibration.apiserverCpuLeaseWrite = model::Param::fixed(0.33);
+  so.maxActors = 3000;
+  so.dedicatedCores = 1;
+  auto r = simulateScenario(scenarioFile("node-bound.yaml"),
+                            {{"workloads.fleet.count", "3000"}, {"workloads.fleet.registrationQps", "3000"},
+                             {"duration", "120s"}},
+                            so);
+  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  // Every scrape of the members was answered, so the server's figures are there.
+  EXPECT_GT(value(r, "write_qps"), 0);
+  EXPECT_GT(value(r, "lease_write_share"), 0.5);
+  EXPECT_GT(value(r, "server_latency_p99", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}), 10);
+  EXPECT_LT(value(r, "server_latency_p99", {{"group", ""}, {"resource", "//metrics"}, {"verb", "GET"}}), 0.01);
+  // The clients saw the overload as latency, not as a generator that fell behind.
+  EXPECT_GT(value(r, "client_latency_p99", {{"resource", "leases"}, {"verb", "PUT"}, {"measured_from", "scheduled"}}), 10);
+  EXPECT_EQ(value(r, "generator_limited"), 0);
+  EXPECT_EQ(value(r, "generator_limited_by_concurrency"), 0);
+  EXPECT_EQ(r.model.value("generator", std::string()), "off-plane");
+  EXPECT_NE(reports::modelLine(r).find("never generator-limited"), std::string::npos) << reports::modelLine(r);
+  EXPECT_NE(reports::modelLine(r).find("1 per kube-apiserver"), std::string::npos) << reports::modelLine(r);
+
+  // On the calibration's shared host the generator is there, with its in-flight bound.
+  auto shared = simulate({{"workloads.fleet.count", "300"}, {"duration", "60s"}}, "shared");
+  EXPECT_EQ(shared.model.value("generator", std::string()), "host");
+  EXPECT_NE(reports::modelLine(shared).find("2 shared by every member and the load generator"), std::string::npos)
+      << reports::modelLine(shared);
+}
+
+TEST_F(SimulateTest, ThePlanesOwnWatchersOnLeasesMoveTheCrossingDown) {
+  // The search above with two of the plane's informers on leases, each event sent at
+  // 5 ms: a renewal now costs ~20.4 ms of the shared host's CPU instead of ~10.4 ms,
+  // ~98 renewals a second fit on 2 cores (~980 nodes): 600 holds, 1,200 no longer does.
+  auto cal = testCalibration();
+  cal.apiserverCpuLeaseWrite = model::Param::fixed(10e-3);
+  cal.apiserverCpuWatchEvent = model::Param::fixed(5e-3);
+  cal.planeWatchers = {{"leases.coordination.k8s.io", 2}};
+  SimulateOptions so;
+  so.calibration = cal;
+  so.run.runId = "simcapw";
+  so.run.outDir = dir_ / "capw";
+  so.run.progress = false;
+  auto search = simulateCapacity(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "index" / "node.yaml",
+                                 {{"capacity.start", "600"}, {"capacity.factor", "2"}, {"capacity.max", "4800"}}, so);
+  ASSERT_EQ(search.steps.size(), 2u);
+  EXPECT_TRUE(search.steps[0].held);
+  EXPECT_FALSE(search.steps[1].held);
+  ASSERT_TRUE(search.held.has_value());
+  EXPECT_EQ(*search.held, 600);
+}
+
 TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
   auto sc = scenario::loadScenario(fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "node-bound.yaml",
                                    {{"workloads.fleet.count", "100000"}});
