@@ -89,7 +89,7 @@ TEST_F(CliTest, UpStatusDownLifecycle) {
 }
 
 TEST_F(CliTest, DownNeverSignalsAProcessThatReusedARecordedPid) {
-  controlplane::ProcessIdentity bystander = controlplane::spawn({{"/bin/sleep", "60"}, dir / "sleep.log", false});
+  controlplane::ProcessIdentity bystander = controlplane::spawn({{"/bin/sleep", "60"}, dir / "sleep.log", false, {}});
   json rec = {{"name", "x"},
               {"stateDir", dir.string()},
               {"kubeconfig", (dir / "kubeconfig").string()},

@@ -53,7 +53,7 @@ struct WatchedRun {
 void runWatchingThePlane(const std::string& scenario, const fs::path& out, const std::string& runId, WatchedRun& run) {
   fs::path log = makeTempDir(runId + "-log") / "cpscale.log";
   auto proc = controlplane::spawn(
-      {{CPSCALE_BINARY, "run", scenario, "--out", out.string(), "--run-id", runId}, log, false});
+      {{CPSCALE_BINARY, "run", scenario, "--out", out.string(), "--run-id", runId}, log, false, {}});
   int status = 0;
   for (;;) {
     if (auto rec = controlplane::readRecord(out / "plane")) run.seen.push_back(*rec);
@@ -84,7 +84,7 @@ BackgroundRun startLongSmoke(const fs::path& out, const std::string& runId, std:
   std::vector<std::string> argv{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", runId,
                                 "--set", "duration=5m"};
   argv.insert(argv.end(), extra.begin(), extra.end());
-  run.process = controlplane::spawn({argv, run.log, false});
+  run.process = controlplane::spawn({argv, run.log, false, {}});
   for (int i = 0; i < 600 && !run.loadRunning; ++i) {
     run.loadRunning = controlplane::tailFile(run.log, 50).find("writes") != std::string::npos;
     if (!run.loadRunning) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -617,7 +617,7 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
                                   "--run-id", "itshards", "--shard", std::to_string(i) + "/" + std::to_string(kShards),
                                   "--publish-result"};
     argv.insert(argv.end(), common.begin(), common.end());
-    procs.push_back(controlplane::spawn({argv, out / ("shard-" + std::to_string(i) + ".log"), false}));
+    procs.push_back(controlplane::spawn({argv, out / ("shard-" + std::to_string(i) + ".log"), false, {}}));
   }
   std::vector<json> shards;
   for (std::size_t i = 0; i < kShards; ++i) {

@@ -15,7 +15,7 @@ namespace fs = std::filesystem;
 fs::path logPath() { return fs::path(::testing::TempDir()) / ("proc-" + std::to_string(::getpid()) + ".log"); }
 
 TEST(ProcessTest, SpawnRecordsIdentityAndTerminateStopsIt) {
-  ProcessIdentity id = spawn({{"/bin/sleep", "60"}, logPath(), false});
+  ProcessIdentity id = spawn({{"/bin/sleep", "60"}, logPath(), false, {}});
   ASSERT_GT(id.pid, 0);
   EXPECT_TRUE(isRunning(id));
   EXPECT_EQ(processStartTicks(id.pid), id.startTicks);
@@ -25,7 +25,7 @@ TEST(ProcessTest, SpawnRecordsIdentityAndTerminateStopsIt) {
 }
 
 TEST(ProcessTest, ADifferentStartTimeIsNeverSignalled) {
-  ProcessIdentity id = spawn({{"/bin/sleep", "60"}, logPath(), false});
+  ProcessIdentity id = spawn({{"/bin/sleep", "60"}, logPath(), false, {}});
   ProcessIdentity impostor{id.pid, id.startTicks + 1};  // as if the pid had been reused
   EXPECT_FALSE(isRunning(impostor));
   EXPECT_FALSE(terminate(impostor, std::chrono::seconds(1)));
@@ -36,7 +36,7 @@ TEST(ProcessTest, ADifferentStartTimeIsNeverSignalled) {
 TEST(ProcessTest, OutputGoesToTheLogAndExitIsReported) {
   fs::path log = logPath();
   fs::remove(log);
-  ProcessIdentity id = spawn({{"/bin/sh", "-c", "echo first; echo second; exit 3"}, log, false});
+  ProcessIdentity id = spawn({{"/bin/sh", "-c", "echo first; echo second; exit 3"}, log, false, {}});
   std::optional<std::string> how;
   for (int i = 0; i < 500 && !how; ++i) {
     how = reapIfExited(id);
@@ -50,7 +50,7 @@ TEST(ProcessTest, OutputGoesToTheLogAndExitIsReported) {
 }
 
 TEST(ProcessTest, MissingExecutableIsUnavailable) {
-  EXPECT_THROW(spawn({{"/nonexistent/kube-apiserver"}, logPath(), false}), UnavailableError);
+  EXPECT_THROW(spawn({{"/nonexistent/kube-apiserver"}, logPath(), false, {}}), UnavailableError);
 }
 
 }  // namespace
