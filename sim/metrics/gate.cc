@@ -106,16 +106,22 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
     throw ConfigError(where, field,
                       "gate is " + std::to_string(text.size()) + " characters long (at most " +
                           std::to_string(kMaxGateLength) + "): '" + text.substr(0, 60) + "...'");
-  static const std::regex re(R"(^\s*([a-zA-Z_:][a-zA-Z0-9_:.]*)\s*(\{[^}]*\})?\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$)");
+  static const std::regex re(
+      R"(^\s*(?:(max|min|sum)\s*\(\s*)?([a-zA-Z_:][a-zA-Z0-9_:.]*)\s*(\{[^}]*\})?\s*(\))?\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$)");
   std::smatch m;
-  if (!std::regex_match(text, m, re))
+  if (!std::regex_match(text, m, re) || m[1].matched != m[4].matched)
     throw ConfigError(where, field,
-                      "expected 'figure{label=value,...} OP threshold' (OP one of < <= > >= == !=), found '" + text + "'");
+                      "expected 'figure{label=value,...} OP threshold' or 'max|min|sum(figure{...}) OP threshold' (OP one "
+                      "of < <= > >= == !=), found '" + text + "'");
   Gate g;
   g.text = trim(text);
-  g.figure = m[1];
-  if (m[2].matched) {
-    std::string inner = m[2].str().substr(1, m[2].length() - 2);
+  g.where = where;
+  g.field = field;
+  const std::string fold = m[1];
+  g.fold = fold == "max" ? GateFold::kMax : fold == "min" ? GateFold::kMin : fold == "sum" ? GateFold::kSum : GateFold::kNone;
+  g.figure = m[2];
+  if (m[3].matched) {
+    std::string inner = m[3].str().substr(1, m[3].length() - 2);
     std::size_t start = 0;
     while (start <= inner.size()) {
       std::size_t comma = inner.find(',', start);
@@ -133,10 +139,10 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
     }
     std::sort(g.selector.begin(), g.selector.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   }
-  std::string op = m[3];
+  std::string op = m[5];
   g.op = op == "<" ? GateOp::kLt : op == "<=" ? GateOp::kLe : op == ">" ? GateOp::kGt
        : op == ">=" ? GateOp::kGe : op == "==" ? GateOp::kEq : GateOp::kNe;
-  g.thresholdText = m[4];
+  g.thresholdText = m[6];
   auto t = parseThreshold(g.thresholdText);
   if (!t)
     throw ConfigError(where, field,
@@ -169,13 +175,18 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
     if (f.labels.size() == selector.size()) exact = &f;
     matches.push_back(&f);
   }
-  if (exact) matches = {exact};
+  if (exact && gate.fold == GateFold::kNone) matches = {exact};
   if (matches.empty()) {
     r.reason = nameSeen ? "no " + gate.figure + " figure has labels " + labelsText(gate.selector)
                         : "the run produced no figure named " + gate.figure;
     return r;
   }
-  if (matches.size() > 1) {
+  if (gate.fold == GateFold::kSum && !additive(matches.front()->unit)) {
+    r.reason = gate.figure + " is in " + (matches.front()->unit.empty() ? "no unit" : matches.front()->unit) +
+               ", which does not add up: use max(...) or min(...)";
+    return r;
+  }
+  if (matches.size() > 1 && gate.fold == GateFold::kNone) {
     auto shape = keysOf(matches.front()->labels);
     bool sameShape = std::all_of(matches.begin(), matches.end(), [&](auto* f) { return keysOf(f->labels) == shape; });
     if (!sameShape || !additive(matches.front()->unit)) {
@@ -185,16 +196,22 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
       return r;
     }
   }
-  double sum = 0;
-  for (const auto* f : matches) {
+  double folded = 0;
+  for (std::size_t i = 0; i < matches.size(); ++i) {
+    const metrics::Figure* f = matches[i];
     if (!f->available()) {
-      r.reason = "unavailable: " + f->unavailableReason;
+      r.reason = "unavailable: " + (matches.size() > 1 ? gate.figure + labelsText(f->labels) + ": " : "") +
+                 f->unavailableReason;
       return r;
     }
-    sum += *f->value;
+    const double v = *f->value;
+    folded = i == 0                           ? v
+             : gate.fold == GateFold::kMax    ? std::max(folded, v)
+             : gate.fold == GateFold::kMin    ? std::min(folded, v)
+                                              : folded + v;
   }
-  r.measured = sum;
-  r.passed = compare(sum, gate.op, gate.threshold);
+  r.measured = folded;
+  r.passed = compare(folded, gate.op, gate.threshold);
   return r;
 }
 

@@ -4,6 +4,9 @@
 //   client_latency_p99{verb=PUT,resource=leases} <= 1s
 //   bytes_per_object{apiserver=kube-apiserver-0} <= 4KiB
 //   generator_limited == false
+//   max(apiserver_heap_inuse_bytes_peak) <= 2GiB     (the largest of the matching figures)
+// max(...), min(...) and sum(...) fold every figure the selector matches into one
+// number; without them a selector must pick one figure, or figures that add up.
 // A gate over a figure that was unavailable fails with that reason: it never passes
 // silently. Thresholds take units: s/ms/us (to seconds), KiB/MiB/GiB/KB/MB/GB (to
 // bytes), % (to a ratio), true/false (1/0).
@@ -19,6 +22,7 @@ namespace cpscale::scenario {
 
 enum class GateOp { kLt, kLe, kGt, kGe, kEq, kNe };
 std::string_view toString(GateOp op);
+enum class GateFold { kNone, kMax, kMin, kSum };
 
 struct Gate {
   std::string text;            // as written
@@ -27,6 +31,8 @@ struct Gate {
   GateOp op = GateOp::kLe;
   double threshold = 0;
   std::string thresholdText;   // as written, for reports
+  std::string where, field;    // where it was written (file:line, field), for errors
+  GateFold fold = GateFold::kNone;  // max(...), min(...), sum(...) around the figure
 };
 
 // Throws ConfigError(where, field, ...) naming what is wrong.
@@ -42,7 +48,9 @@ struct GateResult {
 // How a selector picks its number: a figure whose labels equal the selector exactly;
 // otherwise the figures whose labels include the selector, summed when the unit adds
 // up (rates, counts, bytes, objects) and all share one label set shape; anything else
-// is ambiguous and fails, naming the labels to add.
+// is ambiguous and fails, naming the labels to add. With a fold, every figure whose
+// labels include the selector counts: max and min of any unit, sum of units that add
+// up; one unavailable among them makes the gate fail with its reason.
 GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figures);
 
 }  // namespace cpscale::scenario

@@ -69,13 +69,16 @@ json figureJson(const Figure& f) {
 }
 
 json gateJson(const GateResult& g) {
-  return {{"gate",
-           {{"text", g.gate.text},
-            {"figure", g.gate.figure},
-            {"selector", labelsJson(g.gate.selector)},
-            {"op", std::string(scenario::toString(g.gate.op))},
-            {"threshold", number(g.gate.threshold)},
-            {"thresholdText", g.gate.thresholdText}}},
+  json gate = {{"text", g.gate.text},
+               {"figure", g.gate.figure},
+               {"selector", labelsJson(g.gate.selector)},
+               {"op", std::string(scenario::toString(g.gate.op))},
+               {"threshold", number(g.gate.threshold)},
+               {"thresholdText", g.gate.thresholdText}};
+  // Written only for max(...)/min(...)/sum(...): results without one read as before.
+  if (g.gate.fold != scenario::GateFold::kNone)
+    gate["fold"] = g.gate.fold == scenario::GateFold::kMax ? "max" : g.gate.fold == scenario::GateFold::kMin ? "min" : "sum";
+  return {{"gate", gate},
           {"measured", g.measured ? number(*g.measured) : json(nullptr)},
           {"passed", g.passed},
           {"reason", g.reason}};
@@ -139,6 +142,11 @@ GateResult readGate(const Reader& r) {
   g.gate.op = readEnum(gate.at("op"), kOps, "operator");
   g.gate.threshold = gate.at("threshold").num();
   g.gate.thresholdText = gate.at("thresholdText").str();
+  const std::string fold = gate.strOr("fold");
+  g.gate.fold = fold == "max"   ? scenario::GateFold::kMax
+                : fold == "min" ? scenario::GateFold::kMin
+                : fold == "sum" ? scenario::GateFold::kSum
+                                : scenario::GateFold::kNone;
   g.measured = r.at("measured").optionalNum();
   g.passed = r.at("passed").boolean();
   g.reason = r.strOr("reason");
@@ -163,7 +171,7 @@ bool sameFigure(const Figure& a, const Figure& b) {
 bool sameGate(const GateResult& a, const GateResult& b) {
   return a.gate.text == b.gate.text && a.gate.figure == b.gate.figure && a.gate.selector == b.gate.selector &&
          a.gate.op == b.gate.op && sameNumber(a.gate.threshold, b.gate.threshold) &&
-         a.gate.thresholdText == b.gate.thresholdText && sameNumber(a.measured, b.measured) &&
+         a.gate.thresholdText == b.gate.thresholdText && a.gate.fold == b.gate.fold && sameNumber(a.measured, b.measured) &&
          a.passed == b.passed && a.reason == b.reason;
 }
 

@@ -18,16 +18,12 @@ namespace cpscale::reports::testing {
 inline constexpr double kMiB = 1048576.0;
 
 inline scenario::Gate latencyGate(const std::string& resource, const std::string& verb) {
-  return {"client_latency_p99{measured_from=scheduled,resource=" + resource + ",verb=" + verb + "} <= 1s",
-          "client_latency_p99",
-          {{"measured_from", "scheduled"}, {"resource", resource}, {"verb", verb}},
-          scenario::GateOp::kLe,
-          1.0,
-          "1s"};
+  return scenario::parseGate("client_latency_p99{measured_from=scheduled,resource=" + resource + ",verb=" + verb + "} <= 1s",
+                             "capacity_sample.h", "gates[0]");
 }
 
 inline scenario::Gate writeGate() {
-  return {"write_qps <= 2000", "write_qps", {}, scenario::GateOp::kLe, 2000, "2000"};
+  return scenario::parseGate("write_qps <= 2000", "capacity_sample.h", "gates[1]");
 }
 
 // What one step measured. The worst client p99 is `p99` of (verb, resource); every step

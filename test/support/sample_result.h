@@ -39,7 +39,7 @@ inline RunResult sampleResult() {
                {"etcd-0", "etcd", "https://127.0.0.1:2379", "3.5.21", ""}},
               "v1.33.1",
               "3.5.21"};
-  r.environment = {"0.1.0", "ci-runner-7", 8, 17179869184ULL, "2025-03-01T10:15:00Z", "2025-03-01T10:16:05Z"};
+  r.environment = {"0.1.0", "ci-runner-7", 8, 17179869184ULL, "2025-03-01T10:15:00Z", "2025-03-01T10:16:05Z", {}};
   r.status = RunStatus::kCompleted;
   r.measuredSeconds = 60;
   r.phases = {{"setup", 0, 30, true, ""},
@@ -107,16 +107,16 @@ inline RunResult sampleResult() {
   f.push_back(Figure::measured("generator_limited", {{"limit", "schedule"}}, 0, "", Source::kClient));
 
   scenario::GateResult pass;
-  pass.gate = {"write_qps{resource=leases} <= 600", "write_qps", {{"resource", "leases"}}, scenario::GateOp::kLe, 600, "600"};
+  pass.gate = {"write_qps{resource=leases} <= 600", "write_qps", {{"resource", "leases"}}, scenario::GateOp::kLe, 600, "600", "", "", scenario::GateFold::kNone};
   pass.measured = 100;
   pass.passed = true;
   scenario::GateResult fail;
   fail.gate = {"client_latency_p99{verb=PUT,resource=leases} <= 10ms", "client_latency_p99",
-               {{"resource", "leases"}, {"verb", "PUT"}}, scenario::GateOp::kLe, 0.01, "10ms"};
+               {{"resource", "leases"}, {"verb", "PUT"}}, scenario::GateOp::kLe, 0.01, "10ms", "", "", scenario::GateFold::kNone};
   fail.measured = 0.0123;
   fail.passed = false;
   scenario::GateResult missing;
-  missing.gate = {"etcd_lease_proposal_share >= 50%", "etcd_lease_proposal_share", {}, scenario::GateOp::kGe, 0.5, "50%"};
+  missing.gate = {"etcd_lease_proposal_share >= 50%", "etcd_lease_proposal_share", {}, scenario::GateOp::kGe, 0.5, "50%", "", "", scenario::GateFold::kNone};
   missing.passed = false;
   missing.reason = "etcd_lease_proposal_share is unavailable: leases share an etcd with everything else";
   r.gates = {pass, fail, missing};
@@ -222,7 +222,10 @@ inline RunResult wideResult() {
             {{"resource", "alertmanagerconfigurations"}},
             scenario::GateOp::kLe,
             0.02,
-            "20ms"};
+            "20ms",
+            "",
+            "",
+            scenario::GateFold::kNone};
   g.measured = 0.021;
   g.passed = false;
   g.reason = "measured 21.0 ms over the steady window against a threshold of 20 ms; kube-apiserver-1 had exited by then";

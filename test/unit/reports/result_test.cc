@@ -53,6 +53,19 @@ TEST_F(ResultFileTest, RoundTripIsExact) {
   EXPECT_FALSE(fs::exists(dir_ / "out" / "result.json.tmp"));
 }
 
+TEST_F(ResultFileTest, AFoldedGateRoundTripsAndAnUnfoldedOneWritesNoFold) {
+  RunResult r = testing::sampleResult();
+  ASSERT_GE(r.gates.size(), 2u);
+  r.gates[0].gate = scenario::parseGate("max(apiserver_heap_inuse_bytes_peak) <= 1GiB", "s.yaml:3", "gates[0]");
+  writeResult(r, dir_ / "result.json");
+  RunResult back = readResult(dir_ / "result.json");
+  EXPECT_EQ(back.gates[0].gate.fold, scenario::GateFold::kMax);
+  EXPECT_TRUE(back == r);
+  const nlohmann::json j = toJson(r);
+  EXPECT_EQ(j["gates"][0]["gate"]["fold"], "max");
+  EXPECT_FALSE(j["gates"][1]["gate"].contains("fold"));
+}
+
 TEST_F(ResultFileTest, ControllerSourcesRoundTrip) {
   RunResult r = testing::controllerResult();
   writeResult(r, dir_ / "result.json");

@@ -124,6 +124,58 @@ TEST(GateTest, PartialSelectorOverNonAdditiveFiguresIsAmbiguous) {
   EXPECT_DOUBLE_EQ(*one.measured, 0.012);
 }
 
+TEST(GateTest, FoldsTakeTheLargestSmallestOrSumOfEveryMatch) {
+  const std::vector<Figure> heap = {
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes", Source::kApiserver),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, 500, "bytes", Source::kApiserver),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-2"}}, 400, "bytes", Source::kApiserver),
+      Figure::measured("server_latency_p99", {{"apiserver", "kube-apiserver-0"}}, 0.2, "s", Source::kApiserver),
+      Figure::measured("server_latency_p99", {{"apiserver", "kube-apiserver-1"}}, 0.9, "s", Source::kApiserver),
+  };
+  Gate g = gate("max( apiserver_heap_inuse_bytes_peak ) <= 450");
+  EXPECT_EQ(g.fold, GateFold::kMax);
+  GateResult r = evaluateGate(g, heap);
+  EXPECT_EQ(r.measured, 500);
+  EXPECT_FALSE(r.passed);
+  EXPECT_EQ(evaluateGate(gate("min(apiserver_heap_inuse_bytes_peak) >= 300"), heap).measured, 300);
+  EXPECT_EQ(evaluateGate(gate("sum(apiserver_heap_inuse_bytes_peak) <= 1200"), heap).measured, 1200);
+  // A fold still honours the selector, and an exact match does not stop it.
+  EXPECT_EQ(evaluateGate(gate("max(apiserver_heap_inuse_bytes_peak{apiserver=kube-apiserver-2}) <= 450"), heap).measured, 400);
+  // Latencies do not add up, but their largest is what a per-replica budget reads.
+  EXPECT_DOUBLE_EQ(*evaluateGate(gate("max(server_latency_p99) <= 1s"), heap).measured, 0.9);
+  GateResult summed = evaluateGate(gate("sum(server_latency_p99) <= 1s"), heap);
+  EXPECT_FALSE(summed.measured);
+  EXPECT_NE(summed.reason.find("does not add up"), std::string::npos) << summed.reason;
+}
+
+TEST(GateTest, AFoldWithOneUnavailableMemberFailsNamingIt) {
+  const std::vector<Figure> heap = {
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes", Source::kApiserver),
+      Figure::unavailable("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, "bytes", Source::kApiserver,
+                          "every scrape failed"),
+  };
+  GateResult r = evaluateGate(gate("max(apiserver_heap_inuse_bytes_peak) <= 1GiB"), heap);
+  EXPECT_FALSE(r.passed);
+  EXPECT_FALSE(r.measured);
+  EXPECT_NE(r.reason.find("kube-apiserver-1"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("every scrape failed"), std::string::npos) << r.reason;
+}
+
+TEST(GateTest, AnUnclosedOrUnknownFoldIsAConfigError) {
+  for (const char* bad : {"max(write_qps <= 5", "write_qps) <= 5", "avg(write_qps) <= 5", "max() <= 5"}) {
+    try {
+      gate(bad);
+      ADD_FAILURE() << bad << " parsed";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(e.where(), "s.yaml:9") << bad;
+      EXPECT_EQ(e.field(), "gates[0]") << bad;
+    }
+  }
+  Gate g = gate("write_qps <= 5");
+  EXPECT_EQ(g.where, "s.yaml:9");
+  EXPECT_EQ(g.field, "gates[0]");
+}
+
 TEST(GateTest, UnavailableFigureFailsWithItsReason) {
   auto r = evaluateGate(gate("etcd_proposals_committed_per_second <= 1000"), figures());
   EXPECT_FALSE(r.passed);
