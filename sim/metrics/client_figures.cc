@@ -101,8 +101,12 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   }
   out.push_back(Figure::measured("client_retries_total", {}, static_cast<double>(retries), "count", Source::kClient));
   const engine::HdrHistogram& wait = stats.retryWait();
-  if (wait.count() == 0) {
-    out.push_back(Figure::unavailable("client_retry_wait_max", {}, "s", Source::kClient, "no request was retried"));
+  if (wait.count() == 0 && all == 0) {
+    out.push_back(Figure::unavailable("client_retry_wait_max", {}, "s", Source::kClient, "no request was answered"));
+  } else if (wait.count() == 0) {
+    // Calls were answered and none waited to be sent again: the longest wait was none.
+    out.push_back(Figure::measured("client_retry_wait_seconds_total", {}, 0, "s", Source::kClient));
+    out.push_back(Figure::measured("client_retry_wait_max", {}, 0, "s", Source::kClient));
   } else {
     out.push_back(Figure::measured("client_retry_wait_seconds_total", {}, wait.mean() * static_cast<double>(wait.count()) / 1e9,
                                    "s", Source::kClient));

@@ -49,7 +49,14 @@ TEST(ClientFigures, RetriesByReasonAndTheirWait) {
   auto quiet = clientCountFigures(none, std::chrono::seconds(1));
   EXPECT_EQ(*findFigure(quiet, "client_retries_total")->value, 0);
   EXPECT_FALSE(findFigure(quiet, "client_retry_wait_max")->value);
+  EXPECT_EQ(findFigure(quiet, "client_retry_wait_max")->unavailableReason, "no request was answered");
   EXPECT_EQ(findFigure(quiet, "client_retries", {{"reason", "429"}}), nullptr);
+  // Answered calls, none retried: nothing waited, a measured zero a gate can hold.
+  engine::RequestStats calm;
+  calm.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(10), milliseconds(10));
+  auto answered = clientCountFigures(calm, std::chrono::seconds(1));
+  EXPECT_EQ(findFigure(answered, "client_retry_wait_max")->value, 0.0);
+  EXPECT_EQ(findFigure(answered, "client_retry_wait_seconds_total")->value, 0.0);
 
   engine::RequestStats s;
   s.recordRetry("429", std::chrono::seconds(1));
