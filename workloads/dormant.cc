@@ -119,6 +119,18 @@ void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const 
   }
 }
 
+std::string DormantWorkload::whyNotMeasured(const std::string& figure) const {
+  static const char* const kOwn[] = {"dormant_objects",  "dormant_objects_created",  "dormant_objects_missing",
+                                     "dormant_watchers", "dormant_watchers_synced", "dormant_watchers_unsynced"};
+  if (std::find(std::begin(kOwn), std::end(kOwn), figure) == std::end(kOwn))
+    return "a dormant workload reports no figure named " + figure +
+           " (its own: dormant_objects, dormant_objects_created, dormant_objects_missing, dormant_watchers, "
+           "dormant_watchers_synced, dormant_watchers_unsynced)";
+  if (figure.starts_with("dormant_watchers") && params_.watchers.perKind == 0)
+    return "workload '" + params_.name + "' opens no watchers (watchers.perKind: 0)";
+  return "";
+}
+
 std::unique_ptr<Workload> DormantWorkload::growth(const std::string& field, double from, double to) const {
   if (field != "objectsPerKind") return nullptr;
   checkGrowth(*this, field, from, to, 10'000'000, true, static_cast<double>(params_.objectsPerKind), "objects of each kind");

@@ -116,6 +116,11 @@ class DormantWorkload final : public Workload {
   // "objectsPerKind": objects [from, to) of every kind, see the top of this header.
   std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
   std::vector<std::string> growableFields() const override { return {"objectsPerKind"}; }
+  // Once created, a dormant population only sends what its updates and relists ask.
+  bool loadsSteadyWindow() const override {
+    return params_.updatesPerSecond > 0 || (params_.watchers.perKind > 0 && params_.watchers.relistEvery > engine::Duration::zero());
+  }
+  std::string whyNotMeasured(const std::string& figure) const override;
   const DormantParams& params() const { return params_; }
 
   static kube::GroupVersionResource crdResource(std::int64_t k);

@@ -160,6 +160,8 @@ class KubeletFleet final : public Workload {
   // "count": nodes [from, to), see the top of this header.
   std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
   std::vector<std::string> growableFields() const override { return {"count"}; }
+  bool loadsSteadyWindow() const override { return params_.count > 0; }
+  std::string whyNotMeasured(const std::string& figure) const override;
   const KubeletFleetParams& params() const { return params_; }
 
   // Names, so tests and the CLI can find objects: "cpscale-<run>-<name>-<i>".

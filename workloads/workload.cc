@@ -26,6 +26,15 @@ WorkloadPtr makeWorkload(const YamlField& spec) {
   throw kind.error("unknown workload kind '" + k + "' (known: kubelets, churn, dormant)");
 }
 
+std::string figureKindOf(const std::string& figure) {
+  if (figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") || figure == "nodes_not_ready_at_end" ||
+      figure.starts_with("lease_renewals_"))
+    return "kubelets";
+  if (figure.starts_with("session_")) return "churn";
+  if (figure.starts_with("dormant_")) return "dormant";
+  return "";
+}
+
 nlohmann::json WorkloadContext::labels(const std::string& workload) const {
   nlohmann::json l = runLabels(runId, workload);
   if (shards > 1) l[kShardLabel] = std::to_string(shard);

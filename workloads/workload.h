@@ -122,7 +122,21 @@ class Workload {
   }
   // Fields growth() supports, for error messages and docs.
   virtual std::vector<std::string> growableFields() const { return {}; }
+  // Whether the workload sends requests on a schedule once it is set up (renewals,
+  // sessions, updates, relists): only then does the steady window have the generator's
+  // health (generator_limited, schedule_lag_*) and client latencies to judge.
+  virtual bool loadsSteadyWindow() const = 0;
+  // For a figure of the workload's own kind (see figureKindOf): "" when this entry, as
+  // configured, measures it; otherwise why it cannot (a gate on it is refused when the
+  // scenario loads).
+  virtual std::string whyNotMeasured(const std::string& /*figure*/) const { return ""; }
 };
+
+// The workload kind whose own summary a figure comes from (labelled {workload: NAME},
+// sim/run/workload_figures.cc): "kubelets" for lease_renewals_* and the node lifecycle
+// figures seen through the fleet's node watch, "churn" for session_*, "dormant" for
+// dormant_*; "" for any other figure.
+std::string figureKindOf(const std::string& figure);
 
 using WorkloadPtr = std::unique_ptr<Workload>;
 

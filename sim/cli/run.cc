@@ -29,6 +29,7 @@
 #include "sim/run/runner.h"
 #include "sim/run/shard_results.h"
 #include "sim/run/target_check.h"
+#include "sim/scenario/gate_check.h"
 #include "workloads/cleanup.h"
 
 namespace cpscale::cli {
@@ -113,6 +114,8 @@ int run(const Args& args) {
   const std::vector<scenario::Override> overrides = scenarioOverrides(r);
   std::string scenarioPath = r["scenario"].as<std::string>();
   scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
+  // One run cannot judge what only a capacity search finds.
+  scenario::refuseCapacityGatesOutsideASearch(probe);
 
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
   if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");

@@ -9,6 +9,7 @@
 #include "sim/run/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
+#include "sim/scenario/gate_check.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
@@ -76,6 +77,9 @@ int simulate(const Args& args) {
   so.run.outDir = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
   so.run.progress = r.count("quiet") == 0;
 
+  // One simulation cannot judge what only a capacity search finds.
+  if (!r.count("capacity"))
+    scenario::refuseCapacityGatesOutsideASearch(scenario::loadScenario(r["scenario"].as<std::string>(), overrides));
   printCalibration(so.calibration, std::cerr);
   installInterruptHandlers();
   const auto started = std::chrono::steady_clock::now();

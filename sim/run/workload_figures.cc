@@ -77,6 +77,48 @@ void lifecycleFigures(const reports::WorkloadSummary& w, const json& lc, std::ve
   count("nodes_not_ready_at_end", number(lc, "notReadyAtEnd"));
 }
 
+// A fleet's renewals answered, and those it missed: failed (after the one re-read a
+// conflict gets) or never sent because the previous one was still in flight when the
+// next was due. Failed nodes stop renewing on purpose; those are not missed.
+void fleetFigures(const reports::WorkloadSummary& w, std::vector<Figure>& out) {
+  const metrics::Labels labels = metrics::sortedLabels({{"workload", w.name}});
+  out.push_back(Figure::measured("lease_renewals_answered", labels, number(w.summary, "leaseRenewals"), "count",
+                                 metrics::Source::kClient));
+  out.push_back(Figure::measured("lease_renewals_missed", labels,
+                                 number(w.summary, "leaseRenewalFailures") + number(w.summary, "leaseRenewalsSkipped"),
+                                 "count", metrics::Source::kClient));
+}
+
+// A churn workload's writes that failed for good (after the client's retries).
+void churnFigures(const reports::WorkloadSummary& w, std::vector<Figure>& out) {
+  const metrics::Labels labels = metrics::sortedLabels({{"workload", w.name}});
+  out.push_back(Figure::measured("session_write_failures", labels,
+                                 number(w.summary, "createFailures") + number(w.summary, "writeFailures"), "count",
+                                 metrics::Source::kClient));
+}
+
+// A dormant population's own account: what it was asked to create against what it
+// created, and its watchers against those that hold their first list.
+void dormantFigures(const reports::WorkloadSummary& w, std::vector<Figure>& out) {
+  const metrics::Labels labels = metrics::sortedLabels({{"workload", w.name}});
+  auto count = [&](const char* name, double v) {
+    out.push_back(Figure::measured(name, labels, v, "count", metrics::Source::kClient));
+  };
+  const double asked = number(w.summary, "objects"), created = number(w.summary, "created");
+  count("dormant_objects", asked);
+  count("dormant_objects_created", created);
+  count("dormant_objects_missing", std::max(0.0, asked - created));
+  const double watchers = number(w.summary, "watchers"), synced = number(w.summary, "watchersSynced");
+  if (watchers == 0) {
+    for (const char* n : {"dormant_watchers", "dormant_watchers_synced", "dormant_watchers_unsynced"})
+      out.push_back(Figure::unavailable(n, labels, "count", metrics::Source::kClient, "the workload opened no watchers"));
+    return;
+  }
+  count("dormant_watchers", watchers);
+  count("dormant_watchers_synced", synced);
+  count("dormant_watchers_unsynced", std::max(0.0, watchers - synced));
+}
+
 }  // namespace
 
 void mergeSummary(json& merged, const json& part) {
@@ -101,6 +143,9 @@ void mergeSummary(json& merged, const json& part) {
 std::vector<Figure> workloadFigures(std::vector<reports::WorkloadSummary>& workloads) {
   std::vector<Figure> out;
   for (auto& w : workloads) {
+    if (w.kind == "dormant") dormantFigures(w, out);
+    if (w.kind == "kubelets") fleetFigures(w, out);
+    if (w.kind == "churn") churnFigures(w, out);
     auto lc = w.summary.find("nodeLifecycle");
     if (lc == w.summary.end() || !lc->is_object()) continue;
     lifecycleFigures(w, *lc, out);

@@ -26,6 +26,16 @@ void mergeSummary(nlohmann::json& merged, const nlohmann::json& part);
 //   node_ready_transitions (count)       not True -> True
 //   node_ready_again_seconds_p50, _max (s) per returned node: return to Ready True seen
 //   nodes_not_ready_at_end (count)
+// From each kubelet fleet's and churn workload's merged summary, labelled likewise:
+//   lease_renewals_answered, lease_renewals_missed (count)  renewals answered 2xx, and
+//                            those failed or not sent (the previous still in flight)
+//   session_write_failures (count)  session creations and writes that failed for good
+// From each dormant workload's merged summary, labelled {workload: <name>}, window run,
+// source client, counts:
+//   dormant_objects, _created, _missing   asked (every kind and RBAC/core object),
+//                                         created, and asked - created
+//   dormant_watchers, _synced, _unsynced  opened, holding their first list, and the
+//                                         rest (unavailable when it opens none)
 // p50 is the nearest-rank median of the per-node samples. Without failures, or without
 // a NotReady seen, the seconds figures are unavailable with the reason. The per-node
 // sample arrays are then dropped from the summaries (their counts stay), so result.json

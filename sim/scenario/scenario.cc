@@ -10,6 +10,7 @@
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
+#include "sim/scenario/gate_check.h"
 
 namespace cpscale::scenario {
 namespace {
@@ -318,6 +319,7 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
     if (s.capacity && !s.faults.empty())
       throw f->error("faults and a capacity search do not mix: a step that breaks under a fault says nothing about capacity");
   }
+  checkGatesCanBeJudged(s);
   s.effective = yamlToJson(root);
   return s;
 }

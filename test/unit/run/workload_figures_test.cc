@@ -47,7 +47,9 @@ TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
       fleet(5, 5, {{"notReadyTransitions", 5}, {"readyTransitions", 4}, {"notReadyAtEnd", 1},
                    {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}}, {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
   auto fs = workloadFigures(ws);
-  ASSERT_EQ(fs.size(), 7u);  // the churn workload has none
+  // The churn workload's one (session_write_failures), the fleet's two renewal counts
+  // and its seven lifecycle figures.
+  ASSERT_EQ(fs.size(), 10u);
   for (const auto& f : fs) {
     EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
     EXPECT_EQ(f.source, metrics::Source::kClient) << f.name;
@@ -105,11 +107,47 @@ TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
   std::vector<reports::WorkloadSummary> ws{
       fleet(2, 0, {{"watchStreams", 0}, {"notReadyTransitions", 0}, {"watchLastError", "GET nodes: 403 Forbidden"}})};
   auto fs = workloadFigures(ws);
+  // The renewals are counted whatever the watch did; the lifecycle figures are not.
+  std::erase_if(fs, [](const metrics::Figure& f) { return f.name.starts_with("lease_renewals_"); });
   ASSERT_EQ(fs.size(), 7u);
   for (const auto& f : fs) {
     EXPECT_FALSE(f.available()) << f.name;
     EXPECT_EQ(f.unavailableReason, "the fleet's node watch never opened: GET nodes: 403 Forbidden") << f.name;
   }
+}
+
+TEST(WorkloadFigures, RenewalsMissedAreTheFailedAndTheNeverSent) {
+  std::vector<reports::WorkloadSummary> ws{fleet(0, 0, {})};
+  ws[0].summary["leaseRenewals"] = 1800;
+  ws[0].summary["leaseRenewalFailures"] = 3;
+  ws[0].summary["leaseRenewalsSkipped"] = 2;
+  auto fs = workloadFigures(ws);
+  EXPECT_EQ(figure(fs, "lease_renewals_answered").value, 1800);
+  EXPECT_EQ(figure(fs, "lease_renewals_missed").value, 5);
+}
+
+TEST(WorkloadFigures, ADormantPopulationCountsWhatItWasAskedAgainstWhatItMade) {
+  std::vector<reports::WorkloadSummary> ws{
+      {"dormant", "platform", {{"objects", 3100}, {"created", 3098}, {"watchers", 20}, {"watchersSynced", 19}}},
+      {"dormant", "quiet", {{"objects", 10}, {"created", 10}, {"watchers", 0}, {"watchersSynced", 0}}},
+      {"churn", "sessions", {{"createFailures", 1}, {"writeFailures", 4}}},
+  };
+  auto fs = workloadFigures(ws);
+  auto of = [&](const char* name, const char* workload) {
+    const metrics::Figure* f = metrics::findFigure(fs, name, metrics::sortedLabels({{"workload", workload}}));
+    if (f == nullptr) throw std::runtime_error(std::string("no figure ") + name);
+    return *f;
+  };
+  EXPECT_EQ(of("dormant_objects", "platform").value, 3100);
+  EXPECT_EQ(of("dormant_objects_created", "platform").value, 3098);
+  EXPECT_EQ(of("dormant_objects_missing", "platform").value, 2);
+  EXPECT_EQ(of("dormant_watchers_synced", "platform").value, 19);
+  EXPECT_EQ(of("dormant_watchers_unsynced", "platform").value, 1);
+  EXPECT_EQ(of("dormant_objects_missing", "quiet").value, 0);
+  EXPECT_FALSE(of("dormant_watchers_unsynced", "quiet").available());
+  EXPECT_EQ(of("dormant_watchers_unsynced", "quiet").unavailableReason, "the workload opened no watchers");
+  EXPECT_EQ(of("session_write_failures", "sessions").value, 5);
+  for (const auto& f : fs) EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
 }
 
 }  // namespace
