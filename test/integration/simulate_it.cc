@@ -35,9 +35,8 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
               << ", error " << reports::formatValue(e.relativeError, "ratio") << " (tolerance "
               << reports::formatValue(e.tolerance, "ratio") << ")\n";
     // A case the model is known not to meet is reported, not held (ValidationCase::held).
-    bool held = true;
-    for (const auto& c : cli::defaultValidationCases())
-      if (!c.held && e.figure.starts_with(c.label() + ": ")) held = false;
+    bool held = false;
+    for (const auto& c : cli::defaultValidationCases()) held = held || c.holds(e.figure);
     // The pinned crossing was 26 % off when this calibration was validated (the model's
     // 3,815..4,292 nodes against the live 2,747..3,052): reported until the model's
     // generator-side costs are measured apart; the integration test prints it.
