@@ -25,6 +25,7 @@
 #include "sim/run/runner.h"
 #include "sim/run/simulate.h"
 #include "sim/run/target_check.h"
+#include "sim/scenario/gate_check.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
@@ -125,6 +126,8 @@ int capacity(const Args& args) {
     if (std::none_of(plans.begin(), plans.end(), [&](const Plan& p) { return p.probe.name == scope; }))
       throw ConfigError("command line", "--set", "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
+  for (const auto& plan : plans)
+    for (const auto& profile : profiles) scenario::checkGatesOnProfile(plan.probe, profile);
 
   const bool projected = r.count("model") > 0;
   for (const char* flag : {"dedicated-cores", "calibration", "max-actors"})

@@ -119,6 +119,7 @@ int run(const Args& args) {
 
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
   if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
+  for (const auto& p : profiles) scenario::checkGatesOnProfile(probe, p);
 
   controlplane::Placement placement;
   if (r.count("pin")) placement = controlplane::parsePlacement(r["pin"].as<std::vector<std::string>>(), controlplane::cpusOnline());

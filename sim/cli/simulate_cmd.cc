@@ -77,9 +77,13 @@ int simulate(const Args& args) {
   so.run.outDir = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
   so.run.progress = r.count("quiet") == 0;
 
-  // One simulation cannot judge what only a capacity search finds.
-  if (!r.count("capacity"))
-    scenario::refuseCapacityGatesOutsideASearch(scenario::loadScenario(r["scenario"].as<std::string>(), overrides));
+  {
+    const scenario::Scenario probe = scenario::loadScenario(r["scenario"].as<std::string>(), overrides);
+    // One simulation cannot judge what only a capacity search finds, nor a gate the
+    // profile's plane can never produce.
+    if (!r.count("capacity")) scenario::refuseCapacityGatesOutsideASearch(probe);
+    scenario::checkGatesOnProfile(probe, so.profile);
+  }
   printCalibration(so.calibration, std::cerr);
   installInterruptHandlers();
   const auto started = std::chrono::steady_clock::now();

@@ -84,6 +84,25 @@ void checkGatesCanBeJudged(const Scenario& s) {
     for (const auto& g : s.capacity->gates) check(g, true);
 }
 
+std::string whyGateCannotBeJudgedOn(const Gate& g, const controlplane::Profile& profile) {
+  const bool judgedByTheController =
+      g.figure.starts_with("node_not_ready_seconds_") || g.figure.starts_with("node_ready_again_seconds_");
+  if (judgedByTheController && !profile.controllerManager.enabled)
+    return "profile '" + profile.name +
+           "' runs no kube-controller-manager, whose node lifecycle controller is what marks a silent node NotReady";
+  return "";
+}
+
+void checkGatesOnProfile(const Scenario& s, const controlplane::Profile& profile) {
+  auto check = [&](const Gate& g) {
+    if (const std::string why = whyGateCannotBeJudgedOn(g, profile); !why.empty())
+      throw ConfigError(g.where, g.field, "gate '" + g.text + "' can never be judged here: " + why);
+  };
+  for (const auto& g : s.gates) check(g);
+  if (s.capacity)
+    for (const auto& g : s.capacity->gates) check(g);
+}
+
 void refuseCapacityGatesOutsideASearch(const Scenario& s) {
   for (const auto& g : s.gates)
     if (g.figure == "capacity")

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "sim/controlplane/profile.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::scenario {
@@ -25,6 +26,16 @@ std::string whyGateCannotBeJudged(const Gate& gate, const Scenario& s, bool step
 // Throws ConfigError(gate.where, gate.field, ...) for the first gate of `s` (and of its
 // capacity block) that cannot be judged.
 void checkGatesCanBeJudged(const Scenario& s);
+
+// Why `gate` can never be judged on the plane `profile` describes, or "": a node is
+// marked NotReady only by kube-controller-manager's node lifecycle controller, so the
+// node_not_ready_seconds_* and node_ready_again_seconds_* figures need one.
+std::string whyGateCannotBeJudgedOn(const Gate& gate, const controlplane::Profile& profile);
+
+// Throws ConfigError(gate.where, gate.field, ...) for the first gate of `s` (and of its
+// capacity block) that cannot be judged on `profile`'s plane; the commands call it for
+// every profile before anything starts.
+void checkGatesOnProfile(const Scenario& s, const controlplane::Profile& profile);
 
 // A run that is not a capacity search cannot judge capacity{...}: ConfigError naming
 // the gate and the command that can.

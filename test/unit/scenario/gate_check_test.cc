@@ -116,6 +116,25 @@ TEST_F(GateCheckTest, CapacityIsJudgedOnlyByASearchOnItsAxis) {
   }
 }
 
+TEST_F(GateCheckTest, NotReadyTimingsNeedAPlaneWithTheNodeLifecycleController) {
+  Scenario s = loadScenario(write(kHead + kFleet + "    failures: {fraction: 0.1, at: 5s, returnAfter: 20s}\n"
+                                    "gates:\n  - nodes_not_ready_at_end == 0\n  - node_ready_again_seconds_max <= 30s\n"));
+  controlplane::Profile classic;
+  EXPECT_NO_THROW(checkGatesOnProfile(s, classic));
+  controlplane::Profile bare;
+  bare.name = "apiserver-only";
+  bare.controllerManager.enabled = false;
+  EXPECT_EQ(whyGateCannotBeJudgedOn(s.gates[0], bare), "");  // counted by the fleet's watch: 0 is a measurement
+  try {
+    checkGatesOnProfile(s, bare);
+    ADD_FAILURE() << "a NotReady timing was accepted on a plane that marks no node NotReady";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "gates[1]");
+    EXPECT_NE(std::string(e.what()).find("profile 'apiserver-only' runs no kube-controller-manager"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(GateCheckTest, FaultFiguresNeedAFaultOnThatMember) {
   const std::string fault = "faults:\n  - kill: kube-apiserver-0\n    at: 5s\n    restartAfter: 5s\n";
   EXPECT_EQ(refusal(kFleet + fault + "gates:\n  - fault_downtime_seconds{member=kube-apiserver-0} <= 60s\n"), "");
