@@ -105,7 +105,7 @@ TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
   json result = readJson(out / "result.json");
   EXPECT_EQ(result["status"], "completed");
   EXPECT_EQ(result["runId"], "itsmoke");
-  ASSERT_EQ(result["gates"].size(), 3u);
+  ASSERT_EQ(result["gates"].size(), 5u);
   EXPECT_EQ(result["gates"][0]["passed"], true) << result["gates"][0].dump();
   EXPECT_EQ(result["gates"][1]["passed"], false) << result["gates"][1].dump();
 
@@ -629,9 +629,9 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
     EXPECT_EQ(shards[i]["status"], "completed") << shards[i]["statusDetail"] << log;
     EXPECT_EQ(shards[i]["shard"]["index"], i);
     EXPECT_EQ(shards[i]["shard"]["count"], kShards);
-    // Each judges the gates it can: shard 0 all three, the others the client-side two
+    // Each judges the gates it can: shard 0 all four, the others the client-side three
     // (lease_write_share is the servers').
-    EXPECT_EQ(shards[i]["gates"].size(), i == 0 ? 3u : 2u) << shards[i]["gates"].dump();
+    EXPECT_EQ(shards[i]["gates"].size(), i == 0 ? 4u : 3u) << shards[i]["gates"].dump();
     EXPECT_EQ(WEXITSTATUS(status), 0) << shards[i]["gates"].dump() << log;
   }
   // Every shard's window started at one instant (each on its own timeline, so compare
@@ -680,7 +680,7 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   const json* mergedWrites = figure(merged, "write_qps", "steady");
   ASSERT_NE(mergedWrites, nullptr);
   EXPECT_EQ((*mergedWrites)["value"], (*sharded)["value"]);
-  EXPECT_EQ(merged["gates"].size(), 3u);
+  EXPECT_EQ(merged["gates"].size(), 4u);
   EXPECT_TRUE(fs::exists(out / "merged" / "report.html"));
   // The same from the cluster, which it leaves without them.
   auto collect = runCommand(cpscale("collect --run-id itshards --shards 3 --timeout 1m --out " +
