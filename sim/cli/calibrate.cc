@@ -276,10 +276,7 @@ int calibrate(const Args& args) {
       probes.push_back(std::move(probe));
     }
     // With --probe, the others come from what the directory already holds.
-    if (r.count("probe")) {
-      probes.clear();
-      probes = model::readProbes(probesDir);
-    }
+    if (r.count("probe")) probes = model::readProbes(probesDir);
   }
 
   model::Calibration c;

@@ -9,9 +9,10 @@
 #include <set>
 #include <sstream>
 
-#include "sim/result/json_io.h"
 #include "sim/common/error.h"
+#include "sim/controlplane/placement.h"
 #include "sim/model/fit.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::model {
 
@@ -810,17 +811,10 @@ std::vector<CpuSet> placementOf(const std::vector<ProbeResult>& probes) {
   }
   std::vector<CpuSet> out;
   for (auto& [cpus, set] : sets) {
-    double n = 0;
-    std::size_t start = 0;
-    while (start <= cpus.size()) {
-      std::size_t comma = cpus.find(',', start);
-      std::string item = cpus.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      std::size_t dash = item.find('-');
-      n += dash == std::string::npos ? 1 : std::stod(item.substr(dash + 1)) - std::stod(item.substr(0, dash)) + 1;
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-    set.cores = n;
+    // The probes' machine may have had more CPUs than this one: any CPU number is one.
+    set.cores = static_cast<double>(controlplane::parseCpuList(cpus, std::numeric_limits<int>::max(),
+                                                               "probe " + probes.front().name, "environment.placement")
+                                        .size());
     out.push_back(std::move(set));
   }
   return out;
