@@ -19,6 +19,7 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/run/job_manifest.h"
 #include "sim/run/shard_results.h"
+#include "sim/scenario/gate_check.h"
 #include "sim/scenario/scenario.h"
 #include "workloads/params.h"
 
@@ -106,6 +107,9 @@ int job(const Args& args) {
   const fs::path scenarioPath = r["scenario"].as<std::string>();
   // The parser `cpscale run` uses: the pods read this text with these overrides.
   scenario::Scenario sc = scenario::loadScenario(scenarioPath, overrides);
+  // Each pod runs one `cpscale run`, which refuses a capacity gate: refused here, before
+  // anything is created in the cluster.
+  scenario::refuseCapacityGatesOutsideASearch(sc);
   if (!sc.faults.empty())
     throw ConfigError(sc.faults.front().where, sc.faults.front().path,
                       "faults act on the members of a local plane cpscale starts, not on the cluster a Job runs in");

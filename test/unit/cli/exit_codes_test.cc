@@ -116,6 +116,30 @@ TEST_F(ExitCodesTest, BadGateThresholdsAreExitTwoWithFileAndLine) {
   EXPECT_NE(o.output.find(":9: field 'gates[0]': threshold"), std::string::npos) << o.output;
 }
 
+// A gate the scenario can never produce is refused before anything starts, naming it;
+// and a capacity gate is judged only by a capacity search, which the refusal names.
+TEST_F(ExitCodesTest, GatesThatCanNeverBeJudgedAreExitTwoWithFileAndLine) {
+  const std::string idle = write("idle.yaml", "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
+                                              "workloads:\n  - kind: dormant\n    crdKinds: 1\n    objectsPerKind: 5\n"
+                                              "gates:\n  - generator_limited == false\n");
+  Outcome o = cpscale(run({idle}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find(idle + ":10: field 'gates[0]': gate 'generator_limited == false' can never be judged here"),
+            std::string::npos)
+      << o.output;
+  EXPECT_FALSE(fs::exists(dir / "out")) << "a refused run creates nothing";
+  const std::string index = CPSCALE_SOURCE_DIR "/scenarios/index/node.yaml";
+  for (const char* command : {"run", "simulate"}) {
+    o = cpscale({command, index, "--quiet", "--out", (dir / "out").string()});
+    EXPECT_EQ(o.exitCode, 2) << command << ": " << o.output;
+    EXPECT_NE(o.output.find("is judged by a capacity search: run `cpscale capacity"), std::string::npos) << o.output;
+  }
+  o = cpscale({"job", index, "--shards", "2", "--run-id", "rj2"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_EQ(o.output.find("apiVersion: v1"), std::string::npos) << "manifests printed for a refused job";
+  EXPECT_FALSE(fs::exists(dir / "out"));
+}
+
 TEST_F(ExitCodesTest, YamlSyntaxErrorsAreExitTwoWithFileAndLine) {
   std::string s = write("broken.yaml", "apiVersion: cpscale.io/v1alpha1\nname: s\nworkloads: [\n  - kind: x\n");
   Outcome o = cpscale(run({s}));
