@@ -144,6 +144,8 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
       auto ofFirst = [&](const Figure& f) { return f.labels.empty() || labelValue(f.labels, "apiserver") == first; };
       addAll(out.figures, p, "apiserver_objects_total", ofFirst);
       addLargest(out, p, "apiserver_objects", ofFirst, cap);
+      // What one object of each kind takes in storage, by kube-apiserver's estimate.
+      addLargest(out, p, "stored_bytes_per_object", ofFirst, cap);
       break;
     }
   }

@@ -122,6 +122,7 @@ constexpr std::string_view kHeap = "go_memstats_heap_inuse_bytes";
 constexpr std::string_view kRss = "process_resident_memory_bytes";
 constexpr std::string_view kResourceObjects = "apiserver_resource_objects";
 constexpr std::string_view kStorageObjects = "apiserver_storage_objects";
+constexpr std::string_view kSizeEstimate = "apiserver_resource_size_estimate_bytes";
 constexpr std::string_view kProposals = "etcd_server_proposals_committed_total";
 constexpr std::string_view kLeaseResource = "coordination.k8s.io/leases";
 constexpr std::string_view kCpu = "process_cpu_seconds_total";
@@ -530,6 +531,39 @@ void watchCacheEventsHeld(std::vector<Figure>& out, const TargetScrapes& t) {
   }
 }
 
+// kube-apiserver's own estimate of what each resource's objects take in storage
+// (apiserver_resource_size_estimate_bytes, refreshed with the object counts), and that
+// over the object count: what one object of a kind costs in etcd, built-in or custom,
+// without a ramp. (The heap an object costs is bytes_per_object, fitted on a ramp.)
+void storedBytesFigures(std::vector<Figure>& out, const TargetScrapes& t) {
+  const ScrapeHistory& h = t.history;
+  const auto& sizes = h.seriesNamed(kSizeEstimate);
+  if (sizes.empty()) {
+    out.push_back(Figure::unavailable("stored_bytes_per_object", sortedLabels({{"apiserver", t.info.name}}), "bytes",
+                                      Source::kApiserver,
+                                      std::string(kSizeEstimate) + " is not served by " + t.info.name));
+    return;
+  }
+  std::map<std::pair<std::string, std::string>, double> objects;
+  for (ScrapeHistory::SeriesId id : h.seriesNamed(kResourceObjects)) {
+    const TimeSeries g = h.gauge(id);
+    if (!g.values.empty()) objects[objectKind(h.key(id))] = g.values.back();
+  }
+  for (ScrapeHistory::SeriesId id : sizes) {
+    const SeriesKey& k = h.key(id);
+    const std::pair<std::string, std::string> kind{std::string(labelValue(k.labels, "group")),
+                                                   std::string(labelValue(k.labels, "resource"))};
+    TimeSeries g = h.gauge(id);
+    auto n = objects.find(kind);
+    // No object of the kind: nothing a per-object cost could be told from.
+    if (g.values.empty() || n == objects.end() || n->second <= 0) continue;
+    const Labels l = sortedLabels({{"apiserver", t.info.name}, {"group", kind.first}, {"resource", kind.second}});
+    const double bytes = g.values.back();
+    out.push_back(Figure::measured("stored_bytes", l, bytes, "bytes", Source::kApiserver, std::move(g)));
+    out.push_back(Figure::measured("stored_bytes_per_object", l, bytes / n->second, "bytes", Source::kApiserver));
+  }
+}
+
 void watchCacheFigures(std::vector<Figure>& out, const TargetScrapes& t) {
   const ScrapeHistory& h = t.history;
   // Histograms (e.g. apiserver_watch_events_sizes): the mean over the window from the
@@ -623,6 +657,7 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
       TimeSeries sum = sumGauges(perResource);
       out.push_back(Figure::measured("apiserver_objects_total", self, sum.values.back(), "objects", Source::kApiserver, sum));
     }
+    storedBytesFigures(out, *t);
     watchCacheFigures(out, *t);
   }
   return out;

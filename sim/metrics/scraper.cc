@@ -16,6 +16,8 @@ bool isFigureFamily(std::string_view family) {
       "apiserver_resource_objects",
       "apiserver_storage_objects",
       "apiserver_storage_size_bytes",
+      // What each resource's objects take in storage, by kube-apiserver's own estimate.
+      "apiserver_resource_size_estimate_bytes",
       "apiserver_watch_events_total",
       "apiserver_watch_events_sizes",
       // Open watches per resource (the plane's own informers and everyone else's), and

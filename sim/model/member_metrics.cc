@@ -192,6 +192,15 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
     sample(out, "apiserver_resource_objects", {{"group", t->type.group}, {"resource", t->type.resource}},
            std::round(t->weightedObjects));
   }
+  // What the stored objects of each resource take, as kube-apiserver estimates it: here
+  // the JSON bytes the model stores (a built-in's protobuf encoding is somewhat smaller).
+  family(out, "apiserver_resource_size_estimate_bytes", "gauge",
+         "[ALPHA] Estimated size of stored objects in database. Estimate is based on sum of last observed sizes of "
+         "serialized objects. In case of a fetching error, the value will be -1.");
+  for (const auto& t : store.tables()) {
+    sample(out, "apiserver_resource_size_estimate_bytes", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->weightedBytes));
+  }
   // The watch cache's ring per resource (watch_cache.go): its capacity, and the events
   // it has taken in (a sampled change counts its weight).
   family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");

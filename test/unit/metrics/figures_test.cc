@@ -424,6 +424,36 @@ TEST(Figures, ObjectsPerResourceWithDeprecatedFallback) {
   EXPECT_EQ(valueOf(figs, "apiserver_objects", {{"apiserver", "api-old"}, {"group", ""}, {"resource", "pods"}}), 2);
 }
 
+// What one object of a kind takes in storage: kube-apiserver's size estimate over its
+// object count at the window's last scrape; a kind with no object has no such figure,
+// and an apiserver that serves no estimate says so.
+TEST(Figures, StoredBytesPerObjectFromTheApiserversOwnEstimate) {
+  const std::string cms = "apiserver_resource_objects{group=\"\",resource=\"configmaps\"} ";
+  const std::string cmBytes = "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"configmaps\"} ";
+  const std::string crs = "apiserver_resource_objects{group=\"op0.example.com\",resource=\"widgets\"} ";
+  const std::string crBytes = "apiserver_resource_size_estimate_bytes{group=\"op0.example.com\",resource=\"widgets\"} ";
+  const std::string none = "apiserver_resource_objects{group=\"\",resource=\"secrets\"} 0\n"
+                           "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"secrets\"} 0\n";
+  std::vector<TargetScrapes> ts;
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, cms + "10\n" + cmBytes + "20000\n" + crs + "0\n" + crBytes + "0\n" + none},
+                       {5, cms + "36\n" + cmBytes + "132444\n" + crs + "50\n" + crBytes + "204800\n" + none}}));
+  ts.push_back(target("api-old", TargetRole::kApiserver, {{0, objects(3, 4)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  const Labels cm = {{"apiserver", "api-0"}, {"group", ""}, {"resource", "configmaps"}};
+  EXPECT_EQ(valueOf(figs, "stored_bytes", cm), 132444);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "stored_bytes_per_object", cm), 132444.0 / 36);
+  EXPECT_DOUBLE_EQ(valueOf(figs, "stored_bytes_per_object",
+                           {{"apiserver", "api-0"}, {"group", "op0.example.com"}, {"resource", "widgets"}}),
+                   4096);
+  EXPECT_EQ(findFigure(figs, "stored_bytes_per_object", {{"apiserver", "api-0"}, {"group", ""}, {"resource", "secrets"}}),
+            nullptr);
+  const Figure* old = findFigure(figs, "stored_bytes_per_object", {{"apiserver", "api-old"}});
+  ASSERT_NE(old, nullptr);
+  EXPECT_FALSE(old->available());
+  EXPECT_EQ(old->unavailableReason, "apiserver_resource_size_estimate_bytes is not served by api-old");
+}
+
 // The events a watch cache's ring holds, replayed from its capacity and the events it
 // received: everything until the ring is full, then the capacity; a restart (the
 // counter drops) starts over; a resource that never received an event holds none.

@@ -112,6 +112,12 @@ TEST(ModelMetrics, WeightedCountsThroughTheFigures) {
   EXPECT_LT(heap, 100e6 + 50 * 3000 + 400 * 1000 + 400 * 2 * 1000 + 1.2 * leasePuts * 3000);
   EXPECT_NEAR(value(memory, "apiserver_rss_bytes", {{"apiserver", "kube-apiserver-1"}}), 1.5 * heap, 2);
   EXPECT_NEAR(value(memory, "apiserver_heap_inuse_bytes_all_replicas"), 2 * heap, 2);
+  // What one stored ConfigMap takes, as kube-apiserver estimates it: the model's is the
+  // JSON it stores, whatever the sampling weight.
+  const double stored =
+      static_cast<double>(h.api->get(ResourceRef(kube::gvr::kConfigMaps).in("default").named("cm-10")).body.dump().size());
+  EXPECT_NEAR(value(memory, "stored_bytes_per_object", {{"apiserver", "kube-apiserver-1"}, {"resource", "configmaps"}}),
+              stored, 0.05 * stored);
 
   auto etcd = metrics::etcdFigures(scrapes);
   EXPECT_EQ(value(etcd, "etcd_keys", {{"etcd", "etcd-leases"}}), 50);
