@@ -294,6 +294,25 @@ class ModelPlane::Impl {
   void startBackground();
   void background(std::size_t i);
 
+  // ---- the node lifecycle controller (ModelNodeLifecycle) ----
+  struct NodeHealth {
+    TimePoint probe{};     // the pass that last saw the node heard from
+    bool probed = false;   // seen by a pass yet
+    bool heard = false;    // its Lease or status written since the last pass
+    std::uint64_t unknownRv = 0;  // the node's resourceVersion when its Ready was last seen Unknown
+    engine::EventId write = 0;    // the controller's status write in flight
+  };
+  void nodeHeard(const std::string& name);
+  void forgetNode(const std::string& name);
+  void nodeLifecyclePass();
+  void markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node);
+  void writeNodeStatus(const std::string& name, const std::string& body, double weight, double latency);
+  Table* nodes_ = nullptr;
+  Table* leases_ = nullptr;
+  std::map<std::string, NodeHealth, std::less<>> nodeHealth_;  // by node name
+  engine::EventId nodeLifecycleEvent_ = 0;
+  std::string nodeStatusPutKey_;  // apiserver_request_total's labels of its writes
+
   // ---- exposition ----
   double elapsed() const { return seconds(sched_.now() - start_); }
   double heapBytes() const;
@@ -479,6 +498,22 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
         {"leases", "coordination.k8s.io", "PUT", 0.1 * static_cast<double>(options_.apiservers - 1)});
   startBackground();
   compactionEvent_ = sched_.scheduleAt(start_ + options_.etcdCompactionInterval, [this] { compactionTick(); });
+  if (const ModelNodeLifecycle& nl = options_.nodeLifecycle; nl.enabled) {
+    if (nl.apiserver >= options_.apiservers)
+      throw std::invalid_argument("the node lifecycle controller's apiserver is not one the model plane has");
+    if (nl.monitorPeriod <= Duration::zero() || nl.gracePeriod <= Duration::zero())
+      throw std::invalid_argument("the node lifecycle controller's periods must be positive");
+    nodes_ = store_.findByKey("", "nodes");
+    leases_ = store_.findByKey("coordination.k8s.io", "leases");
+    RequestLabels l;
+    l.version = "v1";
+    l.resource = "nodes";
+    l.subresource = "status";
+    l.verb = "PUT";
+    l.scope = "resource";
+    nodeStatusPutKey_ = l.key();
+    nodeLifecycleEvent_ = sched_.scheduleAt(start_ + nl.monitorPeriod, [this] { nodeLifecyclePass(); });
+  }
 }
 
 void ModelPlane::Impl::compactionTick() {
@@ -508,6 +543,9 @@ double ModelPlane::Impl::etcdInUse(std::size_t i) {
 ModelPlane::Impl::~Impl() {
   for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
   if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
+  if (nodeLifecycleEvent_ != 0) sched_.cancel(nodeLifecycleEvent_);
+  for (auto& [name, h] : nodeHealth_)
+    if (h.write != 0) sched_.cancel(h.write);
   for (ModelTransport* t : transports_) {
     for (auto& [id, p] : t->pending_) {
       if (p.event != 0) sched_.cancel(p.event);
@@ -773,6 +811,8 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
   if (res.weightedWrites > 0) countWrite(etcdFor(*table), res.weightedWrites, res.weightedPuts);
+  // A kubelet's status write that changed the node carries a new heartbeat.
+  if (table == nodes_ && nodes_ != nullptr && r.sub == "status" && res.weightedWrites > 0) nodeHeard(r.name);
   return response(res.status, std::move(res.body));
 }
 
@@ -937,6 +977,14 @@ double ModelPlane::Impl::planeWatchersOf(const Table& table) const {
 }
 
 void ModelPlane::Impl::onChange(Table& table, const Change& c) {
+  if (nodes_ != nullptr) {
+    // What the node lifecycle controller's informers see: a Node registered or gone, a
+    // node's Lease renewed. (A status heartbeat is noticed in handleResource, where the
+    // subresource is known.)
+    if (&table == nodes_ && c.type == ChangeType::kAdded) nodeHeard(c.name);
+    if (&table == nodes_ && c.type == ChangeType::kDeleted) forgetNode(c.name);
+    if (&table == leases_ && c.type != ChangeType::kDeleted && c.ns == "kube-node-lease") nodeHeard(c.name);
+  }
   // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
   // every change of the resources they watch: fan-out CPU and events sent on the
   // replica they talk to (the first), whatever the workloads watch.
@@ -1124,6 +1172,121 @@ void ModelPlane::Impl::background(std::size_t i) {
   if (write) countWrite(etcdFor(key), 1, b.verb == "DELETE" ? 0 : 1);
   ++stats_.backgroundRequests;
   backgroundEvents_[i] = sched_.scheduleAfter(fromSeconds(1 / b.perSecond), [this, i] { background(i); });
+}
+
+// ---- the node lifecycle controller -----------------------------------------------
+
+void ModelPlane::Impl::nodeHeard(const std::string& name) {
+  auto it = nodeHealth_.find(name);
+  if (it == nodeHealth_.end()) it = nodeHealth_.emplace(name, NodeHealth{}).first;
+  it->second.heard = true;
+}
+
+void ModelPlane::Impl::forgetNode(const std::string& name) {
+  auto it = nodeHealth_.find(name);
+  if (it == nodeHealth_.end()) return;
+  // A write in flight is answered 404 when it lands; its entry stays until then (passes
+  // skip it: the Node is gone), so the destructor still finds its event.
+  if (it->second.write == 0) {
+    nodeHealth_.erase(it);
+  } else {
+    it->second = NodeHealth{.write = it->second.write};
+  }
+}
+
+void ModelPlane::Impl::nodeLifecyclePass() {
+  const ModelNodeLifecycle& nl = options_.nodeLifecycle;
+  const TimePoint now = sched_.now();
+  std::string key;
+  for (auto& [name, h] : nodeHealth_) {
+    // A node's Lease can be written before its Node exists: it waits for the Node.
+    key.assign("/").append(name);
+    auto node = nodes_->objects.find(key);
+    if (node == nodes_->objects.end()) continue;
+    // As tryUpdateNodeHealth: a node first seen, or heard from since, is probed now.
+    if (h.heard || !h.probed) {
+      h.probe = now;
+      h.probed = true;
+      h.heard = false;
+    }
+    if (h.write != 0 || now - h.probe <= nl.gracePeriod) continue;
+    if (node->second.rv == h.unknownRv) continue;  // Unknown already, and unchanged since
+    markNodeUnknown(name, h, node->second);
+  }
+  nodeLifecycleEvent_ = sched_.scheduleAfter(nl.monitorPeriod, [this] { nodeLifecyclePass(); });
+}
+
+void ModelPlane::Impl::markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node) {
+  json obj = json::parse(*node.text, nullptr, /*allow_exceptions=*/false);
+  if (!obj.is_object()) return;
+  json& status = obj["status"];
+  if (!status.is_object()) status = json::object();
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  const std::string now = store_.timestamp();
+  std::string readyBefore;
+  for (const char* type : {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    json* c = nullptr;
+    for (auto& e : conditions)
+      if (e.is_object() && e.value("type", std::string()) == type) c = &e;
+    if (c == nullptr) {
+      const json meta = obj.value("metadata", json::object());
+      conditions.push_back({{"type", type},
+                            {"status", "Unknown"},
+                            {"reason", "NodeStatusNeverUpdated"},
+                            {"message", "Kubelet never posted node status."},
+                            {"lastHeartbeatTime", meta.value("creationTimestamp", now)},
+                            {"lastTransitionTime", now}});
+      continue;
+    }
+    if (std::string_view(type) == "Ready") readyBefore = c->value("status", std::string());
+    if (c->value("status", std::string()) != "Unknown") {
+      (*c)["status"] = "Unknown";
+      (*c)["reason"] = "NodeStatusUnknown";
+      (*c)["message"] = "Kubelet stopped posting node status.";
+      (*c)["lastTransitionTime"] = now;
+    }
+  }
+  // Only a Ready that changed is written (upstream compares the Ready condition alone).
+  if (readyBefore == "Unknown") {
+    h.unknownRv = node.rv;
+    return;
+  }
+  // The PUT carries the resourceVersion it read: a kubelet that reports in between wins
+  // (409), and the next pass looks again.
+  const double w = node.weight;
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
+  const double latency = charge(replica, Class::kWrite, "/nodes", w);
+  apis_[replica].metrics.inflight(true, w);
+  const double answerAt = std::min(latency, seconds(options_.requestTimeout));
+  h.write = sched_.scheduleAfter(fromSeconds(answerAt), [this, name, body = obj.dump(), w, latency] {
+    writeNodeStatus(name, body, w, latency);
+  });
+}
+
+void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::string& body, double weight,
+                                       double latency) {
+  auto it = nodeHealth_.find(name);
+  if (it != nodeHealth_.end()) it->second.write = 0;
+  Apiserver& a = apis_[options_.nodeLifecycle.apiserver];
+  a.metrics.inflight(true, -weight);
+  ++stats_.requests;
+  if (latency > seconds(options_.requestTimeout)) {
+    ++stats_.timeouts;
+    a.metrics.request(nodeStatusPutKey_, 504, seconds(options_.requestTimeout), weight);
+    return;
+  }
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  StoreResult res = store_.update(*nodes_, "", name, "status", body, weight);
+  a.metrics.request(nodeStatusPutKey_, res.status, latency, weight);
+  if (res.reason == "Conflict") ++stats_.conflicts;
+  if (res.weightedWrites > 0) countWrite(etcdFor(*nodes_), res.weightedWrites, res.weightedPuts);
+  if (res.status != 200) return;
+  ++stats_.nodesMarkedUnknown;
+  it = nodeHealth_.find(name);
+  auto node = nodes_->objects.find("/" + name);
+  if (it != nodeHealth_.end() && node != nodes_->objects.end()) it->second.unknownRv = node->second.rv;
 }
 
 // ---- exposition ------------------------------------------------------------------

@@ -18,6 +18,9 @@
 // divided by w (see simulate.h); watchers always count once (as the live generator's
 // shared watches do).
 //
+// The plane's own controllers are in it only where a workload's figures depend on
+// what they write: the node lifecycle controller (ModelNodeLifecycle).
+//
 // Everything runs on the engine's thread; the same seed gives the same answers, bit
 // for bit.
 #pragma once
@@ -44,6 +47,26 @@ struct ModelEtcd {
   // raises its NOSPACE alarm and refuses every write (kube-apiserver answers 500
   // "etcdserver: mvcc: database space exceeded") until an operator defragments it.
   double quotaBytes = 2.0 * 1024 * 1024 * 1024;
+};
+
+// kube-controller-manager's node lifecycle controller (pkg/controller/nodelifecycle),
+// the part of it a fleet of kubelets sees: every monitorPeriod it looks at each Node,
+// and one it has not heard from for longer than gracePeriod has its Ready,
+// MemoryPressure, DiskPressure and PIDPressure conditions set Unknown ("Kubelet stopped
+// posting node status.") with a PUT of nodes/<name>/status, sent to the replica the
+// controller-manager talks to and charged there and in etcd as any other write. Heard
+// from: its Lease in kube-node-lease written, or its status written with a change (a
+// heartbeat), counted from the first pass that saw it (the controller's informers see
+// it there), so a node that falls silent is marked at the first pass more than
+// gracePeriod after the pass that saw its last renewal: between gracePeriod and
+// gracePeriod plus two monitor periods after that renewal. A node already Unknown is
+// not written again; the kubelet that returns reports Ready itself. Its taints
+// (node.kubernetes.io/unreachable) and evictions are not modelled.
+struct ModelNodeLifecycle {
+  bool enabled = false;  // the profile runs a controller-manager
+  engine::Duration monitorPeriod = std::chrono::seconds(5);  // --node-monitor-period
+  engine::Duration gracePeriod = std::chrono::seconds(50);   // --node-monitor-grace-period
+  std::size_t apiserver = 0;  // the replica the controller-manager talks to
 };
 
 struct ModelOptions {
@@ -73,6 +96,7 @@ struct ModelOptions {
   // of the tick before, so the db keeps every revision written since then (between one
   // and two intervals of history) beside each live key's latest.
   engine::Duration etcdCompactionInterval = std::chrono::minutes(5);
+  ModelNodeLifecycle nodeLifecycle;
 };
 
 struct ModelMember {
@@ -96,6 +120,7 @@ struct ModelStats {
   std::uint64_t timeouts = 0;          // answered 504: queued beyond requestTimeout
   std::uint64_t backgroundRequests = 0;  // the plane's own (calibration.background)
   std::uint64_t noSpace = 0;             // writes refused: their etcd's db passed its quota
+  std::uint64_t nodesMarkedUnknown = 0;  // status writes of the node lifecycle controller that did
 };
 
 class ModelPlane {

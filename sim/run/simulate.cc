@@ -9,6 +9,7 @@
 
 #include "reports/format.h"
 #include "reports/run_outputs.h"
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/model/model_plane.h"
@@ -36,6 +37,23 @@ class ModelTarget final : public Target {
       for (const auto& a : e.extraArgs)
         if (a.starts_with("--quota-backend-bytes=")) me.quotaBytes = std::strtod(a.c_str() + 22, nullptr);
       mo.etcds.push_back(std::move(me));
+    }
+    // The controller-manager's node lifecycle controller, with the periods it runs with
+    // on the local plane: upstream's defaults unless the profile passes its own flags.
+    if (profile.controllerManager.enabled) {
+      mo.nodeLifecycle.enabled = true;
+      mo.nodeLifecycle.apiserver = static_cast<std::size_t>(std::max(0, profile.controllerManager.apiserver.value_or(0)));
+      for (const auto& a : profile.controllerManager.args) {
+        for (auto [flag, field] : {std::pair{std::string_view("--node-monitor-period="), &mo.nodeLifecycle.monitorPeriod},
+                                   std::pair{std::string_view("--node-monitor-grace-period="), &mo.nodeLifecycle.gracePeriod}}) {
+          if (!a.starts_with(flag)) continue;
+          auto d = parseDuration(std::string_view(a).substr(flag.size()));
+          if (!d || *d <= Duration::zero())
+            throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                              "'" + a + "' is not a positive duration");
+          *field = *d;
+        }
+      }
     }
     mo.seed = seed;
     mo.epochUnixNanos = kVirtualRunStartUnixNanos;
