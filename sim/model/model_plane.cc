@@ -198,6 +198,9 @@ struct Pending {
   TimePoint due{};
   engine::EventId event = 0;
   bool mutating = false;
+  bool seat = false;           // holds a seat of the max-in-flight filter
+  bool seatMutating = false;   // ... a mutating one
+  bool tooMany = false;        // refused by it: answered 429 at once
   bool serverTimeout = false;  // answered 504 at requestTimeout
   bool clientTimeout = false;  // the client gives up at its timeout
   std::unique_ptr<ModelWatch> watch;  // set once a stream is open
@@ -206,8 +209,9 @@ struct Pending {
 class ModelTransport final : public kube::Transport {
  public:
   enum class Kind { kClient, kApiserver, kEtcd };
-  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server)
-      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)) {}
+  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server,
+                 bool limited = false)
+      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)), limited_(limited) {}
   ~ModelTransport() override;
 
   kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
@@ -222,6 +226,7 @@ class ModelTransport final : public kube::Transport {
   std::size_t member_;
   double weight_;
   std::string server_;
+  bool limited_;  // not system:masters: the max-in-flight filter applies
   std::map<kube::RequestId, Pending> pending_;
   kube::RequestId next_ = 0;
   std::size_t handled_ = 0;
@@ -234,6 +239,7 @@ class ModelPlane::Impl {
     ApiserverMetrics metrics;
     CpuPool* pool = nullptr;
     double cpu = 0;  // charged core-seconds (idle apart)
+    double seatsReadOnly = 0, seatsMutating = 0;  // the max-in-flight filter's, taken
   };
   struct Etcd {
     ModelEtcd spec;
@@ -273,6 +279,13 @@ class ModelPlane::Impl {
   bool deliver(ModelWatch& w, const Change& c, std::string* lines);
   void bury(std::unique_ptr<ModelWatch> w);
   void flushGraveyard();
+
+  // ---- admission (ModelAdmission) ----
+  // Takes `w` seats of the kind on `replica`; false when its limit is reached.
+  bool takeSeat(std::size_t replica, bool mutating, double w);
+  void releaseSeat(std::size_t replica, bool mutating, double w);
+  // What the filter answers: 429, Retry-After 1, its plain-text message.
+  static kube::HttpResponse tooManyRequests();
 
   // ---- cost model ----
   enum class Class { kLeaseWrite, kWrite, kRead };
@@ -350,6 +363,7 @@ ModelTransport::~ModelTransport() {
   impl_->transports_.erase(this);
   for (auto& [id, p] : pending_) {
     if (p.event != 0) impl_->sched_.cancel(p.event);
+    if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
     if (p.watch) {
       --impl_->stats_.watchers;
       impl_->bury(std::move(p.watch));
@@ -380,7 +394,8 @@ void ModelTransport::cancel(kube::RequestId id) {
   pending_.erase(it);
   if (impl_ != nullptr) {
     if (p.event != 0) impl_->sched_.cancel(p.event);
-    if (!p.route.watch && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+    if (!p.route.watch && !p.tooMany && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+    if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
   }
   ++handled_;
   p.done(std::move(aborted));
@@ -572,6 +587,33 @@ std::size_t ModelPlane::Impl::etcdFor(const Table& t) {
   return etcdOfTable_[t.index];
 }
 
+bool ModelPlane::Impl::takeSeat(std::size_t replica, bool mutating, double w) {
+  Apiserver& a = apis_[replica];
+  const double limit = mutating ? options_.admission.maxMutating : options_.admission.maxReadOnly;
+  double& taken = mutating ? a.seatsMutating : a.seatsReadOnly;
+  // A request standing for w takes w seats. Where fewer than w are left, it is admitted
+  // with the chance that the share of those w the real plane would admit: the sampled
+  // plane then keeps as many seats taken, on average, as the real one (at w = 1 a seat
+  // is free or not, and this is the filter itself).
+  const bool admitted = limit <= 0 || taken + w <= limit || (taken < limit && rng_.uniform() < (limit - taken) / w);
+  if (admitted) taken += w;
+  return admitted;
+}
+
+void ModelPlane::Impl::releaseSeat(std::size_t replica, bool mutating, double w) {
+  Apiserver& a = apis_[replica];
+  double& taken = mutating ? a.seatsMutating : a.seatsReadOnly;
+  taken = std::max(0.0, taken - w);
+}
+
+kube::HttpResponse ModelPlane::Impl::tooManyRequests() {
+  // maxinflight.go's tooManyRequests: http.Error with the Retry-After it sets first.
+  kube::HttpResponse r = response(429, "Too many requests, please try again later.\n", "text/plain; charset=utf-8");
+  r.headers.push_back({"x-content-type-options", "nosniff"});
+  r.headers.push_back({"retry-after", "1"});
+  return r;
+}
+
 double ModelPlane::Impl::cpuOf(Class c) const {
   switch (c) {
     case Class::kLeaseWrite: return cal_.apiserverCpuLeaseWrite.value;
@@ -657,6 +699,33 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
                          (r.verb == "PUT" || r.verb == "PATCH"))
                           ? Class::kLeaseWrite
                           : Class::kWrite;
+    // The max-in-flight filter, after authentication and before everything else. As
+    // upstream's long-running check: watches and the streaming subresources take no seat;
+    // get, list and watch are read-only, every other verb mutating.
+    const bool longRunning = r.watch || (r.resource && (r.sub == "exec" || r.sub == "attach" || r.sub == "log" ||
+                                                        r.sub == "portforward" || r.sub == "proxy"));
+    if (t.limited_ && !longRunning) {
+      const bool mutating = r.resource ? write : p.req.method != "GET";
+      if (!takeSeat(p.replica, mutating, t.weight_)) {
+        Apiserver& a = apis_[p.replica];
+        const double cpu = cpuOf(Class::kRead) * t.weight_;
+        a.pool->charge(now, cpu);
+        a.cpu += cpu;
+        if (generatorPool_) generatorPool_->charge(now, cal_.generatorCpuPerRequest.value * t.weight_);
+        a.metrics.dropped(p.labelsKey, 429, t.weight_);
+        ++stats_.tooManyRequests;
+        p.tooMany = true;
+        // Answered from an event, never from inside submit().
+        p.due = now;
+        ModelTransport* tp = &t;
+        p.event = sched_.scheduleAt(now, [tp, id] {
+          if (tp->impl_) tp->impl_->execute(*tp, id);
+        });
+        return;
+      }
+      p.seat = true;
+      p.seatMutating = mutating;
+    }
     if (t.kind_ == ModelTransport::Kind::kApiserver && !r.resource) {
       // A scrape or health check of one member (/metrics, /readyz, /version): a real
       // kube-apiserver serves these outside the request queues that load fills (the
@@ -706,7 +775,10 @@ void ModelPlane::Impl::execute(ModelTransport& t, kube::RequestId id) {
   kube::HttpResponse resp;
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
     resp = handleEtcd(t, p);
+  } else if (p.tooMany) {
+    resp = tooManyRequests();  // counted when it was refused
   } else {
+    if (p.seat) releaseSeat(p.replica, p.seatMutating, t.weight_);
     if (p.serverTimeout) {
       code = 504;
       ++stats_.timeouts;
@@ -1257,6 +1329,14 @@ void ModelPlane::Impl::markNodeUnknown(const std::string& name, NodeHealth& h, c
   // (409), and the next pass looks again.
   const double w = node.weight;
   const std::size_t replica = options_.nodeLifecycle.apiserver;
+  // Its identity is not system:masters: the max-in-flight filter applies, and a 429 is
+  // retried at the next pass.
+  if (!takeSeat(replica, true, w)) {
+    apis_[replica].metrics.dropped(nodeStatusPutKey_, 429, w);
+    ++stats_.tooManyRequests;
+    ++stats_.requests;
+    return;
+  }
   const double latency = charge(replica, Class::kWrite, "/nodes", w);
   apis_[replica].metrics.inflight(true, w);
   const double answerAt = std::min(latency, seconds(options_.requestTimeout));
@@ -1271,6 +1351,7 @@ void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::strin
   if (it != nodeHealth_.end()) it->second.write = 0;
   Apiserver& a = apis_[options_.nodeLifecycle.apiserver];
   a.metrics.inflight(true, -weight);
+  releaseSeat(options_.nodeLifecycle.apiserver, true, weight);
   ++stats_.requests;
   if (latency > seconds(options_.requestTimeout)) {
     ++stats_.timeouts;
@@ -1357,11 +1438,12 @@ ModelPlane::ModelPlane(engine::Scheduler& scheduler, ModelOptions options)
 
 ModelPlane::~ModelPlane() = default;
 
-kube::TransportPtr ModelPlane::clientTransport(double weight) {
+kube::TransportPtr ModelPlane::clientTransport(double weight, ClientIdentity identity) {
   if (!(weight > 0)) throw std::invalid_argument("a client's weight must be positive");
   std::string server;
   for (const auto& a : impl_->apis_) server += (server.empty() ? "" : ", ") + std::string("model://") + a.name;
-  auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kClient, 0, weight, server);
+  auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kClient, 0, weight, server,
+                                            identity == ClientIdentity::kLimited);
   impl_->transports_.insert(t.get());
   return t;
 }

@@ -353,10 +353,46 @@ TEST_F(SimulateTest, FaultsAreRefusedOnTheModelBeforeAnythingStarts) {
   expectRefused("fault-rehearsal.yaml", options("faults"), "faults[0]", "local plane");
 }
 
-// The model queues at its cores and answers no 429: a profile whose point is admission
-// limits is refused, naming the field, rather than simulated as if it had none.
-TEST_F(SimulateTest, AdmissionLimitsAreRefusedOnTheModel) {
-  expectRefused("overload.yaml", options("overload", "overload.yaml"), "maxRequestsInflight", "cpscale run");
+// With API Priority and Fairness off the model has kube-apiserver's max-in-flight
+// filter: the overload profile's one mutating seat answers the session churn's excess
+// 429, the client waits Retry-After's second and retries, and the scenario's gates hold.
+// On classic the same load runs as system:masters and nothing is refused (so its
+// retry gate cannot be judged there: no request was retried, as live).
+TEST_F(SimulateTest, TheMaxInFlightFilterAnswersTheOverloadWith429) {
+  SimulateOptions so = options("overload", "overload.yaml");
+  so.calibration = model::readCalibration(model::defaultCalibrationPath());
+  const auto r = simulateScenario(scenarioFile("overload.yaml"), {}, so);
+  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  EXPECT_EQ(r.exitCode, 0) << failedGates(r);
+  EXPECT_GT(value(r, "client_retries", {{"reason", "429"}}), 0);
+  EXPECT_GT(value(r, "rejected_write_requests", {{"code", "429"}}), 0);
+  EXPECT_EQ(value(r, "client_retry_wait_max"), 1);
+
+  SimulateOptions classic = options("overload-classic", "classic.yaml");
+  classic.calibration = so.calibration;
+  const auto c = simulateScenario(scenarioFile("overload.yaml"), {}, classic);
+  ASSERT_EQ(c.status, reports::RunStatus::kCompleted) << c.statusDetail;
+  std::vector<metrics::Figure> steady;
+  for (const auto& f : c.figures)
+    if (f.window == metrics::Window::kSteady) steady.push_back(f);
+  const metrics::Figure* retries = metrics::findFigure(steady, "client_retries", {{"reason", "429"}});
+  EXPECT_TRUE(retries == nullptr || !retries->available() || *retries->value == 0);
+}
+
+// With API Priority and Fairness on, admission limits are APF's concurrency, which the
+// model does not have: refused, naming the field, rather than run as max-in-flight.
+TEST_F(SimulateTest, AdmissionLimitsUnderPriorityAndFairnessAreRefusedOnTheModel) {
+  fs::create_directories(dir_);
+  const fs::path file = dir_ / "apf-limits.yaml";
+  std::ofstream(file) << "apiVersion: cpscale.io/v1alpha1\nkind: Profile\nname: apf-limits\n"
+                         "maxMutatingRequestsInflight: 1\n";
+  SimulateOptions so = options("apf");
+  so.profile = controlplane::loadProfile(file);
+  expectRefused("overload.yaml", so, "maxMutatingRequestsInflight", "priorityAndFairness");
+  // So is an ordinary user's load, to which APF would apply.
+  std::ofstream(file) << "apiVersion: cpscale.io/v1alpha1\nkind: Profile\nname: apf-user\nloadIdentity: user\n";
+  so.profile = controlplane::loadProfile(file);
+  expectRefused("overload.yaml", so, "loadIdentity", "cpscale run");
 }
 
 }  // namespace
