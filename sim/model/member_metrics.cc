@@ -131,6 +131,11 @@ void ApiserverMetrics::request(const std::string& labelsKey, int code, double se
   h.codes[code] += weight;
 }
 
+void ApiserverMetrics::dropped(const std::string& labelsKey, int code, double weight) {
+  requests_ += weight;
+  duration_[labelsKey].codes[code] += weight;
+}
+
 void ApiserverMetrics::watchEvents(std::string_view group, std::string_view version, std::string_view resource,
                                    double n) {
   std::string k;
@@ -155,6 +160,7 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
          "[STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, "
          "subresource, scope and component.");
   for (const auto& [key, h] : duration_) {
+    if (h.count == 0) continue;  // only ever dropped
     double cumulative = 0;
     for (std::size_t i = 0; i <= kLatencyBuckets.size(); ++i) {
       cumulative += h.buckets[i];

@@ -35,6 +35,9 @@ class ApiserverMetrics {
  public:
   // One answered request standing for `weight` identical ones.
   void request(const std::string& labelsKey, int code, double seconds, double weight);
+  // One request refused before it was served (the max-in-flight filter's 429): counted
+  // in apiserver_request_total, not in the latency histogram (RecordDroppedRequest).
+  void dropped(const std::string& labelsKey, int code, double weight);
   void watchEvents(std::string_view group, std::string_view version, std::string_view resource, double n);
   void inflight(bool mutating, double delta) { (mutating ? mutating_ : readOnly_) += delta; }
 

@@ -198,6 +198,9 @@ struct Pending {
   TimePoint due{};
   engine::EventId event = 0;
   bool mutating = false;
+  bool seat = false;           // holds a seat of the max-in-flight filter
+  bool seatMutating = false;   // ... a mutating one
+  bool tooMany = false;        // refused by it: answered 429 at once
   bool serverTimeout = false;  // answered 504 at requestTimeout
   bool clientTimeout = false;  // the client gives up at its timeout
   std::unique_ptr<ModelWatch> watch;  // set once a stream is open
@@ -206,8 +209,9 @@ struct Pending {
 class ModelTransport final : public kube::Transport {
  public:
   enum class Kind { kClient, kApiserver, kEtcd };
-  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server)
-      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)) {}
+  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server,
+                 bool limited = false)
+      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)), limited_(limited) {}
   ~ModelTransport() override;
 
   kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
@@ -222,6 +226,7 @@ class ModelTransport final : public kube::Transport {
   std::size_t member_;
   double weight_;
   std::string server_;
+  bool limited_;  // not system:masters: the max-in-flight filter applies
   std::map<kube::RequestId, Pending> pending_;
   kube::RequestId next_ = 0;
   std::size_t handled_ = 0;
@@ -234,6 +239,7 @@ class ModelPlane::Impl {
     ApiserverMetrics metrics;
     CpuPool* pool = nullptr;
     double cpu = 0;  // charged core-seconds (idle apart)
+    double seatsReadOnly = 0, seatsMutating = 0;  // the max-in-flight filter's, taken
   };
   struct Etcd {
     ModelEtcd spec;
@@ -274,6 +280,13 @@ class ModelPlane::Impl {
   void bury(std::unique_ptr<ModelWatch> w);
   void flushGraveyard();
 
+  // ---- admission (ModelAdmission) ----
+  // Takes `w` seats of the kind on `replica`; false when its limit is reached.
+  bool takeSeat(std::size_t replica, bool mutating, double w);
+  void releaseSeat(std::size_t replica, bool mutating, double w);
+  // What the filter answers: 429, Retry-After 1, its plain-text message.
+  static kube::HttpResponse tooManyRequests();
+
   // ---- cost model ----
   enum class Class { kLeaseWrite, kWrite, kRead };
   double cpuOf(Class c) const;
@@ -293,6 +306,25 @@ class ModelPlane::Impl {
   // ---- background ----
   void startBackground();
   void background(std::size_t i);
+
+  // ---- the node lifecycle controller (ModelNodeLifecycle) ----
+  struct NodeHealth {
+    TimePoint probe{};     // the pass that last saw the node heard from
+    bool probed = false;   // seen by a pass yet
+    bool heard = false;    // its Lease or status written since the last pass
+    std::uint64_t unknownRv = 0;  // the node's resourceVersion when its Ready was last seen Unknown
+    engine::EventId write = 0;    // the controller's status write in flight
+  };
+  void nodeHeard(const std::string& name);
+  void forgetNode(const std::string& name);
+  void nodeLifecyclePass();
+  void markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node);
+  void writeNodeStatus(const std::string& name, const std::string& body, double weight, double latency);
+  Table* nodes_ = nullptr;
+  Table* leases_ = nullptr;
+  std::map<std::string, NodeHealth, std::less<>> nodeHealth_;  // by node name
+  engine::EventId nodeLifecycleEvent_ = 0;
+  std::string nodeStatusPutKey_;  // apiserver_request_total's labels of its writes
 
   // ---- exposition ----
   double elapsed() const { return seconds(sched_.now() - start_); }
@@ -331,6 +363,7 @@ ModelTransport::~ModelTransport() {
   impl_->transports_.erase(this);
   for (auto& [id, p] : pending_) {
     if (p.event != 0) impl_->sched_.cancel(p.event);
+    if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
     if (p.watch) {
       --impl_->stats_.watchers;
       impl_->bury(std::move(p.watch));
@@ -361,7 +394,8 @@ void ModelTransport::cancel(kube::RequestId id) {
   pending_.erase(it);
   if (impl_ != nullptr) {
     if (p.event != 0) impl_->sched_.cancel(p.event);
-    if (!p.route.watch && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+    if (!p.route.watch && !p.tooMany && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+    if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
   }
   ++handled_;
   p.done(std::move(aborted));
@@ -479,6 +513,22 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
         {"leases", "coordination.k8s.io", "PUT", 0.1 * static_cast<double>(options_.apiservers - 1)});
   startBackground();
   compactionEvent_ = sched_.scheduleAt(start_ + options_.etcdCompactionInterval, [this] { compactionTick(); });
+  if (const ModelNodeLifecycle& nl = options_.nodeLifecycle; nl.enabled) {
+    if (nl.apiserver >= options_.apiservers)
+      throw std::invalid_argument("the node lifecycle controller's apiserver is not one the model plane has");
+    if (nl.monitorPeriod <= Duration::zero() || nl.gracePeriod <= Duration::zero())
+      throw std::invalid_argument("the node lifecycle controller's periods must be positive");
+    nodes_ = store_.findByKey("", "nodes");
+    leases_ = store_.findByKey("coordination.k8s.io", "leases");
+    RequestLabels l;
+    l.version = "v1";
+    l.resource = "nodes";
+    l.subresource = "status";
+    l.verb = "PUT";
+    l.scope = "resource";
+    nodeStatusPutKey_ = l.key();
+    nodeLifecycleEvent_ = sched_.scheduleAt(start_ + nl.monitorPeriod, [this] { nodeLifecyclePass(); });
+  }
 }
 
 void ModelPlane::Impl::compactionTick() {
@@ -508,6 +558,9 @@ double ModelPlane::Impl::etcdInUse(std::size_t i) {
 ModelPlane::Impl::~Impl() {
   for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
   if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
+  if (nodeLifecycleEvent_ != 0) sched_.cancel(nodeLifecycleEvent_);
+  for (auto& [name, h] : nodeHealth_)
+    if (h.write != 0) sched_.cancel(h.write);
   for (ModelTransport* t : transports_) {
     for (auto& [id, p] : t->pending_) {
       if (p.event != 0) sched_.cancel(p.event);
@@ -532,6 +585,33 @@ std::size_t ModelPlane::Impl::etcdFor(const Table& t) {
     etcdOfTable_.push_back(etcdFor(store_.tables()[etcdOfTable_.size()]->type.key()));
   }
   return etcdOfTable_[t.index];
+}
+
+bool ModelPlane::Impl::takeSeat(std::size_t replica, bool mutating, double w) {
+  Apiserver& a = apis_[replica];
+  const double limit = mutating ? options_.admission.maxMutating : options_.admission.maxReadOnly;
+  double& taken = mutating ? a.seatsMutating : a.seatsReadOnly;
+  // A request standing for w takes w seats. Where fewer than w are left, it is admitted
+  // with the chance that the share of those w the real plane would admit: the sampled
+  // plane then keeps as many seats taken, on average, as the real one (at w = 1 a seat
+  // is free or not, and this is the filter itself).
+  const bool admitted = limit <= 0 || taken + w <= limit || (taken < limit && rng_.uniform() < (limit - taken) / w);
+  if (admitted) taken += w;
+  return admitted;
+}
+
+void ModelPlane::Impl::releaseSeat(std::size_t replica, bool mutating, double w) {
+  Apiserver& a = apis_[replica];
+  double& taken = mutating ? a.seatsMutating : a.seatsReadOnly;
+  taken = std::max(0.0, taken - w);
+}
+
+kube::HttpResponse ModelPlane::Impl::tooManyRequests() {
+  // maxinflight.go's tooManyRequests: http.Error with the Retry-After it sets first.
+  kube::HttpResponse r = response(429, "Too many requests, please try again later.\n", "text/plain; charset=utf-8");
+  r.headers.push_back({"x-content-type-options", "nosniff"});
+  r.headers.push_back({"retry-after", "1"});
+  return r;
 }
 
 double ModelPlane::Impl::cpuOf(Class c) const {
@@ -619,6 +699,33 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
                          (r.verb == "PUT" || r.verb == "PATCH"))
                           ? Class::kLeaseWrite
                           : Class::kWrite;
+    // The max-in-flight filter, after authentication and before everything else. As
+    // upstream's long-running check: watches and the streaming subresources take no seat;
+    // get, list and watch are read-only, every other verb mutating.
+    const bool longRunning = r.watch || (r.resource && (r.sub == "exec" || r.sub == "attach" || r.sub == "log" ||
+                                                        r.sub == "portforward" || r.sub == "proxy"));
+    if (t.limited_ && !longRunning) {
+      const bool mutating = r.resource ? write : p.req.method != "GET";
+      if (!takeSeat(p.replica, mutating, t.weight_)) {
+        Apiserver& a = apis_[p.replica];
+        const double cpu = cpuOf(Class::kRead) * t.weight_;
+        a.pool->charge(now, cpu);
+        a.cpu += cpu;
+        if (generatorPool_) generatorPool_->charge(now, cal_.generatorCpuPerRequest.value * t.weight_);
+        a.metrics.dropped(p.labelsKey, 429, t.weight_);
+        ++stats_.tooManyRequests;
+        p.tooMany = true;
+        // Answered from an event, never from inside submit().
+        p.due = now;
+        ModelTransport* tp = &t;
+        p.event = sched_.scheduleAt(now, [tp, id] {
+          if (tp->impl_) tp->impl_->execute(*tp, id);
+        });
+        return;
+      }
+      p.seat = true;
+      p.seatMutating = mutating;
+    }
     if (t.kind_ == ModelTransport::Kind::kApiserver && !r.resource) {
       // A scrape or health check of one member (/metrics, /readyz, /version): a real
       // kube-apiserver serves these outside the request queues that load fills (the
@@ -668,7 +775,10 @@ void ModelPlane::Impl::execute(ModelTransport& t, kube::RequestId id) {
   kube::HttpResponse resp;
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
     resp = handleEtcd(t, p);
+  } else if (p.tooMany) {
+    resp = tooManyRequests();  // counted when it was refused
   } else {
+    if (p.seat) releaseSeat(p.replica, p.seatMutating, t.weight_);
     if (p.serverTimeout) {
       code = 504;
       ++stats_.timeouts;
@@ -773,6 +883,8 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
   if (res.weightedWrites > 0) countWrite(etcdFor(*table), res.weightedWrites, res.weightedPuts);
+  // A kubelet's status write that changed the node carries a new heartbeat.
+  if (table == nodes_ && nodes_ != nullptr && r.sub == "status" && res.weightedWrites > 0) nodeHeard(r.name);
   return response(res.status, std::move(res.body));
 }
 
@@ -937,6 +1049,14 @@ double ModelPlane::Impl::planeWatchersOf(const Table& table) const {
 }
 
 void ModelPlane::Impl::onChange(Table& table, const Change& c) {
+  if (nodes_ != nullptr) {
+    // What the node lifecycle controller's informers see: a Node registered or gone, a
+    // node's Lease renewed. (A status heartbeat is noticed in handleResource, where the
+    // subresource is known.)
+    if (&table == nodes_ && c.type == ChangeType::kAdded) nodeHeard(c.name);
+    if (&table == nodes_ && c.type == ChangeType::kDeleted) forgetNode(c.name);
+    if (&table == leases_ && c.type != ChangeType::kDeleted && c.ns == "kube-node-lease") nodeHeard(c.name);
+  }
   // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
   // every change of the resources they watch: fan-out CPU and events sent on the
   // replica they talk to (the first), whatever the workloads watch.
@@ -1126,6 +1246,130 @@ void ModelPlane::Impl::background(std::size_t i) {
   backgroundEvents_[i] = sched_.scheduleAfter(fromSeconds(1 / b.perSecond), [this, i] { background(i); });
 }
 
+// ---- the node lifecycle controller -----------------------------------------------
+
+void ModelPlane::Impl::nodeHeard(const std::string& name) {
+  auto it = nodeHealth_.find(name);
+  if (it == nodeHealth_.end()) it = nodeHealth_.emplace(name, NodeHealth{}).first;
+  it->second.heard = true;
+}
+
+void ModelPlane::Impl::forgetNode(const std::string& name) {
+  auto it = nodeHealth_.find(name);
+  if (it == nodeHealth_.end()) return;
+  // A write in flight is answered 404 when it lands; its entry stays until then (passes
+  // skip it: the Node is gone), so the destructor still finds its event.
+  if (it->second.write == 0) {
+    nodeHealth_.erase(it);
+  } else {
+    it->second = NodeHealth{.write = it->second.write};
+  }
+}
+
+void ModelPlane::Impl::nodeLifecyclePass() {
+  const ModelNodeLifecycle& nl = options_.nodeLifecycle;
+  const TimePoint now = sched_.now();
+  std::string key;
+  for (auto& [name, h] : nodeHealth_) {
+    // A node's Lease can be written before its Node exists: it waits for the Node.
+    key.assign("/").append(name);
+    auto node = nodes_->objects.find(key);
+    if (node == nodes_->objects.end()) continue;
+    // As tryUpdateNodeHealth: a node first seen, or heard from since, is probed now.
+    if (h.heard || !h.probed) {
+      h.probe = now;
+      h.probed = true;
+      h.heard = false;
+    }
+    if (h.write != 0 || now - h.probe <= nl.gracePeriod) continue;
+    if (node->second.rv == h.unknownRv) continue;  // Unknown already, and unchanged since
+    markNodeUnknown(name, h, node->second);
+  }
+  nodeLifecycleEvent_ = sched_.scheduleAfter(nl.monitorPeriod, [this] { nodeLifecyclePass(); });
+}
+
+void ModelPlane::Impl::markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node) {
+  json obj = json::parse(*node.text, nullptr, /*allow_exceptions=*/false);
+  if (!obj.is_object()) return;
+  json& status = obj["status"];
+  if (!status.is_object()) status = json::object();
+  json& conditions = status["conditions"];
+  if (!conditions.is_array()) conditions = json::array();
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  const std::string now = store_.timestamp();
+  std::string readyBefore;
+  for (const char* type : {"Ready", "MemoryPressure", "DiskPressure", "PIDPressure"}) {
+    json* c = nullptr;
+    for (auto& e : conditions)
+      if (e.is_object() && e.value("type", std::string()) == type) c = &e;
+    if (c == nullptr) {
+      const json meta = obj.value("metadata", json::object());
+      conditions.push_back({{"type", type},
+                            {"status", "Unknown"},
+                            {"reason", "NodeStatusNeverUpdated"},
+                            {"message", "Kubelet never posted node status."},
+                            {"lastHeartbeatTime", meta.value("creationTimestamp", now)},
+                            {"lastTransitionTime", now}});
+      continue;
+    }
+    if (std::string_view(type) == "Ready") readyBefore = c->value("status", std::string());
+    if (c->value("status", std::string()) != "Unknown") {
+      (*c)["status"] = "Unknown";
+      (*c)["reason"] = "NodeStatusUnknown";
+      (*c)["message"] = "Kubelet stopped posting node status.";
+      (*c)["lastTransitionTime"] = now;
+    }
+  }
+  // Only a Ready that changed is written (upstream compares the Ready condition alone).
+  if (readyBefore == "Unknown") {
+    h.unknownRv = node.rv;
+    return;
+  }
+  // The PUT carries the resourceVersion it read: a kubelet that reports in between wins
+  // (409), and the next pass looks again.
+  const double w = node.weight;
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
+  // Its identity is not system:masters: the max-in-flight filter applies, and a 429 is
+  // retried at the next pass.
+  if (!takeSeat(replica, true, w)) {
+    apis_[replica].metrics.dropped(nodeStatusPutKey_, 429, w);
+    ++stats_.tooManyRequests;
+    ++stats_.requests;
+    return;
+  }
+  const double latency = charge(replica, Class::kWrite, "/nodes", w);
+  apis_[replica].metrics.inflight(true, w);
+  const double answerAt = std::min(latency, seconds(options_.requestTimeout));
+  h.write = sched_.scheduleAfter(fromSeconds(answerAt), [this, name, body = obj.dump(), w, latency] {
+    writeNodeStatus(name, body, w, latency);
+  });
+}
+
+void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::string& body, double weight,
+                                       double latency) {
+  auto it = nodeHealth_.find(name);
+  if (it != nodeHealth_.end()) it->second.write = 0;
+  Apiserver& a = apis_[options_.nodeLifecycle.apiserver];
+  a.metrics.inflight(true, -weight);
+  releaseSeat(options_.nodeLifecycle.apiserver, true, weight);
+  ++stats_.requests;
+  if (latency > seconds(options_.requestTimeout)) {
+    ++stats_.timeouts;
+    a.metrics.request(nodeStatusPutKey_, 504, seconds(options_.requestTimeout), weight);
+    return;
+  }
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  StoreResult res = store_.update(*nodes_, "", name, "status", body, weight);
+  a.metrics.request(nodeStatusPutKey_, res.status, latency, weight);
+  if (res.reason == "Conflict") ++stats_.conflicts;
+  if (res.weightedWrites > 0) countWrite(etcdFor(*nodes_), res.weightedWrites, res.weightedPuts);
+  if (res.status != 200) return;
+  ++stats_.nodesMarkedUnknown;
+  it = nodeHealth_.find(name);
+  auto node = nodes_->objects.find("/" + name);
+  if (it != nodeHealth_.end() && node != nodes_->objects.end()) it->second.unknownRv = node->second.rv;
+}
+
 // ---- exposition ------------------------------------------------------------------
 
 double ModelPlane::Impl::heapBytes() const {
@@ -1194,11 +1438,12 @@ ModelPlane::ModelPlane(engine::Scheduler& scheduler, ModelOptions options)
 
 ModelPlane::~ModelPlane() = default;
 
-kube::TransportPtr ModelPlane::clientTransport(double weight) {
+kube::TransportPtr ModelPlane::clientTransport(double weight, ClientIdentity identity) {
   if (!(weight > 0)) throw std::invalid_argument("a client's weight must be positive");
   std::string server;
   for (const auto& a : impl_->apis_) server += (server.empty() ? "" : ", ") + std::string("model://") + a.name;
-  auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kClient, 0, weight, server);
+  auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kClient, 0, weight, server,
+                                            identity == ClientIdentity::kLimited);
   impl_->transports_.insert(t.get());
   return t;
 }

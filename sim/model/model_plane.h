@@ -18,6 +18,12 @@
 // divided by w (see simulate.h); watchers always count once (as the live generator's
 // shared watches do).
 //
+// Admission: where the profile turns API Priority and Fairness off, kube-apiserver's
+// max-in-flight filter (ModelAdmission) answers each replica's excess 429 at once.
+//
+// The plane's own controllers are in it only where a workload's figures depend on
+// what they write: the node lifecycle controller (ModelNodeLifecycle).
+//
 // Everything runs on the engine's thread; the same seed gives the same answers, bit
 // for bit.
 #pragma once
@@ -44,6 +50,49 @@ struct ModelEtcd {
   // raises its NOSPACE alarm and refuses every write (kube-apiserver answers 500
   // "etcdserver: mvcc: database space exceeded") until an operator defragments it.
   double quotaBytes = 2.0 * 1024 * 1024 * 1024;
+};
+
+// kube-controller-manager's node lifecycle controller (pkg/controller/nodelifecycle),
+// the part of it a fleet of kubelets sees: every monitorPeriod it looks at each Node,
+// and one it has not heard from for longer than gracePeriod has its Ready,
+// MemoryPressure, DiskPressure and PIDPressure conditions set Unknown ("Kubelet stopped
+// posting node status.") with a PUT of nodes/<name>/status, sent to the replica the
+// controller-manager talks to and charged there and in etcd as any other write. Heard
+// from: its Lease in kube-node-lease written, or its status written with a change (a
+// heartbeat), counted from the first pass that saw it (the controller's informers see
+// it there), so a node that falls silent is marked at the first pass more than
+// gracePeriod after the pass that saw its last renewal: between gracePeriod and
+// gracePeriod plus two monitor periods after that renewal. A node already Unknown is
+// not written again; the kubelet that returns reports Ready itself. Its taints
+// (node.kubernetes.io/unreachable) and evictions are not modelled.
+struct ModelNodeLifecycle {
+  bool enabled = false;  // the profile runs a controller-manager
+  engine::Duration monitorPeriod = std::chrono::seconds(5);  // --node-monitor-period
+  engine::Duration gracePeriod = std::chrono::seconds(50);   // --node-monitor-grace-period
+  std::size_t apiserver = 0;  // the replica the controller-manager talks to
+};
+
+// kube-apiserver's max-in-flight filter (WithMaxInFlightLimit), what admits requests
+// when API Priority and Fairness is off: each replica serves at most maxReadOnly
+// read-only (GET, LIST) and maxMutating mutating requests at once, counted from
+// admission to answer; long-running ones (WATCH) take no seat. A request that finds its
+// kind's seats taken is answered at once with 429, Retry-After: 1 and the plain-text
+// body the filter writes, counted in apiserver_request_total (code 429) but not in the
+// latency histogram, and charged a read's CPU for the chain in front of the filter
+// (authentication, audit): an upper bound. system:masters is exempt
+// (ClientIdentity::kMasters): its requests neither take nor wait for a seat. A sampled
+// request (weight w) takes w seats; where fewer than w are left it is admitted with
+// the chance (seats left) / w, so the seats taken average what the real plane's do.
+// At w = 1 that is the filter itself.
+struct ModelAdmission {
+  double maxReadOnly = 0;  // --max-requests-inflight; 0: no limit
+  double maxMutating = 0;  // --max-mutating-requests-inflight; 0: no limit
+};
+
+// Whom a client's requests authenticate as, for admission.
+enum class ClientIdentity {
+  kMasters,  // group system:masters (an admin kubeconfig): exempt from the limits
+  kLimited,  // anybody else (the controllers, a user bound to cluster-admin)
 };
 
 struct ModelOptions {
@@ -73,6 +122,10 @@ struct ModelOptions {
   // of the tick before, so the db keeps every revision written since then (between one
   // and two intervals of history) beside each live key's latest.
   engine::Duration etcdCompactionInterval = std::chrono::minutes(5);
+  ModelNodeLifecycle nodeLifecycle;
+  // Off by default (no limits): APF on, or an exempt identity, queues at the cores.
+  // The node lifecycle controller's writes are limited (it is not system:masters).
+  ModelAdmission admission;
 };
 
 struct ModelMember {
@@ -96,6 +149,8 @@ struct ModelStats {
   std::uint64_t timeouts = 0;          // answered 504: queued beyond requestTimeout
   std::uint64_t backgroundRequests = 0;  // the plane's own (calibration.background)
   std::uint64_t noSpace = 0;             // writes refused: their etcd's db passed its quota
+  std::uint64_t nodesMarkedUnknown = 0;  // status writes of the node lifecycle controller that did
+  std::uint64_t tooManyRequests = 0;     // answered 429 by the max-in-flight filter
 };
 
 class ModelPlane {
@@ -107,9 +162,11 @@ class ModelPlane {
   ModelPlane& operator=(const ModelPlane&) = delete;
 
   // A transport for a client of the plane, spread over every apiserver replica
-  // round-robin (as a load balancer would). Its requests count `weight` times.
-  kube::TransportPtr clientTransport(double weight = 1);
-  // A transport bound to one member, for its /metrics (and, on an apiserver, the API).
+  // round-robin (as a load balancer would). Its requests count `weight` times and are
+  // admitted as `identity`'s.
+  kube::TransportPtr clientTransport(double weight = 1, ClientIdentity identity = ClientIdentity::kMasters);
+  // A transport bound to one member, for its /metrics (and, on an apiserver, the API),
+  // as system:masters (the scraper's admin certificate).
   kube::TransportPtr memberTransport(const std::string& member);
   std::vector<ModelMember> members() const;
   const ModelOptions& options() const;

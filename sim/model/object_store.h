@@ -212,6 +212,9 @@ class ObjectStore {
   StoreResult remove(Table& t, const std::string& ns, const std::string& name, std::string_view body);
   StoreResult list(Table& t, const std::string& ns, const ListQuery& q);
   StoreResult removeCollection(Table& t, const std::string& ns, const ListQuery& q, std::string_view body);
+  // The time operations run at (setNow), as metadata timestamps write it: RFC 3339 to
+  // the second.
+  std::string timestamp() const;
 
   // For watches: the changes after `rv` in t's history (in order), or nullopt when
   // some of them are no longer kept (410 Expired).
@@ -250,7 +253,6 @@ class ObjectStore {
   void onCrdDeleted(const std::string& name);
   void removeNamespaceContents(const std::string& ns);
   std::string newUid();
-  std::string timestamp() const;
 
   StoreOptions options_;
   std::vector<std::unique_ptr<Table>> tables_;

@@ -9,6 +9,7 @@
 
 #include "reports/format.h"
 #include "reports/run_outputs.h"
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/model/model_plane.h"
@@ -36,6 +37,29 @@ class ModelTarget final : public Target {
       for (const auto& a : e.extraArgs)
         if (a.starts_with("--quota-backend-bytes=")) me.quotaBytes = std::strtod(a.c_str() + 22, nullptr);
       mo.etcds.push_back(std::move(me));
+    }
+    // The controller-manager's node lifecycle controller, with the periods it runs with
+    // on the local plane: upstream's defaults unless the profile passes its own flags.
+    if (profile.controllerManager.enabled) {
+      mo.nodeLifecycle.enabled = true;
+      mo.nodeLifecycle.apiserver = static_cast<std::size_t>(std::max(0, profile.controllerManager.apiserver.value_or(0)));
+      for (const auto& a : profile.controllerManager.args) {
+        for (auto [flag, field] : {std::pair{std::string_view("--node-monitor-period="), &mo.nodeLifecycle.monitorPeriod},
+                                   std::pair{std::string_view("--node-monitor-grace-period="), &mo.nodeLifecycle.gracePeriod}}) {
+          if (!a.starts_with(flag)) continue;
+          auto d = parseDuration(std::string_view(a).substr(flag.size()));
+          if (!d || *d <= Duration::zero())
+            throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                              "'" + a + "' is not a positive duration");
+          *field = *d;
+        }
+      }
+    }
+    if (!profile.priorityAndFairness) {
+      // kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight,
+      // per replica; 0 is no limit, as upstream reads it.
+      mo.admission.maxReadOnly = profile.maxRequestsInflight.value_or(400);
+      mo.admission.maxMutating = profile.maxMutatingRequestsInflight.value_or(200);
     }
     mo.seed = seed;
     mo.epochUnixNanos = kVirtualRunStartUnixNanos;
@@ -67,7 +91,13 @@ class ModelTarget final : public Target {
   }
   kube::Transport& setupTransport() override { return *setup_; }
   engine::Clock& setupClock() override { return sim_->clock(); }
-  kube::TransportPtr loadTransport(const scenario::Scenario&) override { return plane_->clientTransport(weight_); }
+  // The workloads as the profile's loadIdentity: system:masters (admin) is exempt from
+  // the max-in-flight filter, an ordinary user is not. Setup and scrapes stay admin.
+  kube::TransportPtr loadTransport(const scenario::Scenario&) override {
+    return plane_->clientTransport(weight_, profile_.loadIdentity == controlplane::LoadIdentity::kUser
+                                                ? model::ClientIdentity::kLimited
+                                                : model::ClientIdentity::kMasters);
+  }
   std::shared_ptr<engine::Simulator> simulator() override { return sim_; }
   std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
@@ -391,16 +421,26 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
     cal.placement.clear();
     cal.apiserverCores = cal.etcdCores = *options.dedicatedCores;
   }
-  // The model queues at its cores; it has no admission limits to answer 429 with.
+  // Admission. With API Priority and Fairness off, kube-apiserver's max-in-flight filter,
+  // which the model has (its defaults, 400 and 200, where the profile sets no limit).
+  // With APF on, the limits are not a filter of their own but APF's total concurrency
+  // (their sum), shared among priority levels by their shares, with fair queuing before
+  // a 429: the model has none of that, and approximating it as max-in-flight would
+  // answer 429 where APF would queue. Such a profile is refused, naming the field, as is
+  // an ordinary user's load under APF (flow schema global-default's share of the default
+  // 600 seats): on the admin identity APF exempts the load and nothing changes.
   const controlplane::Profile& pf = options.profile;
-  const char* limit = pf.maxRequestsInflight                                       ? "maxRequestsInflight"
-                      : pf.maxMutatingRequestsInflight                             ? "maxMutatingRequestsInflight"
-                      : pf.loadIdentity == controlplane::LoadIdentity::kUser        ? "loadIdentity"
-                                                                                    : nullptr;
-  if (limit)
-    throw ConfigError(pf.source.empty() ? "profile" : pf.source, limit,
-                      "the model has no admission limits (max-inflight, API Priority and Fairness): rehearse overload "
-                      "with `cpscale run` on the local plane");
+  if (pf.priorityAndFairness) {
+    const char* field = pf.maxRequestsInflight                                  ? "maxRequestsInflight"
+                        : pf.maxMutatingRequestsInflight                        ? "maxMutatingRequestsInflight"
+                        : pf.loadIdentity == controlplane::LoadIdentity::kUser ? "loadIdentity"
+                                                                                : nullptr;
+    if (field)
+      throw ConfigError(pf.source.empty() ? "profile" : pf.source, field,
+                        "the model has no API Priority and Fairness, which applies here (priorityAndFairness is "
+                        "true); it models the max-in-flight filter (priorityAndFairness: false), or rehearse APF "
+                        "with `cpscale run` on the local plane");
+  }
   // Where the load generator is. On the calibration's shared host it competes with the
   // plane for the same cores and its in-flight bound is the live generator's, so a run
   // can be generator-limited as the live one was. Off the plane (dedicated cores) it
