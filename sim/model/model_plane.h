@@ -134,8 +134,9 @@ class ModelPlane {
   void restart(const std::string& member, std::function<void()> ready = {});
   // Frozen as a SIGSTOPped process is: what reaches it waits until resume (an
   // apiserver's answers and watch opens, an etcd's writes and scrapes), failing only on
-  // a client's own timeout or, for writes to a frozen etcd, the apiserver's. Nothing for
-  // a member that is down.
+  // a client's own timeout or, for writes to a frozen etcd, the apiserver's. A frozen
+  // apiserver's open watches still get their events (the model does not hold streams).
+  // Nothing for a member that is down.
   void pause(const std::string& member);
   void resume(const std::string& member);
   // Whether the member serves now: neither killed, starting nor frozen.
