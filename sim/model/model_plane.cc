@@ -354,6 +354,45 @@ class ModelPlane::Impl {
   std::set<ModelTransport*> transports_;
   int fanout_ = 0;  // fan-outs on the stack: closed watches wait in the graveyard
   std::vector<std::unique_ptr<ModelWatch>> graveyard_;
+
+  // ---- faults (ModelPlane::kill, restart, pause, resume) ----
+  enum class Health { kServing, kDown, kStarting, kFrozen };
+  struct MemberHealth {
+    Health health = Health::kServing;
+    engine::EventId ready = 0;  // a restart's: when the member serves again
+    // An apiserver's watch cache after a restart holds the changes since this revision.
+    std::uint64_t cacheFrom = 0;
+    // What waits for a frozen member: answers, watch opens, writes to its etcd.
+    std::vector<std::pair<ModelTransport*, kube::RequestId>> held;
+  };
+  // Empty until the first fault: a plane never faulted checks nothing per request.
+  std::vector<MemberHealth> apiHealth_, etcdHealth_;
+  struct FaultedMember {
+    MemberHealth* health;
+    bool etcd;
+    std::size_t index;  // in apis_ or etcds_
+  };
+  // Throws std::invalid_argument for a member the plane does not have.
+  FaultedMember faulted(const std::string& member);
+  bool apiServing(std::size_t i) const { return apiHealth_.empty() || apiHealth_[i].health == Health::kServing; }
+  bool etcdServing(std::size_t i) const { return etcdHealth_.empty() || etcdHealth_[i].health == Health::kServing; }
+  bool etcdUp(std::size_t i) const {
+    return etcdHealth_.empty() || (etcdHealth_[i].health != Health::kDown && etcdHealth_[i].health != Health::kStarting);
+  }
+  // A request to a member that is down: refused a moment later, as a connect is.
+  bool refusedWhileDown(ModelTransport& t, kube::RequestId id, bool etcd, std::size_t member);
+  // A request whose answer (or whose write) a frozen member holds: waits for resume().
+  bool heldWhileFrozen(ModelTransport& t, kube::RequestId id, Pending& p);
+  void timeOutHeld(ModelTransport& t, kube::RequestId id, bool serverSide);
+  // What a killed member was answering: ended as a reset connection.
+  void resetConnections(bool etcd, std::size_t member);
+  // Held requests go on now: answered, opened or (a write to a killed etcd) refused.
+  void releaseHeld(std::vector<std::pair<ModelTransport*, kube::RequestId>> held);
+  void killMember(const std::string& member);
+  void restartMember(const std::string& member, std::function<void()> ready);
+  void pauseMember(const std::string& member);
+  void resumeMember(const std::string& member);
+  void cancelFaultEvents();
 };
 
 // ---- the transport -------------------------------------------------------------
@@ -556,6 +595,7 @@ double ModelPlane::Impl::etcdInUse(std::size_t i) {
 }
 
 ModelPlane::Impl::~Impl() {
+  cancelFaultEvents();
   for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
   if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
   if (nodeLifecycleEvent_ != 0) sched_.cancel(nodeLifecycleEvent_);
@@ -668,6 +708,7 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
   p.route = parseRoute(p.req);
   double latency;
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
+    if (refusedWhileDown(t, id, true, t.member_)) return;
     latency = cal_.latencyRead.value;
   } else {
     if (t.kind_ == ModelTransport::Kind::kApiserver) {
@@ -676,6 +717,8 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
       const auto& clients = options_.clientApiservers;
       p.replica = clients.empty() ? roundRobin_++ % apis_.size() : clients[roundRobin_++ % clients.size()];
     }
+    // As the live transport's round-robin, a replica that is down is tried all the same.
+    if (refusedWhileDown(t, id, false, p.replica)) return;
     const Route& r = p.route;
     RequestLabels l;
     if (r.resource) {
@@ -767,6 +810,7 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
 void ModelPlane::Impl::execute(ModelTransport& t, kube::RequestId id) {
   auto it = t.pending_.find(id);
   if (it == t.pending_.end()) return;
+  if (heldWhileFrozen(t, id, it->second)) return;
   Pending p = std::move(it->second);
   t.pending_.erase(it);
   const TimePoint now = sched_.now();
@@ -821,6 +865,10 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
   const bool dryRun = r.has("dryRun");
   StoreResult res;
   const std::string& verb = r.verb;
+  if (isWrite(verb) && !dryRun && !etcdUp(etcdFor(*table))) {
+    return response(500, statusBody(500, "InternalError",
+                                    "etcdserver: " + etcds_[etcdFor(*table)].member + " is down: connection refused"));
+  }
   if ((verb == "POST" || verb == "PUT" || verb == "PATCH") && !dryRun) {
     if (etcds_[etcdFor(*table)].noSpace) {
       ++stats_.noSpace;
@@ -1089,6 +1137,7 @@ void ModelPlane::Impl::onRemoved(Table& table) {
 void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   auto it = t.pending_.find(id);
   if (it == t.pending_.end()) return;
+  if (heldWhileFrozen(t, id, it->second)) return;
   Pending& p = it->second;
   p.event = 0;
   const Route& r = p.route;
@@ -1154,6 +1203,8 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   } else {
     const std::uint64_t from = std::strtoull(rvText.c_str(), nullptr, 10);
     auto changes = store_.changesSince(*table, from);
+    // A restarted apiserver's watch cache holds nothing from before its restart.
+    if (!apiHealth_.empty() && from < apiHealth_[p.replica].cacheFrom) changes.reset();
     if (!changes) {
       const std::string status = statusBody(
           410, "Expired",
@@ -1232,6 +1283,11 @@ void ModelPlane::Impl::background(std::size_t i) {
                     : b.group == "coordination.k8s.io" && resource == "leases" && b.verb != "POST" ? Class::kLeaseWrite
                                                                                                     : Class::kWrite;
   const std::string key = b.group + "/" + resource;
+  if (!apiServing(replica) || (write && !etcdServing(etcdFor(key)))) {
+    // The member (or its etcd) is down or frozen: this round of its own requests is lost.
+    backgroundEvents_[i] = sched_.scheduleAfter(fromSeconds(1 / b.perSecond), [this, i] { background(i); });
+    return;
+  }
   const double latency = charge(replica, cls, key, 1);
   RequestLabels l;
   l.group = b.group;
@@ -1481,6 +1537,238 @@ ModelStats ModelPlane::stats() const {
   ModelStats s = impl_->stats_;
   s.objects = impl_->store_.objects();
   return s;
+}
+
+// ---- faults ------------------------------------------------------------------------
+
+namespace {
+
+// A refused connect on the host is answered within a round trip: at once, as far as any
+// client's timing goes, but never from inside submit().
+constexpr Duration kRefusedAfter = std::chrono::microseconds(100);
+
+}  // namespace
+
+ModelPlane::Impl::FaultedMember ModelPlane::Impl::faulted(const std::string& member) {
+  if (apiHealth_.empty()) {
+    apiHealth_.resize(apis_.size());
+    etcdHealth_.resize(etcds_.size());
+  }
+  for (std::size_t i = 0; i < apis_.size(); ++i)
+    if (apis_[i].name == member) return {&apiHealth_[i], false, i};
+  for (std::size_t i = 0; i < etcds_.size(); ++i)
+    if (etcds_[i].member == member) return {&etcdHealth_[i], true, i};
+  throw std::invalid_argument("the model plane has no member '" + member + "'");
+}
+
+bool ModelPlane::Impl::refusedWhileDown(ModelTransport& t, kube::RequestId id, bool etcd, std::size_t member) {
+  const auto& hs = etcd ? etcdHealth_ : apiHealth_;
+  if (hs.empty() || (hs[member].health != Health::kDown && hs[member].health != Health::kStarting)) return false;
+  Pending& p = t.pending_.at(id);
+  // cancel() takes back what admission adds to the in-flight gauge: add it here too.
+  const bool counted = !etcd && !p.route.watch;
+  if (counted) apis_[member].metrics.inflight(false, t.weight_);
+  p.due = sched_.now() + kRefusedAfter;
+  ModelTransport* tp = &t;
+  std::string detail = "connection refused (" + (etcd ? etcds_[member].member : apis_[member].name) + " is down)";
+  p.event = sched_.scheduleAt(p.due, [tp, id, counted, detail = std::move(detail)] {
+    if (tp->impl_ == nullptr) return;
+    auto it = tp->pending_.find(id);
+    if (it == tp->pending_.end()) return;
+    Pending done = std::move(it->second);
+    tp->pending_.erase(it);
+    if (counted) tp->impl_->apis_[done.replica].metrics.inflight(false, -tp->weight_);
+    kube::HttpResponse r;
+    r.outcome = kube::TransportOutcome::kConnectFailed;
+    r.detail = detail;
+    ++tp->handled_;
+    done.done(std::move(r));
+  });
+  return true;
+}
+
+bool ModelPlane::Impl::heldWhileFrozen(ModelTransport& t, kube::RequestId id, Pending& p) {
+  if (apiHealth_.empty() || p.serverTimeout || p.clientTimeout) return false;
+  MemberHealth* h = nullptr;
+  bool apiserverAnswers = false;  // a running apiserver waiting on its etcd answers 504 at its timeout
+  if (t.kind_ == ModelTransport::Kind::kEtcd) {
+    if (etcdHealth_[t.member_].health == Health::kFrozen) h = &etcdHealth_[t.member_];
+  } else if (apiHealth_[p.replica].health == Health::kFrozen) {
+    h = &apiHealth_[p.replica];
+  } else if (p.mutating && !p.route.watch && !p.route.has("dryRun")) {
+    const std::size_t e = etcdFor(p.route.group + "/" + p.route.resourceName);
+    if (etcdHealth_[e].health == Health::kFrozen) {
+      h = &etcdHealth_[e];
+      apiserverAnswers = true;
+    }
+  }
+  if (h == nullptr) return false;
+  h->held.emplace_back(&t, id);
+  std::optional<TimePoint> deadline;
+  bool serverSide = false;
+  if (p.req.timeout > Duration::zero()) deadline = p.submitted + p.req.timeout;
+  if (apiserverAnswers && (!deadline || p.submitted + options_.requestTimeout < *deadline)) {
+    deadline = p.submitted + options_.requestTimeout;
+    serverSide = true;
+  }
+  p.event = 0;
+  p.due = TimePoint::max();
+  if (deadline) {
+    p.due = std::max(*deadline, sched_.now());
+    ModelTransport* tp = &t;
+    p.event = sched_.scheduleAt(p.due, [tp, id, serverSide] {
+      if (tp->impl_) tp->impl_->timeOutHeld(*tp, id, serverSide);
+    });
+  }
+  return true;
+}
+
+void ModelPlane::Impl::timeOutHeld(ModelTransport& t, kube::RequestId id, bool serverSide) {
+  auto it = t.pending_.find(id);
+  if (it == t.pending_.end()) return;
+  it->second.event = 0;
+  const std::pair<ModelTransport*, kube::RequestId> key{&t, id};
+  for (auto* hs : {&apiHealth_, &etcdHealth_})
+    for (MemberHealth& h : *hs) std::erase(h.held, key);
+  if (serverSide) {
+    it->second.serverTimeout = true;
+    execute(t, id);
+    return;
+  }
+  // The client gave up: nothing is answered, and in the model what it asked is not done.
+  Pending done = std::move(it->second);
+  t.pending_.erase(it);
+  if (!done.route.watch && t.kind_ != ModelTransport::Kind::kEtcd)
+    apis_[done.replica].metrics.inflight(done.mutating, -t.weight_);
+  kube::HttpResponse r;
+  r.outcome = kube::TransportOutcome::kTimeout;
+  r.detail = "no answer within the request's timeout";
+  ++t.handled_;
+  done.done(std::move(r));
+}
+
+void ModelPlane::Impl::resetConnections(bool etcd, std::size_t member) {
+  struct End {
+    engine::EventId event;
+    TimePoint submitted;
+    kube::RequestId id;
+    ModelTransport* t;
+  };
+  std::vector<End> ends;
+  for (ModelTransport* t : transports_) {
+    if ((t->kind_ == ModelTransport::Kind::kEtcd) != etcd) continue;
+    for (const auto& [id, p] : t->pending_)
+      if ((etcd ? t->member_ : p.replica) == member) ends.push_back({p.event, p.submitted, id, t});
+  }
+  // The transports are kept by address: their requests' events give the order, the
+  // same in every run.
+  std::sort(ends.begin(), ends.end(), [](const End& a, const End& b) {
+    return std::tie(a.event, a.submitted, a.id) < std::tie(b.event, b.submitted, b.id);
+  });
+  const std::string name = etcd ? etcds_[member].member : apis_[member].name;
+  for (const End& e : ends) {
+    if (!transports_.contains(e.t)) continue;
+    auto it = e.t->pending_.find(e.id);
+    if (it == e.t->pending_.end()) continue;
+    kube::HttpResponse reset;
+    reset.outcome = kube::TransportOutcome::kProtocolError;
+    reset.detail = "connection reset by peer (" + name + " was killed)";
+    if (it->second.watch) {
+      endWatch(*e.t, e.id, std::move(reset), false);
+      continue;
+    }
+    Pending p = std::move(it->second);
+    e.t->pending_.erase(it);
+    if (p.event != 0) sched_.cancel(p.event);
+    if (!p.route.watch && !etcd) apis_[p.replica].metrics.inflight(p.mutating, -e.t->weight_);
+    ++e.t->handled_;
+    p.done(std::move(reset));
+  }
+}
+
+void ModelPlane::Impl::releaseHeld(std::vector<std::pair<ModelTransport*, kube::RequestId>> held) {
+  for (auto [t, id] : held) {
+    if (!transports_.contains(t)) continue;
+    auto it = t->pending_.find(id);
+    if (it == t->pending_.end()) continue;
+    Pending& p = it->second;
+    if (p.event != 0) sched_.cancel(p.event);
+    p.due = sched_.now();
+    const bool open = p.route.watch && t->kind_ != ModelTransport::Kind::kEtcd;
+    p.event = sched_.scheduleAt(p.due, [t, id, open] {
+      if (t->impl_ == nullptr) return;
+      if (open)
+        t->impl_->openWatch(*t, id);
+      else
+        t->impl_->execute(*t, id);
+    });
+  }
+}
+
+void ModelPlane::Impl::killMember(const std::string& member) {
+  FaultedMember m = faulted(member);
+  MemberHealth& h = *m.health;
+  if (h.health == Health::kDown) return;
+  if (h.ready != 0) sched_.cancel(std::exchange(h.ready, 0));
+  h.health = Health::kDown;
+  auto held = std::move(h.held);
+  h.held.clear();
+  resetConnections(m.etcd, m.index);
+  // A killed etcd's held writes are refused by their apiservers now; a killed
+  // apiserver's were reset with its connections.
+  if (m.etcd) releaseHeld(std::move(held));
+}
+
+void ModelPlane::Impl::restartMember(const std::string& member, std::function<void()> ready) {
+  FaultedMember m = faulted(member);
+  MemberHealth* h = m.health;
+  if (h->health != Health::kDown) throw std::logic_error(member + " was not killed");
+  h->health = Health::kStarting;
+  const Duration startup = m.etcd ? options_.etcdStartup : options_.apiserverStartup;
+  h->ready = sched_.scheduleAfter(startup, [this, h, etcd = m.etcd, ready = std::move(ready)] {
+    h->health = Health::kServing;
+    h->ready = 0;
+    if (!etcd) h->cacheFrom = store_.revision();
+    if (ready) ready();
+  });
+}
+
+void ModelPlane::Impl::pauseMember(const std::string& member) {
+  MemberHealth& h = *faulted(member).health;
+  if (h.health == Health::kServing) h.health = Health::kFrozen;
+}
+
+void ModelPlane::Impl::resumeMember(const std::string& member) {
+  MemberHealth& h = *faulted(member).health;
+  if (h.health != Health::kFrozen) return;
+  h.health = Health::kServing;
+  auto held = std::move(h.held);
+  h.held.clear();
+  releaseHeld(std::move(held));
+}
+
+void ModelPlane::Impl::cancelFaultEvents() {
+  for (auto* hs : {&apiHealth_, &etcdHealth_})
+    for (MemberHealth& h : *hs)
+      if (h.ready != 0) sched_.cancel(std::exchange(h.ready, 0));
+}
+
+void ModelPlane::kill(const std::string& member) { impl_->killMember(member); }
+
+void ModelPlane::restart(const std::string& member, std::function<void()> ready) {
+  impl_->restartMember(member, std::move(ready));
+}
+
+void ModelPlane::pause(const std::string& member) { impl_->pauseMember(member); }
+
+void ModelPlane::resume(const std::string& member) { impl_->resumeMember(member); }
+
+bool ModelPlane::serving(const std::string& member) const {
+  for (std::size_t i = 0; i < impl_->apis_.size(); ++i)
+    if (impl_->apis_[i].name == member) return impl_->apiServing(i);
+  for (std::size_t i = 0; i < impl_->etcds_.size(); ++i)
+    if (impl_->etcds_[i].member == member) return impl_->etcdServing(i);
+  throw std::invalid_argument("the model plane has no member '" + member + "'");
 }
 
 }  // namespace cpscale::model

@@ -30,6 +30,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -126,6 +127,12 @@ struct ModelOptions {
   // Off by default (no limits): APF on, or an exempt identity, queues at the cores.
   // The node lifecycle controller's writes are limited (it is not system:masters).
   ModelAdmission admission;
+  // How long a restarted member takes to serve again (ModelPlane::restart): the model's
+  // assumption, from the local plane's fault rehearsals (README, Rehearse faults):
+  // kube-apiserver-0 killed for 8 s served again 10.5 s after it went down, etcd-main
+  // killed for 5 s, 5.9 s after.
+  engine::Duration apiserverStartup = std::chrono::milliseconds(2500);
+  engine::Duration etcdStartup = std::chrono::milliseconds(900);
 };
 
 struct ModelMember {
@@ -171,6 +178,26 @@ class ModelPlane {
   std::vector<ModelMember> members() const;
   const ModelOptions& options() const;
   ModelStats stats() const;
+
+  // Faults (a scenario's `faults:`), at the engine's time. A killed member answers
+  // nothing: a request to it fails as a refused connection does, what it was answering
+  // and its watches end as a reset connection does. The apiservers' writes to a killed
+  // etcd are answered 500. Throws std::invalid_argument for a member it does not have.
+  void kill(const std::string& member);
+  // Starts a killed member again (std::logic_error if it was not killed): it serves once
+  // its startup (ModelOptions::apiserverStartup, etcdStartup) has passed, then `ready`
+  // runs on the engine. A restarted apiserver's watch cache starts at the store's
+  // revision then: a watch resuming from before it is answered 410 Expired.
+  void restart(const std::string& member, std::function<void()> ready = {});
+  // Frozen as a SIGSTOPped process is: what reaches it waits until resume (an
+  // apiserver's answers and watch opens, an etcd's writes and scrapes), failing only on
+  // a client's own timeout or, for writes to a frozen etcd, the apiserver's. A frozen
+  // apiserver's open watches still get their events (the model does not hold streams).
+  // Nothing for a member that is down.
+  void pause(const std::string& member);
+  void resume(const std::string& member);
+  // Whether the member serves now: neither killed, starting nor frozen.
+  bool serving(const std::string& member) const;
 
   class Impl;
 

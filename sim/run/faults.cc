@@ -20,6 +20,10 @@ std::string seconds(engine::Duration d) {
 
 }  // namespace
 
+void MemberFaults::restartThen(const std::string& member, std::function<void()>) {
+  throw std::logic_error("restarting " + member + ": its plane runs on the wall clock (restart())");
+}
+
 void validateFaults(const std::vector<scenario::FaultSpec>& faults, const std::vector<std::string>& members) {
   for (const auto& f : faults) {
     if (std::find(members.begin(), members.end(), f.member) != members.end()) continue;
@@ -33,10 +37,18 @@ void validateFaults(const std::vector<scenario::FaultSpec>& faults, const std::v
 FaultInjector::FaultInjector(MemberFaults& members, std::vector<scenario::FaultSpec> faults, const engine::Clock& clock)
     : members_(members), faults_(std::move(faults)), clock_(clock) {}
 
+FaultInjector::FaultInjector(MemberFaults& members, std::vector<scenario::FaultSpec> faults, engine::Simulator& engine)
+    : members_(members), faults_(std::move(faults)), clock_(engine.clock()), engine_(&engine) {}
+
 FaultInjector::~FaultInjector() { finish(); }
 
 void FaultInjector::start(engine::TimePoint steadyStart) {
-  for (std::size_t i = 0; i < faults_.size(); ++i) threads_.emplace_back([this, i, steadyStart] { carryOut(i, steadyStart); });
+  for (std::size_t i = 0; i < faults_.size(); ++i) {
+    if (engine_)
+      events_.push_back(engine_->scheduleAt(steadyStart + faults_[i].at, [this, i] { strikeAt(i); }));
+    else
+      threads_.emplace_back([this, i, steadyStart] { carryOut(i, steadyStart); });
+  }
 }
 
 bool FaultInjector::waitUntil(engine::TimePoint t) {
@@ -50,26 +62,32 @@ bool FaultInjector::waitUntil(engine::TimePoint t) {
   return false;
 }
 
+std::size_t FaultInjector::strike(std::size_t index, engine::TimePoint struck) {
+  const scenario::FaultSpec& f = faults_[index];
+  std::lock_guard lock(mu_);
+  if (done_) return kNone;
+  Record rec;
+  rec.member = f.member;
+  rec.kind = std::string(scenario::toString(f.action));
+  // Live, a signal; in virtual time, the model's member.
+  const std::string kill = engine_ ? "killed" : "SIGKILL", stop = engine_ ? "frozen" : "SIGSTOP";
+  rec.detail = f.action == scenario::FaultSpec::Action::kKill
+                   ? kill + " at " + formatDuration(f.at) + " into the steady window" +
+                         (f.restartAfter ? ", restart after " + formatDuration(*f.restartAfter) : ", not restarted")
+                   : stop + " at " + formatDuration(f.at) + " into the steady window for " + formatDuration(f.stopFor);
+  rec.struck = struck;
+  rec.comesBack = f.action == scenario::FaultSpec::Action::kStop || f.restartAfter.has_value();
+  records_.push_back(std::move(rec));
+  if (f.action == scenario::FaultSpec::Action::kStop) paused_.push_back(f.member);
+  return records_.size() - 1;
+}
+
 void FaultInjector::carryOut(std::size_t index, engine::TimePoint steadyStart) {
   const scenario::FaultSpec& f = faults_[index];
   if (!waitUntil(steadyStart + f.at)) return;
-  std::size_t r;
   const engine::TimePoint struck = clock_.now();
-  {
-    std::lock_guard lock(mu_);
-    if (done_) return;
-    Record rec;
-    rec.member = f.member;
-    rec.kind = std::string(scenario::toString(f.action));
-    rec.detail = f.action == scenario::FaultSpec::Action::kKill
-                     ? "SIGKILL at " + formatDuration(f.at) + " into the steady window" +
-                           (f.restartAfter ? ", restart after " + formatDuration(*f.restartAfter) : ", not restarted")
-                     : "SIGSTOP at " + formatDuration(f.at) + " into the steady window for " + formatDuration(f.stopFor);
-    rec.struck = struck;
-    rec.comesBack = f.action == scenario::FaultSpec::Action::kStop || f.restartAfter.has_value();
-    r = records_.size();
-    records_.push_back(std::move(rec));
-  }
+  const std::size_t r = strike(index, struck);
+  if (r == kNone) return;
   try {
     if (f.action == scenario::FaultSpec::Action::kKill) {
       members_.kill(f.member);
@@ -77,21 +95,45 @@ void FaultInjector::carryOut(std::size_t index, engine::TimePoint steadyStart) {
       if (!waitUntil(struck + *f.restartAfter)) return;
       restartInto(r);
     } else {
-      {
-        std::lock_guard lock(mu_);
-        paused_.push_back(f.member);
-      }
       members_.pause(f.member);
-      const bool inTime = waitUntil(struck + f.stopFor);
-      std::lock_guard lock(mu_);
       // finish() resumes what is still frozen when the run ends first.
-      if (!inTime) return;
-      members_.resume(f.member);
-      paused_.erase(std::find(paused_.begin(), paused_.end(), f.member));
-      records_[r].ready = clock_.now();
+      if (!waitUntil(struck + f.stopFor)) return;
+      resumeInto(r);
     }
   } catch (const std::exception& e) {
     std::lock_guard lock(mu_);
+    records_[r].failure = e.what();
+  }
+}
+
+void FaultInjector::strikeAt(std::size_t index) {
+  const scenario::FaultSpec& f = faults_[index];
+  const engine::TimePoint struck = clock_.now();
+  const std::size_t r = strike(index, struck);
+  if (r == kNone) return;
+  try {
+    if (f.action == scenario::FaultSpec::Action::kKill) {
+      members_.kill(f.member);
+      if (f.restartAfter) events_.push_back(engine_->scheduleAt(struck + *f.restartAfter, [this, r] { restartInto(r); }));
+    } else {
+      members_.pause(f.member);
+      events_.push_back(engine_->scheduleAt(struck + f.stopFor, [this, r] { resumeInto(r); }));
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard lock(mu_);
+    records_[r].failure = e.what();
+  }
+}
+
+void FaultInjector::resumeInto(std::size_t r) {
+  std::lock_guard lock(mu_);
+  if (done_) return;  // finish() resumes it
+  const std::string member = records_[r].member;
+  paused_.erase(std::find(paused_.begin(), paused_.end(), member));
+  try {
+    members_.resume(member);
+    records_[r].ready = clock_.now();
+  } catch (const std::exception& e) {
     records_[r].failure = e.what();
   }
 }
@@ -102,6 +144,20 @@ void FaultInjector::restartInto(std::size_t r) {
     std::lock_guard lock(mu_);
     records_[r].restartAsked = clock_.now();
     member = records_[r].member;
+  }
+  if (engine_) {
+    // Ready is the member's own event; after finish() it is not this run's.
+    try {
+      members_.restartThen(member, [this, r, alive = std::weak_ptr<const bool>(alive_)] {
+        if (alive.expired()) return;
+        std::lock_guard lock(mu_);
+        if (!done_) records_[r].ready = clock_.now();
+      });
+    } catch (const std::exception& e) {
+      std::lock_guard lock(mu_);
+      records_[r].failure = e.what();
+    }
+    return;
   }
   try {
     members_.restart(member, [this] {
@@ -118,26 +174,37 @@ void FaultInjector::restartInto(std::size_t r) {
 
 void FaultInjector::recover(const std::string& member, const std::string& how) {
   members_.markDown(member);
-  std::lock_guard lock(mu_);
-  if (done_) return;
-  Record rec;
-  rec.member = member;
-  rec.kind = "exited";
-  rec.detail = how.substr(0, how.find(';'));
-  rec.struck = clock_.now();
-  const std::size_t r = records_.size();
-  records_.push_back(std::move(rec));
-  threads_.emplace_back([this, r] { restartInto(r); });
+  std::size_t r;
+  {
+    std::lock_guard lock(mu_);
+    if (done_) return;
+    Record rec;
+    rec.member = member;
+    rec.kind = "exited";
+    rec.detail = how.substr(0, how.find(';'));
+    rec.struck = clock_.now();
+    r = records_.size();
+    records_.push_back(std::move(rec));
+    if (!engine_) {
+      threads_.emplace_back([this, r] { restartInto(r); });
+      return;
+    }
+  }
+  restartInto(r);
 }
 
 void FaultInjector::finish() {
   std::vector<std::thread> threads;
+  std::vector<engine::EventId> events;
   {
     std::lock_guard lock(mu_);
-    if (done_ && threads_.empty()) return;
+    if (done_ && threads_.empty() && events_.empty()) return;
     done_ = true;
     threads.swap(threads_);
+    events.swap(events_);
   }
+  // What has not struck (or been asked for) by now does not happen.
+  for (engine::EventId e : events) engine_->cancel(e);
   cv_.notify_all();
   for (auto& t : threads) t.join();
   std::lock_guard lock(mu_);

@@ -487,8 +487,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     MemberFaults* members = target.faults();
     if (members == nullptr)
       throw ConfigError(sc.faults.front().where, sc.faults.front().path,
-                        "faults act on the members of the local plane cpscale starts; a user's cluster's or the "
-                        "model's are not the run's to kill");
+                        "faults act on the members of the local plane cpscale starts or of the model; a user's "
+                        "cluster's are not the run's to kill");
     validateFaults(sc.faults, members->members());
   }
 
@@ -578,9 +578,12 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Tar
     };
     std::vector<PerWorker> perWorker(sc.workers);
 
-    // The scenario's faults, on the run's clock from the steady window's start.
+    // The scenario's faults, on the run's clock from the steady window's start: live on
+    // threads of their own, in virtual time as events on the run's engine.
     std::unique_ptr<FaultInjector> injector;
-    if (!sc.faults.empty()) injector = std::make_unique<FaultInjector>(*target.faults(), sc.faults, runClock);
+    if (!sc.faults.empty())
+      injector = virtualTime ? std::make_unique<FaultInjector>(*target.faults(), sc.faults, *vsim)
+                             : std::make_unique<FaultInjector>(*target.faults(), sc.faults, runClock);
     ProgressReporter progress(counters, sc.duration, opt.progress && !virtualTime);
     RunTimeline tl;
     std::atomic<bool> runDone{false};

@@ -57,8 +57,9 @@ class Target {
   virtual std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) = 0;
   // Whether a member of the target exited during the run ("etcd-main exited ...").
   virtual std::optional<std::string> crashed() { return std::nullopt; }
-  // What a scenario's faults act on: a local plane's members; nullptr for a target whose
-  // members are not the run's to kill (a user's cluster, the model).
+  // What a scenario's faults act on: a local plane's members or the model's (in virtual
+  // time: MemberFaults::restartThen); nullptr for a user's cluster, whose members are not
+  // the run's to kill.
   virtual MemberFaults* faults() { return nullptr; }
   // Whether what the run created must be deleted afterwards (a model's store goes
   // with it).

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "reports/summary.h"
 #include "sim/metrics/figures.h"
@@ -337,7 +338,9 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
     // the shared host's ramp lasts ~85 s: the fleet's last renewals reach the plane up
     // to ~10 s late, and a node whose grace has not run out when it returns at 130 s
     // is, rightly, never marked.)
-    if (profile == "classic.yaml") EXPECT_EQ(runValue(r, "node_not_ready_transitions", fleet), 6);
+    if (profile == "classic.yaml") {
+      EXPECT_EQ(runValue(r, "node_not_ready_transitions", fleet), 6);
+    }
   }
   // Without a controller-manager nothing marks them, and the gate cannot be judged.
   SimulateOptions so = options("realistic-apiserver-only", "apiserver-only.yaml");
@@ -349,15 +352,100 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   EXPECT_NE(r.exitCode, 0);
 }
 
-TEST_F(SimulateTest, FaultsAreRefusedOnTheModelBeforeAnythingStarts) {
-  expectRefused("fault-rehearsal.yaml", options("faults"), "faults[0]", "local plane");
+// The fault rehearsal on the model, in virtual time: each fault at its exact time, the
+// apiserver's downtime its 8 s down plus the model's 2.5 s startup, the etcd freeze its
+// 4 s; the clients' refused connections retried, the watches reopened, the gates passed.
+class SimulateFaultsTest : public SimulateTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(SimulateFaultsTest, TheFaultRehearsalRunsOnTheModelAndPassesItsGates) {
+  const std::string profile = GetParam();
+  const auto r = simulateScenario(scenarioFile("fault-rehearsal.yaml"), {}, options("faults-" + profile, profile));
+  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  EXPECT_EQ(r.exitCode, 0);
+  ASSERT_EQ(r.gates.size(), 2u);
+  for (const auto& g : r.gates) EXPECT_TRUE(g.passed) << g.gate.text << ": " << g.reason;
+
+  const reports::Phase* steady = reports::findPhase(r, "steady");
+  ASSERT_NE(steady, nullptr);
+  std::map<std::string, const reports::Incident*> faults;
+  for (const auto& i : r.incidents)
+    if (i.kind == "fault") faults[i.member] = &i;
+  ASSERT_EQ(faults.size(), 2u);
+  const reports::Incident& kill = *faults.at("kube-apiserver-0");
+  EXPECT_DOUBLE_EQ(kill.atSeconds, steady->startSeconds + 10);
+  EXPECT_DOUBLE_EQ(*kill.untilSeconds, steady->startSeconds + 20.5);
+  const reports::Incident& stop = *faults.at("etcd-main");
+  EXPECT_DOUBLE_EQ(stop.atSeconds, steady->startSeconds + 40);
+  EXPECT_DOUBLE_EQ(*stop.untilSeconds, steady->startSeconds + 44);
+
+  auto run = [&](const std::string& name, const std::string& member) -> double {
+    for (const auto& f : r.figures) {
+      if (f.name != name || f.window != metrics::Window::kRun) continue;
+      for (const auto& [k, v] : f.labels)
+        if (k == "member" && v == member) return f.available() ? *f.value : -1;
+    }
+    ADD_FAILURE() << name << "{member=" << member << "} missing";
+    return -1;
+  };
+  EXPECT_EQ(run("fault_downtime_seconds", "kube-apiserver-0"), 10.5);
+  EXPECT_EQ(run("fault_restart_seconds", "kube-apiserver-0"), 2.5);
+  EXPECT_EQ(run("fault_downtime_seconds", "etcd-main"), 4.0);
+  ASSERT_TRUE(r.model.contains("faultStartupSeconds"));
+  EXPECT_EQ(r.model["faultStartupSeconds"]["kube-apiserver"], 2.5);
+
+  // What the dead apiserver refused was retried, as live.
+  EXPECT_GT(value(r, "client_retries", {{"reason", "connect failed"}}), 0);
+  // The watchers' streams broke with it and were opened again (2 kinds x 2 watchers).
+  const nlohmann::json* watched = nullptr;
+  for (const auto& w : r.workloads)
+    if (w.name == "watched") watched = &w.summary;
+  ASSERT_NE(watched, nullptr);
+  if (profile == "classic.yaml") {
+    EXPECT_GT((*watched)["watchStreams"].get<double>(), 4) << watched->dump();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Profiles, SimulateFaultsTest, ::testing::Values("classic.yaml", "classic-ha.yaml"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           return n.substr(0, n.find('.')) == "classic-ha" ? std::string("ClassicHa") : std::string("Classic");
+                         });
+
+// A target whose members are not the run's to kill (a user's cluster): nothing of it is
+// reached before the faults are refused.
+class UntouchableTarget final : public Target {
+ public:
+  engine::SimulatorMode mode() const override { return engine::SimulatorMode::kPaced; }
+  void open(reports::RunResult&) override { throw std::logic_error("opened"); }
+  kube::Transport& setupTransport() override { throw std::logic_error("setup transport"); }
+  engine::Clock& setupClock() override { throw std::logic_error("setup clock"); }
+  kube::TransportPtr loadTransport(const scenario::Scenario&) override { throw std::logic_error("load transport"); }
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult&) override {
+    throw std::logic_error("scrape targets");
+  }
+};
+
+TEST_F(SimulateTest, FaultsAreRefusedOnAClusterBeforeAnythingStarts) {
+  scenario::Scenario sc = scenario::loadScenario(scenarioFile("fault-rehearsal.yaml"), {});
+  RunOptions ro;
+  ro.runId = "simtest";
+  ro.outDir = dir_ / "cluster-faults";
+  UntouchableTarget cluster;
+  try {
+    executeRun(sc, ro, cluster);
+    ADD_FAILURE() << "faults ran against a cluster";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(e.field(), "faults[0]");
+    EXPECT_NE(std::string(e.what()).find("cluster"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(ro.outDir / reports::kResultFile));
 }
 
 // With API Priority and Fairness off the model has kube-apiserver's max-in-flight
 // filter: the overload profile's one mutating seat answers the session churn's excess
 // 429, the client waits Retry-After's second and retries, and the scenario's gates hold.
 // On classic the same load runs as system:masters and nothing is refused (so its
-// retry gate cannot be judged there: no request was retried, as live).
+// retry gate reads a measured 0 there: nothing was retried, as live).
 TEST_F(SimulateTest, TheMaxInFlightFilterAnswersTheOverloadWith429) {
   SimulateOptions so = options("overload", "overload.yaml");
   so.calibration = model::readCalibration(model::defaultCalibrationPath());
