@@ -163,13 +163,17 @@ TEST(ModelFaults, AKilledApiserversWatchesEndAndResumeOnlyByRelisting) {
   kube::ApiResult list = h.api->list(kConfigMaps);
   ASSERT_TRUE(list.ok());
   Recorder relisted;
-  watch(h, list.body["metadata"]["resourceVersion"], relisted);
+  const kube::CallId id = watch(h, list.body["metadata"]["resourceVersion"], relisted);
   h.sim.runFor(1s);
   ASSERT_TRUE(h.api->create(kConfigMaps, configMap("b")).ok());
   h.sim.runFor(1s);
   ASSERT_EQ(relisted.events.size(), 1u);
   EXPECT_EQ(relisted.events[0].type, kube::WatchEventType::kAdded);
   EXPECT_FALSE(relisted.closed);
+  // Ended here, while its recorder lives: the client's destructor would close it later.
+  h.api->cancel(id);
+  ASSERT_TRUE(relisted.closed);
+  EXPECT_EQ(relisted.closed->outcome, kube::TransportOutcome::kAborted);
 }
 
 TEST(ModelFaults, AFrozenEtcdHoldsWritesUntilResumeAndAKilledOneFailsThem) {
