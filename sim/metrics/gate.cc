@@ -24,6 +24,16 @@ std::string_view toString(GateOp op) {
   return "?";
 }
 
+std::string_view toString(GateFold fold) {
+  switch (fold) {
+    case GateFold::kNone: return "";
+    case GateFold::kMax: return "max";
+    case GateFold::kMin: return "min";
+    case GateFold::kSum: return "sum";
+  }
+  return "?";
+}
+
 namespace {
 
 std::string trim(std::string s) {
@@ -117,8 +127,8 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
   g.text = trim(text);
   g.where = where;
   g.field = field;
-  const std::string fold = m[1];
-  g.fold = fold == "max" ? GateFold::kMax : fold == "min" ? GateFold::kMin : fold == "sum" ? GateFold::kSum : GateFold::kNone;
+  for (GateFold f : {GateFold::kMax, GateFold::kMin, GateFold::kSum})
+    if (m[1].str() == toString(f)) g.fold = f;
   g.figure = m[2];
   if (m[3].matched) {
     std::string inner = m[3].str().substr(1, m[3].length() - 2);

@@ -23,6 +23,8 @@ namespace cpscale::scenario {
 enum class GateOp { kLt, kLe, kGt, kGe, kEq, kNe };
 std::string_view toString(GateOp op);
 enum class GateFold { kNone, kMax, kMin, kSum };
+// "max", "min", "sum" as a gate writes them; "" for kNone.
+std::string_view toString(GateFold fold);
 
 struct Gate {
   std::string text;            // as written

@@ -24,6 +24,7 @@ constexpr Source kSources[] = {Source::kClient, Source::kApiserver, Source::kEtc
                                Source::kScheduler, Source::kModel};
 constexpr metrics::Window kWindows[] = {metrics::Window::kSteady, metrics::Window::kSetup, metrics::Window::kRun};
 constexpr GateOp kOps[] = {GateOp::kLt, GateOp::kLe, GateOp::kGt, GateOp::kGe, GateOp::kEq, GateOp::kNe};
+constexpr scenario::GateFold kFolds[] = {scenario::GateFold::kMax, scenario::GateFold::kMin, scenario::GateFold::kSum};
 
 }  // namespace
 
@@ -77,7 +78,7 @@ json gateJson(const GateResult& g) {
                {"thresholdText", g.gate.thresholdText}};
   // Written only for max(...)/min(...)/sum(...): results without one read as before.
   if (g.gate.fold != scenario::GateFold::kNone)
-    gate["fold"] = g.gate.fold == scenario::GateFold::kMax ? "max" : g.gate.fold == scenario::GateFold::kMin ? "min" : "sum";
+    gate["fold"] = std::string(toString(g.gate.fold));
   return {{"gate", gate},
           {"measured", g.measured ? number(*g.measured) : json(nullptr)},
           {"passed", g.passed},
@@ -142,11 +143,7 @@ GateResult readGate(const Reader& r) {
   g.gate.op = readEnum(gate.at("op"), kOps, "operator");
   g.gate.threshold = gate.at("threshold").num();
   g.gate.thresholdText = gate.at("thresholdText").str();
-  const std::string fold = gate.strOr("fold");
-  g.gate.fold = fold == "max"   ? scenario::GateFold::kMax
-                : fold == "min" ? scenario::GateFold::kMin
-                : fold == "sum" ? scenario::GateFold::kSum
-                                : scenario::GateFold::kNone;
+  if (gate.has("fold")) g.gate.fold = readEnum(gate.at("fold"), kFolds, "fold");
   g.measured = r.at("measured").optionalNum();
   g.passed = r.at("passed").boolean();
   g.reason = r.strOr("reason");

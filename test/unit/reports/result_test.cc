@@ -126,6 +126,8 @@ TEST_F(ResultFileTest, BadFieldsAreNamedByJsonPath) {
   expectConfigError(writeEdited([](auto& j) { j["figures"][0]["source"] = "guess"; }), "/figures/0/source",
                     "unknown source 'guess'");
   expectConfigError(writeEdited([](auto& j) { j["gates"][1]["gate"]["op"] = "~"; }), "/gates/1/gate/op", "unknown operator");
+  expectConfigError(writeEdited([](auto& j) { j["gates"][1]["gate"]["fold"] = "avg"; }), "/gates/1/gate/fold",
+                    "unknown fold 'avg' (one of max, min, sum)");
   expectConfigError(writeEdited([](auto& j) { j["status"] = "done"; }), "/status", "unknown status 'done'");
   expectConfigError(writeEdited([](auto& j) { j["figures"][0]["overTime"]["values"].erase(0); }),
                     "/figures/0/overTime/values", "7 times");
