@@ -106,11 +106,7 @@ class ChurnWorkload final : public Workload {
     return params_.maxSessions > 0 ? std::vector<std::string>{} : std::vector<std::string>{"sessionsPerMinute"};
   }
   bool loadsSteadyWindow() const override { return params_.sessionsPerMinute > 0; }
-  std::string whyNotMeasured(const std::string& figure) const override {
-    return figure == "session_write_failures"
-               ? ""
-               : "a churn workload reports no figure named " + figure + " (its own: session_write_failures)";
-  }
+  std::string whyNotMeasured(const std::string& figure) const override { return notOwnFigure(kind(), figure); }
   const ChurnParams& params() const { return params_; }
   // The filled CRD for a target (labels are added at install).
   nlohmann::json crdFor(const ChurnTarget& t) const;

@@ -120,12 +120,7 @@ void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const 
 }
 
 std::string DormantWorkload::whyNotMeasured(const std::string& figure) const {
-  static const char* const kOwn[] = {"dormant_objects",  "dormant_objects_created",  "dormant_objects_missing",
-                                     "dormant_watchers", "dormant_watchers_synced", "dormant_watchers_unsynced"};
-  if (std::find(std::begin(kOwn), std::end(kOwn), figure) == std::end(kOwn))
-    return "a dormant workload reports no figure named " + figure +
-           " (its own: dormant_objects, dormant_objects_created, dormant_objects_missing, dormant_watchers, "
-           "dormant_watchers_synced, dormant_watchers_unsynced)";
+  if (std::string why = notOwnFigure(kind(), figure); !why.empty()) return why;
   if (figure.starts_with("dormant_watchers") && params_.watchers.perKind == 0)
     return "workload '" + params_.name + "' opens no watchers (watchers.perKind: 0)";
   return "";

@@ -186,12 +186,7 @@ void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::stri
 std::string KubeletFleet::whyNotMeasured(const std::string& figure) const {
   const bool notReady = figure == "node_not_ready_seconds_p50" || figure == "node_not_ready_seconds_max";
   const bool readyAgain = figure == "node_ready_again_seconds_p50" || figure == "node_ready_again_seconds_max";
-  if (!notReady && !readyAgain && figure != "node_not_ready_transitions" && figure != "node_ready_transitions" &&
-      figure != "nodes_not_ready_at_end" && figure != "lease_renewals_answered" && figure != "lease_renewals_missed")
-    return "a kubelet fleet reports no figure named " + figure +
-           " (its own: lease_renewals_answered, lease_renewals_missed, node_not_ready_transitions, "
-           "node_not_ready_seconds_p50/_max, node_ready_transitions, node_ready_again_seconds_p50/_max, "
-           "nodes_not_ready_at_end)";
+  if (std::string why = notOwnFigure(kind(), figure); !why.empty()) return why;
   if ((notReady || readyAgain) &&
       static_cast<std::int64_t>(std::floor(static_cast<double>(params_.count) * params_.failures.fraction)) == 0)
     return "no node of fleet '" + params_.name + "' fails (failures.fraction x count is under one node)";

@@ -137,6 +137,10 @@ class Workload {
 // figures seen through the fleet's node watch, "churn" for session_*, "dormant" for
 // dormant_*; "" for any other figure.
 std::string figureKindOf(const std::string& figure);
+// The figures a workload of `kind` reports of itself (empty for another kind), and ""
+// when `figure` is one of them, or why not (listing them).
+const std::vector<std::string>& ownFigures(const std::string& kind);
+std::string notOwnFigure(const std::string& kind, const std::string& figure);
 
 using WorkloadPtr = std::unique_ptr<Workload>;
 

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
+#include "workloads/workload.h"
+
 namespace cpscale::cli {
 namespace {
 
@@ -148,6 +152,31 @@ TEST(WorkloadFigures, ADormantPopulationCountsWhatItWasAskedAgainstWhatItMade) {
   EXPECT_EQ(of("dormant_watchers_unsynced", "quiet").unavailableReason, "the workload opened no watchers");
   EXPECT_EQ(of("session_write_failures", "sessions").value, 5);
   for (const auto& f : fs) EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
+}
+
+// The figures each kind reports are exactly the ones a gate may name for it (the list
+// the scenario's gates are checked against at load).
+TEST(WorkloadFigures, EachKindReportsExactlyItsOwnFigures) {
+  std::vector<reports::WorkloadSummary> ws{
+      fleet(5, 5, {{"notReadyTransitions", 5}, {"readyTransitions", 4}, {"notReadySeconds", {50.0}},
+                   {"readyAgainSeconds", {4.0}}}),
+      {"churn", "sessions", {{"writeFailures", 0}}},
+      {"dormant", "platform", {{"objects", 10}, {"created", 10}, {"watchers", 2}, {"watchersSynced", 2}}},
+  };
+  const auto fs = workloadFigures(ws);
+  for (const auto& w : ws) {
+    std::set<std::string> reported;
+    for (const auto& f : fs)
+      if (metrics::labelValue(f.labels, "workload") == w.name) reported.insert(f.name);
+    const auto& own = workloads::ownFigures(w.kind);
+    EXPECT_EQ(reported, std::set<std::string>(own.begin(), own.end())) << w.kind;
+    for (const auto& name : reported) {
+      EXPECT_EQ(workloads::figureKindOf(name), w.kind) << name;
+      EXPECT_EQ(workloads::notOwnFigure(w.kind, name), "") << name;
+    }
+  }
+  EXPECT_EQ(workloads::notOwnFigure("churn", "session_writes"),
+            "a churn workload reports no figure named session_writes (its own: session_write_failures)");
 }
 
 }  // namespace
