@@ -179,12 +179,13 @@ sanitize: debian-deps
 	  ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit -E ShippedMatrix -j $(JOBS) --no-tests=error
 
 # ThreadSanitizer over the code that runs threads: the worker pool (N engine loops),
-# the open-loop driver's windows read from other threads, and the scraper.
+# the open-loop driver's windows read from other threads, the scraper, and a whole live
+# run (the supervisor's monitor, the scrape loop, two workers and the progress reporter).
 TSAN_DIR ?= build-tsan
-TSAN_TESTS := ^(WorkerPool|OpenLoopDriver|RequestStats|SteadyWindow|Scraper|ScraperTest)\.
+TSAN_TESTS := ^(WorkerPool|OpenLoopDriver|RequestStats|SteadyWindow|Scraper|ScraperTest|LiveRunTest)\.
 tsan: debian-deps
 	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCPSCALE_SANITIZE=thread \
 	  $(SANITIZER_FLAGS)
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target cpscale_driver_test cpscale_metrics_test
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target cpscale_driver_test cpscale_metrics_test cpscale_live_run_test
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
 	  ctest --test-dir $(TSAN_DIR) --output-on-failure -L unit -R '$(TSAN_TESTS)' -j $(JOBS) --no-tests=error

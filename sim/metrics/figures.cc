@@ -858,18 +858,24 @@ std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) 
   return out;
 }
 
-std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
+std::vector<Figure> serverWindowFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
   std::vector<Figure> out;
   auto append = [&](std::vector<Figure> v) { std::move(v.begin(), v.end(), std::back_inserter(out)); };
   append(writeFigures(targets));
   append(apiserverRequestFigures(targets));
   append(leaseShareFigures(targets));
   append(apiserverMemoryFigures(targets, replicas));
-  append(bytesPerObjectFigures(targets));
   append(cpuFigures(targets));
   append(etcdFigures(targets, replicas));
   append(controllerFigures(targets));
   append(serverLatencyFigures(targets));
+  return out;
+}
+
+std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas) {
+  std::vector<Figure> out = serverWindowFigures(targets, replicas);
+  auto append = [&](std::vector<Figure> v) { std::move(v.begin(), v.end(), std::back_inserter(out)); };
+  append(bytesPerObjectFigures(targets));
   append(scrapeHealthFigures(targets));
   return out;
 }

@@ -139,9 +139,13 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
 // figure carrying the reason) scrape_last_error when the target never answered.
 std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets);
 
-// Every figure above, in that order (apiserverRequestFigures after writeFigures),
-// bytes_per_object (bytes_per_object.h) over every scrape after the memory figures,
-// cpuFigures after those, and controllerFigures (controller_figures.h) after etcd's.
+// The servers' figures of one window of scrapes (a run's steady window, a capacity
+// step), in this order: writes, apiserver requests, lease share, apiserver memory, CPU,
+// etcd, the controllers' (controller_figures.h) and server latency. The run adds the
+// client's figures of the same window (sim/run).
+std::vector<Figure> serverWindowFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
+// A whole history's: serverWindowFigures, then bytes_per_object (bytes_per_object.h)
+// over every scrape and scrape health.
 std::vector<Figure> allFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
 
 // Building blocks the figure files share.

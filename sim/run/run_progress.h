@@ -1,11 +1,15 @@
 // Live counters of a run, shared between the engine workers (which count) and the
-// progress reporter (which reads): a Transport decorator under each worker's
+// progress reporter (which reads, on a thread of its own): a Transport decorator under each worker's
 // open-loop driver counts sends, completions, errors and writes with relaxed atomics.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
 
 #include "sim/engine/clock.h"
 #include "sim/kube/transport.h"
@@ -21,6 +25,29 @@ struct RunCounters {
   std::atomic<std::int64_t> maxLagNs{0};
   // 0: setup (registration, population creation, warmup); 1: the steady window.
   std::atomic<int> phase{0};
+};
+
+// Periodic progress: one rewritten line on a terminal, plain log lines otherwise.
+class ProgressReporter {
+ public:
+  ProgressReporter(RunCounters& counters, engine::Duration total, bool enabled);
+  ~ProgressReporter() { stop(); }
+  // Starts the reporter's thread (when enabled); stop() joins it.
+  void start();
+  void stop();
+
+ private:
+  void loop();
+
+  RunCounters& counters_;
+  std::optional<std::chrono::steady_clock::time_point> steadySince_;
+  engine::Duration total_;
+  bool enabled_;
+  bool tty_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
 };
 
 class CountingTransport final : public kube::Transport {
