@@ -21,6 +21,7 @@ using engine::TimePoint;
 using kube::ResourceRef;
 using nlohmann::json;
 using testing::Harness;
+using testing::scrapeMember;
 
 const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
 
@@ -86,8 +87,7 @@ TEST(ModelAdmission, NPlusKMutatingRequestsAgainstNSeatsGetKTooManyRequests) {
 
   // Counted by code in apiserver_request_total; the latency histogram has only the six
   // that were served.
-  auto scrape = h.plane->memberTransport("kube-apiserver-0");
-  auto p = metrics::parsePrometheusText(kube::roundTrip(*scrape, get("/metrics")).body);
+  auto p = scrapeMember(h, "kube-apiserver-0");
   double served = 0, refused = 0, observed = 0;
   for (const auto& s : p.families["apiserver_request_total"].samples) {
     if (metrics::labelValue(s.labels, "resource") != "configmaps") continue;

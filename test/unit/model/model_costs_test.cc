@@ -19,6 +19,7 @@ using namespace std::chrono_literals;
 using kube::ResourceRef;
 using nlohmann::json;
 using testing::Harness;
+using testing::scraped;
 
 const ResourceRef kLeases = ResourceRef(kube::gvr::kLeases).in("kube-node-lease");
 const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
@@ -32,25 +33,6 @@ json lease(const std::string& name) {
 
 json configMap(const std::string& name) {
   return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
-}
-
-// The sum of a family's samples whose labels include `match`, as the member serves it.
-double scraped(Harness& h, const std::string& member, const std::string& family, const metrics::Labels& match = {}) {
-  auto t = h.plane->memberTransport(member);
-  kube::HttpRequest req;
-  req.method = "GET";
-  req.path = "/metrics";
-  metrics::ParseResult p = metrics::parsePrometheusText(kube::roundTrip(*t, req).body);
-  EXPECT_TRUE(p.ok());
-  double sum = 0;
-  auto f = p.families.find(family);
-  if (f == p.families.end()) return -1;
-  for (const auto& s : f->second.samples) {
-    bool all = true;
-    for (const auto& [k, v] : match) all = all && metrics::labelValue(s.labels, k) == v;
-    if (all) sum += s.value;
-  }
-  return sum;
 }
 
 // An apiserver alone with 1,000 cores (no queueing), no idle CPU and no background:

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
+#include "sim/metrics/prometheus_text.h"
 #include "sim/model/model_plane.h"
 
 namespace cpscale::model::testing {
@@ -48,5 +50,30 @@ struct Harness {
   kube::TransportPtr transport;
   std::unique_ptr<kube::ApiClient> api;
 };
+
+// A member's /metrics as it serves it now.
+inline metrics::ParseResult scrapeMember(Harness& h, const std::string& member) {
+  auto t = h.plane->memberTransport(member);
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = "/metrics";
+  return metrics::parsePrometheusText(kube::roundTrip(*t, req).body);
+}
+
+// The sum of a family's samples whose labels include `match`, as the member serves it;
+// -1 when it serves no such family.
+inline double scraped(Harness& h, const std::string& member, const std::string& family,
+                      const metrics::Labels& match = {}) {
+  metrics::ParseResult p = scrapeMember(h, member);
+  auto f = p.families.find(family);
+  if (!p.ok() || f == p.families.end()) return -1;
+  double sum = 0;
+  for (const auto& s : f->second.samples) {
+    bool all = true;
+    for (const auto& [k, v] : match) all = all && metrics::labelValue(s.labels, k) == v;
+    if (all) sum += s.value;
+  }
+  return sum;
+}
 
 }  // namespace cpscale::model::testing

@@ -22,6 +22,7 @@ using engine::TimePoint;
 using kube::ResourceRef;
 using nlohmann::json;
 using testing::Harness;
+using testing::scraped;
 
 const ResourceRef kNodes = ResourceRef(kube::gvr::kNodes);
 const ResourceRef kLeases = ResourceRef(kube::gvr::kLeases).in("kube-node-lease");
@@ -112,18 +113,7 @@ void watchReady(Harness& h, ReadyLog& log) {
 
 // apiserver_request_total as kube-apiserver-0 serves it, for the labels given.
 double requests(Harness& h, const metrics::Labels& match) {
-  auto t = h.plane->memberTransport("kube-apiserver-0");
-  kube::HttpRequest req;
-  req.method = "GET";
-  req.path = "/metrics";
-  metrics::ParseResult p = metrics::parsePrometheusText(kube::roundTrip(*t, req).body);
-  double sum = 0;
-  for (const auto& s : p.families["apiserver_request_total"].samples) {
-    bool all = true;
-    for (const auto& [k, v] : match) all = all && metrics::labelValue(s.labels, k) == v;
-    if (all) sum += s.value;
-  }
-  return sum;
+  return scraped(h, "kube-apiserver-0", "apiserver_request_total", match);
 }
 
 // Two nodes registered at 0 s, each renewing every 10 s; "silent" stops after its
@@ -268,12 +258,7 @@ TEST(ModelNodeLifecycle, TheWriteIsChargedAsAWriteOfTheNodesWeight) {
   h.sim.runUntil(TimePoint{100s});
   ASSERT_EQ(h.plane->stats().nodesMarkedUnknown, 1u);
   EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", "status"}, {"verb", "PUT"}, {"code", "200"}}), 4);
-  auto t = h.plane->memberTransport("kube-apiserver-0");
-  kube::HttpRequest req;
-  req.method = "GET";
-  req.path = "/metrics";
-  metrics::ParseResult p = metrics::parsePrometheusText(kube::roundTrip(*t, req).body);
-  const double cpu = p.families["process_cpu_seconds_total"].samples.at(0).value;
+  const double cpu = scraped(h, "kube-apiserver-0", "process_cpu_seconds_total");
   EXPECT_NEAR(cpu, 4 * (2 * 0.001 + 1 * 0.0004) + 4 * 0.001, 1e-9);
 }
 

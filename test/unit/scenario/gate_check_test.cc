@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sim/common/error.h"
+#include "test/support/scenario_files.h"
 
 namespace cpscale::scenario {
 namespace {
@@ -26,23 +27,10 @@ const std::string kFleet =
     "    name: fleet\n"
     "    count: 10\n";
 
-class GateCheckTest : public ::testing::Test {
+class GateCheckTest : public testing::ScenarioFileTest {
  protected:
-  fs::path write(const std::string& text) {
-    fs::path p = fs::path(::testing::TempDir()) /
-                 (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml");
-    std::ofstream(p) << text;
-    return p;
-  }
   // The ConfigError loading `body` (after the head) throws, or "" when it loads.
-  std::string refusal(const std::string& body, const std::vector<Override>& o = {}) {
-    try {
-      loadScenario(write(kHead + body), o);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "";
-  }
+  std::string refusal(const std::string& body, const std::vector<Override>& o = {}) { return errorOf(kHead + body, o); }
 };
 
 TEST_F(GateCheckTest, AnIdlePopulationHasNoGeneratorHealthToJudge) {

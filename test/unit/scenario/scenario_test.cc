@@ -7,6 +7,7 @@
 #include <map>
 
 #include "sim/common/error.h"
+#include "test/support/scenario_files.h"
 
 namespace cpscale::scenario {
 namespace {
@@ -25,23 +26,7 @@ const char* kMinimal =
     "  - write_qps{resource=leases} <= 600\n"
     "  - expr: lease_write_share >= 0.5\n";
 
-class ScenarioTest : public ::testing::Test {
- protected:
-  fs::path write(const std::string& text) {
-    fs::path p = fs::path(::testing::TempDir()) /
-                 (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml");
-    std::ofstream(p) << text;
-    return p;
-  }
-  std::string errorOf(const std::string& text, const std::vector<Override>& o = {}) {
-    try {
-      loadScenario(write(text), o);
-    } catch (const ConfigError& e) {
-      return e.what();
-    }
-    return "";
-  }
-};
+class ScenarioTest : public testing::ScenarioFileTest {};
 
 TEST_F(ScenarioTest, ShippedScenariosLoad) {
   int n = 0;
