@@ -4,8 +4,8 @@
 
 #include <cxxopts.hpp>
 #include <fstream>
-#include <map>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <thread>
 
@@ -21,6 +21,7 @@
 #include "sim/controlplane/local_plane.h"
 #include "sim/result/capacity.h"
 #include "sim/result/result.h"
+#include "sim/run/capacity_index.h"
 #include "sim/run/capacity_search.h"
 #include "sim/run/runner.h"
 #include "sim/run/simulate.h"
@@ -29,27 +30,6 @@
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
-
-namespace {
-
-// "2 CPUs (AMD EPYC 7B13), 24 GiB": where an index was measured, in words.
-std::string machineDescription() {
-  std::string model;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  const double mem = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  std::ostringstream os;
-  os << std::thread::hardware_concurrency() << " CPUs";
-  if (!model.empty()) os << " (" << model << ")";
-  os << ", " << reports::formatValue(mem, "bytes");
-  return os.str();
-}
-
-}  // namespace
 
 int capacity(const Args& args) {
   cxxopts::Options opts("cpscale capacity",
@@ -67,21 +47,22 @@ int capacity(const Args& args) {
       "hold", "steady window of each step (capacity.hold, default the scenario's duration)",
       cxxopts::value<std::string>())("bisect", "refinement runs between the last pass and the first fail",
                                      cxxopts::value<std::string>())(
-      "set", "override a scenario field: path.to.field=value, or NAME:path.to.field=value for the scenario named "
-             "NAME alone (repeatable)",
-      cxxopts::value<std::vector<std::string>>())(
-      "out", "output directory (default runs/capacity-<id>)", cxxopts::value<std::string>())(
+      "set",
+      "override a scenario field: path.to.field=value, or NAME:path.to.field=value for the scenario named "
+      "NAME alone (repeatable)",
+      cxxopts::value<std::vector<std::string>>())("out", "output directory (default runs/capacity-<id>)",
+                                                  cxxopts::value<std::string>())(
       "run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "no-cleanup", "keep the objects the runs created")("yes", "confirm load on a non-loopback server")(
-      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
+      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory",
+                                     cxxopts::value<std::string>())(
       "model", "project the index with the calibrated model in virtual time instead of measuring it live")(
       "dedicated-cores", "with --model: each kube-apiserver and each etcd on N cores of its own (default 16)",
-      cxxopts::value<double>())(
-      "calibration", "with --model: the calibration (default profiles/calibration/default.json)",
-      cxxopts::value<std::string>())(
+      cxxopts::value<double>())("calibration",
+                                "with --model: the calibration (default profiles/calibration/default.json)",
+                                cxxopts::value<std::string>())(
       "max-actors", "with --model: largest node count, sessions/min or objects/kind simulated one by one (default 500)",
-      cxxopts::value<double>())(
-      "h,help", "show this help");
+      cxxopts::value<double>())("h,help", "show this help");
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO...");
   auto parsed = parseArgs(opts, args);
@@ -93,13 +74,13 @@ int capacity(const Args& args) {
   // Everything is validated before anything starts: every scenario with its capacity
   // block, every profile.
   std::vector<scenario::Override> overrides = scenarioOverrides(r);
-  for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{
-           {"axis", "knob"}, {"start", "start"}, {"factor", "factor"}, {"max", "max"}, {"hold", "hold"}, {"bisect", "bisect"}})
+  for (const auto& [flag, field] : std::vector<std::pair<std::string, std::string>>{{"axis", "knob"},
+                                                                                    {"start", "start"},
+                                                                                    {"factor", "factor"},
+                                                                                    {"max", "max"},
+                                                                                    {"hold", "hold"},
+                                                                                    {"bisect", "bisect"}})
     if (r.count(flag)) overrides.push_back({"capacity." + field, r[flag].as<std::string>()});
-  struct Plan {
-    std::string path;
-    scenario::Scenario probe;
-  };
   // SCENARIO-NAME:path=value applies to that scenario alone (a heap budget for the state
   // axis, a ladder for the node axis), the rest to every scenario.
   std::vector<std::pair<std::string, scenario::Override>> scoped;
@@ -109,22 +90,22 @@ int capacity(const Args& args) {
     scoped.push_back({o.path.substr(0, colon), {o.path.substr(colon + 1), o.value}});
     return true;
   });
-  std::vector<Plan> plans;
-  std::map<std::string, std::vector<scenario::Override>> overridesOf;
+  std::vector<IndexScenario> plans;
   for (const auto& path : r["scenario"].as<std::vector<std::string>>()) {
     const std::string name = scenario::loadScenario(path, overrides).name;
-    std::vector<scenario::Override>& own = overridesOf[path] = overrides;
+    std::vector<scenario::Override> own = overrides;
     for (const auto& [scope, o] : scoped)
       if (scope == name) own.push_back(o);
-    Plan p{path, scenario::loadScenario(path, own)};
-    if (!p.probe.capacity)
+    scenario::Scenario probe = scenario::loadScenario(path, own);
+    if (!probe.capacity)
       throw ConfigError(path, "capacity",
                         "the scenario has no capacity: block (add one, or give --axis KNOB --start N --max N)");
-    plans.push_back(std::move(p));
+    plans.push_back({path, std::move(own), std::move(probe)});
   }
   for (const auto& [scope, o] : scoped)
-    if (std::none_of(plans.begin(), plans.end(), [&](const Plan& p) { return p.probe.name == scope; }))
-      throw ConfigError("command line", "--set", "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
+    if (std::none_of(plans.begin(), plans.end(), [&](const IndexScenario& p) { return p.probe.name == scope; }))
+      throw ConfigError("command line", "--set",
+                        "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
   for (const auto& plan : plans)
     for (const auto& profile : profiles) scenario::checkGatesOnProfile(plan.probe, profile);
@@ -145,7 +126,8 @@ int capacity(const Args& args) {
     if (model.maxActors < 1) throw ConfigError("command line", "--max-actors", "must be at least 1");
   }
   if (!projected && namesCluster(r) && profiles.size() > 1)
-    throw ConfigError("command line", "--profile", std::string("several profiles need the local plane; drop ") + kClusterOptions);
+    throw ConfigError("command line", "--profile",
+                      std::string("several profiles need the local plane; drop ") + kClusterOptions);
   std::optional<kube::RestConfig> cluster;
   if (!projected) {
     const ClusterArg target = clusterArg(r, "cpscale capacity", "send growing load, until it stops holding, to");
@@ -156,115 +138,18 @@ int capacity(const Args& args) {
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / ("capacity-" + runId);
   const fs::path binDir = binDirArg(r);
 
+  IndexOptions io;
+  io.runId = runId;
+  io.out = out;
+  io.progress = r.count("quiet") == 0;
+  if (projected) io.model = model;
+  io.runOptions = [&](const controlplane::Profile& profile) { return runOptions(r, cluster, profile, binDir); };
   installInterruptHandlers();
-  reports::CapacityIndex index;
-  index.cpscaleVersion = CPSCALE_VERSION;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  index.host = host;
-  index.cpus = static_cast<int>(std::thread::hardware_concurrency());
-  index.machine = machineDescription();
-  index.measuredAt = utcNowRfc3339();
-  int worst = 0;
-  int runs = 0;
-  for (const Plan& plan : plans) {
-    for (const auto& profile : profiles) {
-      if (interrupted()) break;
-      const scenario::CapacitySpec spec = *plan.probe.capacity;
-      const fs::path dir = out / (plan.probe.name + "-" + profile.name);
-      if (projected) {
-        // Each step a fresh simulation (simulateCapacity), its result under step-<value>/.
-        SimulateOptions so = model;
-        so.profile = profile;
-        so.run.runId = runId + "-" + std::to_string(++runs);
-        so.run.outDir = dir;
-        so.run.progress = false;
-        if (r.count("quiet") == 0)
-          std::cerr << "cpscale capacity: projecting " << plan.probe.name << " on " << profile.name << "\n";
-        reports::CapacitySearch search = simulateCapacity(plan.path, overridesOf[plan.path], so);
-        if (search.held) search.resultFile = (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) /
-                                              reports::kResultFile).string();
-        const bool stopped = search.limit == reports::CapacityLimit::kInterrupted ||
-                             search.limit == reports::CapacityLimit::kFailed;
-        worst = std::max(worst, stopped ? static_cast<int>(ExitCode::kUnavailable) : 0);
-        std::cout << plan.probe.name << " on " << profile.name << ": " << search.detail << "\n";
-        index.searches.push_back(reports::indexEntry(search));
-        continue;
-      }
-      std::optional<reports::RunResult> ladderResult;
-      int bisection = 0;
-      // One run per call: the ladder grows in place; each bisection value is a run of
-      // its own on a fresh plane.
-      StepRunner runSteps = [&](const std::vector<double>& values) {
-        std::vector<scenario::Override> ov = overridesOf[plan.path];
-        ov.push_back({spec.knob, knobText(values.front())});
-        scenario::Scenario sc = scenario::loadScenario(plan.path, ov);
-        RunOptions ro = runOptions(r, cluster, profile, binDir);
-        ro.runId = runId + "-" + std::to_string(++runs);
-        ro.outDir = ladderResult ? dir / ("bisect-" + std::to_string(++bisection)) : dir;
-        ro.capacity = &spec;
-        ro.steps = values;
-        if (ro.progress)
-          std::cerr << "cpscale capacity: " << plan.probe.name << " on " << profile.name << ": " << spec.knob << " "
-                    << knobText(values.front())
-                    << (values.size() > 1 ? " .. " + knobText(values.back()) : std::string()) << "\n";
-        reports::RunResult res = executeRun(sc, ro);
-        StepsOutcome o;
-        if (res.capacity) o.steps = res.capacity->steps;
-        if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
-        if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
-        o.detail = res.statusDetail;
-        if (!ladderResult) ladderResult = std::move(res);
-        return o;
-      };
-      reports::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, plan.probe.name);
-      search.resultFile = (fs::path(dir.filename()) / reports::kResultFile).string();
-
-      // The ladder run's result is the search's document: every step (bisection steps
-      // too), the capacity figure, and the scenario's gates over them.
-      reports::RunResult& res = *ladderResult;
-      res.capacity = search;
-      res.figures.insert(res.figures.begin(), capacityFigure(search));
-      res.gates.clear();
-      for (const auto& g : plan.probe.gates) res.gates.push_back(scenario::evaluateGate(g, res.figures));
-      const bool stopped = search.limit == reports::CapacityLimit::kInterrupted ||
-                           search.limit == reports::CapacityLimit::kFailed;
-      res.exitCode = gatesExitCode(res.gates, stopped);
-      reports::writeRunOutputs(res, dir);
-      if (index.kubernetesVersion.empty()) index.kubernetesVersion = res.target.kubernetesVersion;
-      if (index.etcdVersion.empty()) index.etcdVersion = res.target.etcdVersion;
-      worst = std::max(worst, res.exitCode);
-      std::cout << plan.probe.name << " on " << profile.name << ": " << search.detail << "\n"
-                << "  " << (dir / reports::kHtmlFile).string() << "\n";
-      index.searches.push_back(reports::indexEntry(search));
-    }
-  }
-  if (projected) {
-    const model::Calibration& cal = model.calibration;
-    index.kubernetesVersion = cal.kubernetesVersion;
-    index.etcdVersion = cal.etcdVersion;
-    double worstError = -1;
-    nlohmann::json validation = nlohmann::json::array();
-    for (const auto& e : cal.validation) {
-      worstError = std::max(worstError, e.relativeError);
-      validation.push_back({{"figure", e.figure}, {"live", e.live}, {"model", e.model}, {"relativeError", e.relativeError},
-                            {"tolerance", e.tolerance}});
-    }
-    index.projection = {{"calibration", cal.source.string()},
-                        {"calibrationMeasuredAt", cal.measuredAt},
-                        {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
-                                                   (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
-                        {"coresPerMember", *model.dedicatedCores},
-                        {"generator", "off-plane"},
-                        {"maxActors", model.maxActors},
-                        {"validation", validation}};
-    if (worstError >= 0) index.projection["maxValidationError"] = worstError;
-  }
-  reports::writeCapacityIndexOutputs(index, out);
-  std::cout << "\n" << reports::renderCapacityIndexMarkdown(index) << "\nIndex: "
-            << (out / reports::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";
-  if (interrupted()) worst = std::max(worst, static_cast<int>(ExitCode::kUnavailable));
-  return worst;
+  const IndexOutcome index = buildCapacityIndex(plans, profiles, io, std::cout);
+  std::cout << "\n"
+            << reports::renderCapacityIndexMarkdown(index.index)
+            << "\nIndex: " << (out / reports::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";
+  return index.exitCode;
 }
 
 }  // namespace cpscale::cli

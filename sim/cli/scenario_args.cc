@@ -52,11 +52,4 @@ RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::R
   return ro;
 }
 
-int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped) {
-  if (stopped) return static_cast<int>(ExitCode::kUnavailable);
-  for (const auto& g : gates)
-    if (!g.passed) return static_cast<int>(ExitCode::kGateFailed);
-  return 0;
-}
-
 }  // namespace cpscale::cli

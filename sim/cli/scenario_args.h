@@ -42,8 +42,4 @@ ClusterArg clusterArg(const cxxopts::ParseResult& r, const std::string& command,
 RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::RestConfig>& cluster,
                       const controlplane::Profile& profile, const std::filesystem::path& binDir);
 
-// The exit code of a finished run judged by its gates: 3 when the run stopped short
-// (interrupted or failed), else 1 when a gate failed, else 0.
-int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped);
-
 }  // namespace cpscale::cli

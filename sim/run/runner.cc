@@ -44,18 +44,20 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
                   engine::Duration duration, bool steady, engine::Duration settleLimit) {
   const double end = secondsAt(*tl.end);
   reports::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
-  if (!tl.ready) setup.detail = tl.cut;
+  if (!tl.ready)
+    setup.detail = tl.cut;
   else if (tl.steadyStart && *tl.steadyStart > *tl.ready)
-    setup.detail = "includes " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.steadyStart - *tl.ready)) +
+    setup.detail = "includes " +
+                   formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.steadyStart - *tl.ready)) +
                    " of warmup";
   r.phases.push_back(setup);
   if (tl.workloadsReady && tl.ready && *tl.ready > *tl.workloadsReady) {
     // Setup's tail: the controllers working off what setup created.
-    reports::Phase settle{"settle/controllers", secondsAt(*tl.workloadsReady), secondsAt(*tl.ready),
-                          tl.settledInTime, ""};
+    reports::Phase settle{"settle/controllers", secondsAt(*tl.workloadsReady), secondsAt(*tl.ready), tl.settledInTime,
+                          ""};
     if (!tl.settledInTime)
-      settle.detail = "the controller-manager's workqueues were still not empty after " +
-                      formatDuration(settleLimit) + "; the steady window started anyway";
+      settle.detail = "the controller-manager's workqueues were still not empty after " + formatDuration(settleLimit) +
+                      "; the steady window started anyway";
     r.phases.push_back(std::move(settle));
   }
   for (const auto& sp : spans) {
@@ -91,7 +93,6 @@ std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrape
   add(metrics::axisPressureFigures(out));
   return out;
 }
-
 
 // One run of a scenario against a target, from the target's opening to the result on
 // disk. The supervisor (supervisor.h) decides when each stage starts and ends; the
@@ -253,7 +254,8 @@ void RunSession::describe() {
   r.environment.host = host;
   r.environment.cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (!virtual_)
-    for (const auto& [role, cpus] : opt_.placement.cpus) r.environment.placement[role] = controlplane::cpuListText(cpus);
+    for (const auto& [role, cpus] : opt_.placement.cpus)
+      r.environment.placement[role] = controlplane::cpuListText(cpus);
   r.environment.startedAt = utcNowRfc3339();
   r.status = reports::RunStatus::kFailed;
 }
@@ -672,8 +674,9 @@ void RunSession::settleStatus() {
   const RunTimeline& tl = supervisor_->timeline();
   if (cpscale::interrupted()) {
     result_.status = reports::RunStatus::kInterrupted;
-    result_.statusDetail = "interrupted after " + formatDuration(std::chrono::duration_cast<std::chrono::seconds>(
-                                                      *tl.end - engine::TimePoint{}));
+    result_.statusDetail =
+        "interrupted after " +
+        formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.end - engine::TimePoint{}));
   } else if (!tl.cut.empty()) {
     // A member that died or a setup that never finished: what was measured is written,
     // but the run did not complete.
@@ -717,12 +720,15 @@ void RunSession::meetAtEnd() {
 
 // Cleanup of what the run created, on every path that may have created something.
 void RunSession::cleanUp() {
-  auto skipped = [&](const std::string& why) { result_.workloads.push_back({"cleanup", "cleanup", {{"skipped", why}}}); };
+  auto skipped = [&](const std::string& why) {
+    result_.workloads.push_back({"cleanup", "cleanup", {{"skipped", why}}});
+  };
   if (meeting_ && !lead_) return skipped("shard 0 deletes the run's objects once every shard is done");
   if (planeBroken_ && !opt_.keepPlane)
     return skipped("a member of the local plane exited; the plane is stopped and its data deleted with it");
   if (!downAtEnd_.empty() && !opt_.keepPlane)
-    return skipped(downAtEnd_ + " was down when the run ended (a fault); the plane is stopped and its data deleted with it");
+    return skipped(downAtEnd_ +
+                   " was down when the run ended (a fault); the plane is stopped and its data deleted with it");
   if (!opt_.cleanup || !created_ || !setupClient_ || !target_.needsCleanup()) return;
   // A Ctrl-C stops the load, not the cleanup; the next one abandons the cleanup and
   // exits at once (exit 3). What was measured goes to disk first, so that exit loses
@@ -760,12 +766,7 @@ void RunSession::cleanUp() {
 
 // The exit code, the target closed, and the result on disk.
 reports::RunResult RunSession::finish() {
-  int code = static_cast<int>(ExitCode::kUnavailable);
-  if (result_.status == reports::RunStatus::kCompleted) {
-    const bool gatesPass =
-        std::all_of(result_.gates.begin(), result_.gates.end(), [](const scenario::GateResult& g) { return g.passed; });
-    code = gatesPass ? 0 : static_cast<int>(ExitCode::kGateFailed);
-  }
+  const int code = gatesExitCode(result_.gates, result_.status != reports::RunStatus::kCompleted);
   target_.close();
   result_.environment.endedAt = utcNowRfc3339();
   result_.exitCode = code;
@@ -774,6 +775,13 @@ reports::RunResult RunSession::finish() {
 }
 
 }  // namespace
+
+int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped) {
+  if (stopped) return static_cast<int>(ExitCode::kUnavailable);
+  for (const auto& g : gates)
+    if (!g.passed) return static_cast<int>(ExitCode::kGateFailed);
+  return 0;
+}
 
 nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
   return {{"deleted", c.deleted}, {"remaining", c.remaining}, {"errors", c.errors}, {"complete", c.complete()}};
@@ -784,8 +792,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   if (opt.cluster)
     target = clusterTarget(*opt.cluster, opt.profile);
   else
-    target = localTarget(
-        {opt.profile, opt.outDir / "plane", opt.binDir, "run-" + opt.runId, opt.keepPlane, opt.progress, opt.placement});
+    target = localTarget({opt.profile, opt.outDir / "plane", opt.binDir, "run-" + opt.runId, opt.keepPlane,
+                          opt.progress, opt.placement});
   return executeRun(sc, opt, *target);
 }
 

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "sim/controlplane/placement.h"
@@ -66,6 +67,10 @@ reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& op
 // cluster, profile files and plane fields are not read, but the profile is recorded.
 // A virtual target runs the scenario with one worker.
 reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options, Target& target);
+
+// The exit code of a finished run judged by its gates: 3 when the run stopped short
+// (interrupted or failed), else 1 when a gate failed, else 0.
+int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped);
 
 // The cleanup outcome as the result document records it.
 nlohmann::json cleanupJson(const workloads::CleanupResult& c);

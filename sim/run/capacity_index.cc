@@ -1,0 +1,188 @@
+#include "sim/run/capacity_index.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "reports/capacity_report.h"
+#include "reports/format.h"
+#include "reports/run_outputs.h"
+#include "sim/common/duration.h"
+#include "sim/common/interrupt.h"
+#include "sim/run/capacity_search.h"
+
+namespace cpscale::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// "2 CPUs (AMD EPYC 7B13), 24 GiB": where an index was measured, in words.
+std::string machineDescription() {
+  std::string model;
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0) {
+      model = line.substr(line.find(':') + 2);
+      break;
+    }
+  const double mem = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  std::ostringstream os;
+  os << std::thread::hardware_concurrency() << " CPUs";
+  if (!model.empty()) os << " (" << model << ")";
+  os << ", " << reports::formatValue(mem, "bytes");
+  return os.str();
+}
+
+bool stopped(const reports::CapacitySearch& s) {
+  return s.limit == reports::CapacityLimit::kInterrupted || s.limit == reports::CapacityLimit::kFailed;
+}
+
+// What a projected index assumes: the calibration, where it was measured, the cores of
+// each member, and how far the model was from the live runs it was validated on.
+nlohmann::json projectionOf(const SimulateOptions& model) {
+  const model::Calibration& cal = model.calibration;
+  double worstError = -1;
+  nlohmann::json validation = nlohmann::json::array();
+  for (const auto& e : cal.validation) {
+    worstError = std::max(worstError, e.relativeError);
+    validation.push_back({{"figure", e.figure},
+                          {"live", e.live},
+                          {"model", e.model},
+                          {"relativeError", e.relativeError},
+                          {"tolerance", e.tolerance}});
+  }
+  nlohmann::json p = {{"calibration", cal.source.string()},
+                      {"calibrationMeasuredAt", cal.measuredAt},
+                      {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
+                                                 (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                      {"coresPerMember", *model.dedicatedCores},
+                      {"generator", "off-plane"},
+                      {"maxActors", model.maxActors},
+                      {"validation", validation}};
+  if (worstError >= 0) p["maxValidationError"] = worstError;
+  return p;
+}
+
+class IndexBuilder {
+ public:
+  IndexBuilder(const IndexOptions& o, std::ostream& out) : o_(o), out_(out) {}
+
+  // Each step a fresh simulation (simulateCapacity), its result under step-<value>/.
+  reports::CapacitySearch projected(const IndexScenario& sc, const controlplane::Profile& profile,
+                                    const fs::path& dir) {
+    SimulateOptions so = *o_.model;
+    so.profile = profile;
+    so.run.runId = o_.runId + "-" + std::to_string(++runs_);
+    so.run.outDir = dir;
+    so.run.progress = false;
+    if (o_.progress) std::cerr << "cpscale capacity: projecting " << sc.probe.name << " on " << profile.name << "\n";
+    reports::CapacitySearch search = simulateCapacity(sc.path, sc.overrides, so);
+    if (search.held)
+      search.resultFile =
+          (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) / reports::kResultFile).string();
+    exitCode_ = std::max(exitCode_, stopped(search) ? static_cast<int>(ExitCode::kUnavailable) : 0);
+    out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n";
+    return search;
+  }
+
+  // One run per call of the search: the ladder grows in place; each bisection value is a
+  // run of its own on a fresh plane. The ladder run's result is the search's document.
+  reports::CapacitySearch live(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
+    const scenario::CapacitySpec spec = *sc.probe.capacity;
+    std::optional<reports::RunResult> ladderResult;
+    int bisection = 0;
+    StepRunner runSteps = [&](const std::vector<double>& values) {
+      std::vector<scenario::Override> ov = sc.overrides;
+      ov.push_back({spec.knob, knobText(values.front())});
+      scenario::Scenario s = scenario::loadScenario(sc.path, ov);
+      RunOptions ro = o_.runOptions(profile);
+      ro.runId = o_.runId + "-" + std::to_string(++runs_);
+      ro.outDir = ladderResult ? dir / ("bisect-" + std::to_string(++bisection)) : dir;
+      ro.capacity = &spec;
+      ro.steps = values;
+      if (ro.progress)
+        std::cerr << "cpscale capacity: " << sc.probe.name << " on " << profile.name << ": " << spec.knob << " "
+                  << knobText(values.front()) << (values.size() > 1 ? " .. " + knobText(values.back()) : std::string())
+                  << "\n";
+      reports::RunResult res = executeRun(s, ro);
+      StepsOutcome o;
+      if (res.capacity) o.steps = res.capacity->steps;
+      if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
+      if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
+      o.detail = res.statusDetail;
+      if (!ladderResult) ladderResult = std::move(res);
+      return o;
+    };
+    reports::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, sc.probe.name);
+    search.resultFile = (fs::path(dir.filename()) / reports::kResultFile).string();
+
+    // Every step (bisection steps too), the capacity figure, and the scenario's gates
+    // over them.
+    reports::RunResult& res = *ladderResult;
+    res.capacity = search;
+    res.figures.insert(res.figures.begin(), capacityFigure(search));
+    res.gates.clear();
+    for (const auto& g : sc.probe.gates) res.gates.push_back(scenario::evaluateGate(g, res.figures));
+    res.exitCode = gatesExitCode(res.gates, stopped(search));
+    reports::writeRunOutputs(res, dir);
+    if (kubernetesVersion_.empty()) kubernetesVersion_ = res.target.kubernetesVersion;
+    if (etcdVersion_.empty()) etcdVersion_ = res.target.etcdVersion;
+    exitCode_ = std::max(exitCode_, res.exitCode);
+    out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n"
+         << "  " << (dir / reports::kHtmlFile).string() << "\n";
+    return search;
+  }
+
+  int exitCode() const { return exitCode_; }
+  const std::string& kubernetesVersion() const { return kubernetesVersion_; }
+  const std::string& etcdVersion() const { return etcdVersion_; }
+
+ private:
+  const IndexOptions& o_;
+  std::ostream& out_;
+  int runs_ = 0;
+  int exitCode_ = 0;
+  std::string kubernetesVersion_, etcdVersion_;
+};
+
+}  // namespace
+
+IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
+                                const std::vector<controlplane::Profile>& profiles, const IndexOptions& options,
+                                std::ostream& out) {
+  IndexOutcome outcome;
+  reports::CapacityIndex& index = outcome.index;
+  index.cpscaleVersion = CPSCALE_VERSION;
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  index.host = host;
+  index.cpus = static_cast<int>(std::thread::hardware_concurrency());
+  index.machine = machineDescription();
+  index.measuredAt = utcNowRfc3339();
+  IndexBuilder builder(options, out);
+  for (const IndexScenario& sc : scenarios)
+    for (const auto& profile : profiles) {
+      if (interrupted()) break;
+      const fs::path dir = options.out / (sc.probe.name + "-" + profile.name);
+      index.searches.push_back(
+          reports::indexEntry(options.model ? builder.projected(sc, profile, dir) : builder.live(sc, profile, dir)));
+    }
+  if (options.model) {
+    index.kubernetesVersion = options.model->calibration.kubernetesVersion;
+    index.etcdVersion = options.model->calibration.etcdVersion;
+    index.projection = projectionOf(*options.model);
+  } else {
+    index.kubernetesVersion = builder.kubernetesVersion();
+    index.etcdVersion = builder.etcdVersion();
+  }
+  reports::writeCapacityIndexOutputs(index, options.out);
+  outcome.exitCode = builder.exitCode();
+  if (interrupted()) outcome.exitCode = std::max(outcome.exitCode, static_cast<int>(ExitCode::kUnavailable));
+  return outcome;
+}
+
+}  // namespace cpscale::cli
