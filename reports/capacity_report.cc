@@ -50,8 +50,7 @@ std::string capacityResultText(const CapacitySearch& s) {
 
 std::string describeLimit(CapacityLimit l) {
   switch (l) {
-    case CapacityLimit::kServer:
-      return "a step failed a hold gate with the generator on schedule: the recipe's limit";
+    case CapacityLimit::kServer: return "a step failed a hold gate with the generator on schedule: the recipe's limit";
     case CapacityLimit::kGenerator:
       return "the generator fell behind its schedule: that step says nothing of the server, so what held is a lower "
              "bound, not a capacity";
@@ -70,7 +69,8 @@ std::string_view stepHeldText(const CapacityStep& step) {
 std::vector<const CapacityStep*> stepsByValue(const CapacitySearch& s) {
   std::vector<const CapacityStep*> out;
   for (const CapacityStep& st : s.steps) out.push_back(&st);
-  std::stable_sort(out.begin(), out.end(), [](const CapacityStep* a, const CapacityStep* b) { return a->value < b->value; });
+  std::stable_sort(out.begin(), out.end(),
+                   [](const CapacityStep* a, const CapacityStep* b) { return a->value < b->value; });
   return out;
 }
 
@@ -143,7 +143,8 @@ namespace {
 
 constexpr std::string_view kIndexAxes[] = {"node", "churn", "state"};
 
-std::vector<const CapacitySearch*> searchesOf(const CapacityIndex& idx, std::string_view recipe, std::string_view axis) {
+std::vector<const CapacitySearch*> searchesOf(const CapacityIndex& idx, std::string_view recipe,
+                                              std::string_view axis) {
   std::vector<const CapacitySearch*> out;
   for (const CapacitySearch& s : idx.searches)
     if (s.profile == recipe && s.axis == axis) out.push_back(&s);
@@ -193,7 +194,9 @@ std::string breakable(std::string_view text) {
   return out;
 }
 
-std::string orUnrecorded(const std::string& v, const std::string& what) { return v.empty() ? what + " not recorded" : v; }
+std::string orUnrecorded(const std::string& v, const std::string& what) {
+  return v.empty() ? what + " not recorded" : v;
+}
 
 }  // namespace
 
@@ -205,7 +208,8 @@ std::string measuredOnLine(const CapacityIndex& idx) {
                     p.value("calibrationMachine", std::string("a machine not recorded")) + " (" +
                     p.value("calibrationMeasuredAt", std::string("date not recorded")) + ", " +
                     p.value("calibration", std::string("?")) + "), Kubernetes " +
-                    orUnrecorded(idx.kubernetesVersion, "version") + ", etcd " + orUnrecorded(idx.etcdVersion, "version");
+                    orUnrecorded(idx.kubernetesVersion, "version") + ", etcd " +
+                    orUnrecorded(idx.etcdVersion, "version");
     if (auto c = p.find("coresPerMember"); c != p.end() && c->is_number())
       s += "; each kube-apiserver and each etcd on " + formatGrouped(c->get<double>()) +
            " cores of its own, the load's clients off the plane";
@@ -238,9 +242,10 @@ std::string renderCapacityIndexMarkdown(const CapacityIndex& idx) {
   std::string out = std::string(idx.projection.is_null() ? "# Capacity index" : "# Capacity index (projected)") +
                     "\n\n" + wrapText(measuredOnLine(idx), W, "") + "\n";
   if (idx.searches.empty()) return out + "The index holds no search.\n";
-  out += wrapText("The largest load each recipe held along each axis, one knob stepped at a time; under the table, "
-                  "numbered, what broke first, the axis pressure at what held and each search's result.",
-                  W, "") +
+  out += wrapText(
+             "The largest load each recipe held along each axis, one knob stepped at a time; under the table, "
+             "numbered, what broke first, the axis pressure at what held and each search's result.",
+             W, "") +
          "\n";
   std::vector<std::vector<std::string>> rows;
   std::string notes;
@@ -297,13 +302,16 @@ std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
           out << "<td class=\"muted\">not searched</td>";
           continue;
         }
-        out << "<td class=\"limit-" << toString(found.front()->limit) << (found.front()->held ? "" : " none-held") << "\">";
+        out << "<td class=\"limit-" << toString(found.front()->limit) << (found.front()->held ? "" : " none-held")
+            << "\">";
         for (const CapacitySearch* s : found) {
           out << "<div class=\"held\">" << escape(capacityResultText(*s)) << "</div><div class=\"why\">"
               << breakable(brokeFirstText(*s)) << "</div><div class=\"why\">" << breakable(pressureText(*s))
               << "</div><div class=\"src\">knob <code>" << breakable(s->knob) << "</code> · ";
-          if (s->resultFile.empty()) out << "no result file was recorded";
-          else out << "<a href=\"" << escape(s->resultFile) << "\">" << breakable(s->resultFile) << "</a>";
+          if (s->resultFile.empty())
+            out << "no result file was recorded";
+          else
+            out << "<a href=\"" << escape(s->resultFile) << "\">" << breakable(s->resultFile) << "</a>";
           out << "</div>";
         }
         out << "</td>";
@@ -317,7 +325,8 @@ std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
     for (const CapacitySearch& s : idx.searches)
       out << "<tr><td>" << escape(s.profile) << "</td><td>" << escape(s.axis) << "</td><td><code>" << breakable(s.knob)
           << "</code></td><td>" << escape(s.scenario) << "</td><td class=\"num\">" << s.steps.size() << "</td><td>"
-          << escape(capacityResultText(s)) << "</td><td title=\"" << escape(describeLimit(s.limit)) << "\">" << toString(s.limit) << "</td><td class=\"detail\">" << breakable(s.detail) << "</td></tr>\n";
+          << escape(capacityResultText(s)) << "</td><td title=\"" << escape(describeLimit(s.limit)) << "\">"
+          << toString(s.limit) << "</td><td class=\"detail\">" << breakable(s.detail) << "</td></tr>\n";
     out << "</tbody></table>\n</section>\n";
   }
   out << "<footer>cpscale " << escape(idx.cpscaleVersion) << " · capacity index schema " << idx.schemaVersion

@@ -35,9 +35,7 @@ std::string pressureText(std::string_view axis, double v) {
 }
 
 // An amount of the axis' pressure: "2,990/s", "200,000 objects".
-std::string amount(std::string_view axis, double v) {
-  return formatGrouped(v) + (axis == "state" ? " objects" : "/s");
-}
+std::string amount(std::string_view axis, double v) { return formatGrouped(v) + (axis == "state" ? " objects" : "/s"); }
 
 std::string axisUnit(std::string_view axis) { return axis == "state" ? "objects" : "1/s"; }
 
@@ -69,7 +67,8 @@ std::string lowerBoundWhy(const AxisCapacity& c) {
 std::string capacityText(const AxisCapacity& c, bool why = true) {
   if (!c.capacity) return why ? "unknown: " + c.note : "unknown";
   if (*c.capacity == 0 && !c.held) return why ? "nothing: " + c.note : "nothing";
-  if (c.atLeast) return "at least " + amount(c.axis, *c.capacity) + " " + heldAt(c) + (why ? ": " + lowerBoundWhy(c) : "");
+  if (c.atLeast)
+    return "at least " + amount(c.axis, *c.capacity) + " " + heldAt(c) + (why ? ": " + lowerBoundWhy(c) : "");
   return amount(c.axis, *c.capacity) + " " + heldAt(c);
 }
 
@@ -108,8 +107,8 @@ void chooseRecipe(Classification& c, std::span<const Figure> figures, const Clas
   const Figure* n = metrics::findFigure(figures, "resident_object_replicas");
   if (n && n->available()) {
     c.recipe = *n->value > 1 ? "classic-ha" : "classic";
-    c.recipeFrom = "guessed from " + formatGrouped(*n->value) + " kube-apiserver replica" + (*n->value == 1 ? "" : "s") +
-                   "; give --recipe to say";
+    c.recipeFrom = "guessed from " + formatGrouped(*n->value) + " kube-apiserver replica" +
+                   (*n->value == 1 ? "" : "s") + "; give --recipe to say";
     return;
   }
   c.recipe = "classic";
@@ -141,8 +140,8 @@ AxisVerdict judgeAxis(const Classification& c, const CapacityTable& table, std::
     v.reason = s + " is beyond what " + c.recipe + " held: " + v.capacity->note;
   } else {
     v.utilization = *v.pressure.value / *v.capacity->capacity;
-    v.reason = s + " is " + (v.capacity->atLeast ? "at most " : "") + percent(*v.utilization) + " of what " +
-               c.recipe + " held (" + capacityText(*v.capacity) + ")";
+    v.reason = s + " is " + (v.capacity->atLeast ? "at most " : "") + percent(*v.utilization) + " of what " + c.recipe +
+               " held (" + capacityText(*v.capacity) + ")";
   }
   return v;
 }
@@ -175,8 +174,10 @@ RungAxis checkRung(const Classification& c, const CapacityTable& table, const st
 // No rung fits: the axes every measured recipe falls short on, or else that no single
 // recipe fits them all.
 std::string whyNoRung(const Classification& c, const CapacityTable& table) {
-  if (table.recipes.empty()) return table.files.empty() ? "no capacity table was given" : "the capacity table holds no searches";
-  bool anyChecked = std::any_of(c.axes.begin(), c.axes.end(), [](const AxisVerdict& v) { return v.pressure.available(); });
+  if (table.recipes.empty())
+    return table.files.empty() ? "no capacity table was given" : "the capacity table holds no searches";
+  bool anyChecked =
+      std::any_of(c.axes.begin(), c.axes.end(), [](const AxisVerdict& v) { return v.pressure.available(); });
   if (!anyChecked) return "no axis pressure could be measured";
   std::string beyond;
   for (std::size_t i = 0; i < c.axes.size(); ++i) {
@@ -191,9 +192,10 @@ std::string whyNoRung(const Classification& c, const CapacityTable& table) {
         best = *cap->capacity;
         most = recipe + " held " + capacityText(*cap);
       }
-    beyond += (beyond.empty() ? "" : "; ") + v.axis + " exceeds every measured recipe: " +
-              pressureText(v.axis, *v.pressure.value) + " needs " + amount(v.axis, *v.pressure.value / c.headroom) +
-              " at headroom " + headroomText(c.headroom) + (most.empty() ? "" : "; the most: " + most);
+    beyond += (beyond.empty() ? "" : "; ") + v.axis +
+              " exceeds every measured recipe: " + pressureText(v.axis, *v.pressure.value) + " needs " +
+              amount(v.axis, *v.pressure.value / c.headroom) + " at headroom " + headroomText(c.headroom) +
+              (most.empty() ? "" : "; the most: " + most);
   }
   if (!beyond.empty()) return beyond;
   std::string each;
@@ -235,8 +237,9 @@ std::vector<Figure> resultPressures(const RunResult& r, const std::string& where
   for (const Figure& f : r.figures)
     if (f.window == metrics::Window::kSteady) steady.push_back(f);
   if (steady.empty())
-    throw ConfigError(where, "/figures",
-                      "has no steady-window figures" + (r.statusDetail.empty() ? "" : " (the run: " + r.statusDetail + ")"));
+    throw ConfigError(
+        where, "/figures",
+        "has no steady-window figures" + (r.statusDetail.empty() ? "" : " (the run: " + r.statusDetail + ")"));
   std::vector<Figure> pressures = metrics::axisPressureFigures(steady);
   if (std::string why = whyNoPressure(pressures); !why.empty())
     throw ConfigError(where, "/figures", "gives no axis pressure over its steady window: " + why);
@@ -279,7 +282,9 @@ void addToTable(CapacityTable& table, const CapacityIndex& idx, const std::strin
           case CapacityLimit::kMaxReached: c.note = "every step up to the search's max held"; break;
           case CapacityLimit::kGenerator: c.note = "the generator, not the server, fell behind at the next step"; break;
           case CapacityLimit::kInterrupted: c.note = "the search was interrupted before a step failed"; break;
-          default: c.note = "the search stopped before a step failed" + (s.detail.empty() ? "" : ": " + s.detail); break;
+          default:
+            c.note = "the search stopped before a step failed" + (s.detail.empty() ? "" : ": " + s.detail);
+            break;
         }
       }
     }
@@ -360,14 +365,16 @@ std::string renderClassification(const Classification& c) {
   if (c.capacityFiles.empty()) {
     out << "capacity  none given: pressures only (--capacity INDEX.json compares them with what recipes held)\n";
   } else {
-    for (std::size_t i = 0; i < c.capacityFiles.size(); ++i) out << (i ? "          " : "capacity  ") << c.capacityFiles[i] << "\n";
+    for (std::size_t i = 0; i < c.capacityFiles.size(); ++i)
+      out << (i ? "          " : "capacity  ") << c.capacityFiles[i] << "\n";
   }
   out << "headroom  " << headroomText(c.headroom) << "\n\n";
 
   std::vector<std::vector<std::string>> rows;
   for (const AxisVerdict& v : c.axes) {
     std::string pressure = v.pressure.available() ? pressureText(v.axis, *v.pressure.value) : "unavailable";
-    std::string capacity = v.capacity ? capacityText(*v.capacity, false) : (c.capacityFiles.empty() ? "" : "not measured");
+    std::string capacity =
+        v.capacity ? capacityText(*v.capacity, false) : (c.capacityFiles.empty() ? "" : "not measured");
     rows.push_back({v.axis, pressure, capacity, v.utilization ? percent(*v.utilization) : ""});
   }
   out << markdownTable({"axis", "pressure", "held by " + c.recipe, "utilization"}, rows, {false, false, false, true},

@@ -38,12 +38,12 @@ struct AxisCapacity {
   // axis_pressure{axis} at the largest step that held; 0 when no step held; nullopt when
   // the held step carries no available axis_pressure for the axis (`note` says why).
   std::optional<double> capacity;
-  bool atLeast = false;         // every step up to the search's max held: a lower bound
-  std::optional<double> held;   // the knob's value at that step
-  std::string knob;             // workloads.fleet.count
-  std::string knobUnit;         // nodes
-  std::string note;             // why capacity is 0 or unknown, in words
-  std::string file;             // the index the search came from
+  bool atLeast = false;        // every step up to the search's max held: a lower bound
+  std::optional<double> held;  // the knob's value at that step
+  std::string knob;            // workloads.fleet.count
+  std::string knobUnit;        // nodes
+  std::string note;            // why capacity is 0 or unknown, in words
+  std::string file;            // the index the search came from
 };
 
 // The capacity index (or several) as a table over recipes x axes.
@@ -59,11 +59,11 @@ struct CapacityTable {
 void addToTable(CapacityTable& table, const CapacityIndex& idx, const std::string& file);
 
 struct ClassifyOptions {
-  std::string source;      // what was read, for the reader: a result file or a server
-  std::string span;        // the window in words: "steady, 2m to 3m (1m)", "two scrape rounds 30s apart"
+  std::string source;              // what was read, for the reader: a result file or a server
+  std::string span;                // the window in words: "steady, 2m to 3m (1m)", "two scrape rounds 30s apart"
   std::vector<std::string> notes;  // how the pressures were read, where it matters
-  std::string recipe;      // empty: guessed from resident_object_replicas
-  std::string recipeFrom;  // how the recipe is known ("--recipe", "the result's profile")
+  std::string recipe;              // empty: guessed from resident_object_replicas
+  std::string recipeFrom;          // how the recipe is known ("--recipe", "the result's profile")
   double headroom = kDefaultHeadroom;
 };
 
@@ -103,8 +103,8 @@ struct Classification {
   std::vector<AxisVerdict> axes;         // node, churn, state
   std::optional<std::string> binding;    // the axis with the highest utilization
   std::string bindingReason;
-  std::vector<RungCheck> ladder;         // every recipe of the table, ladder order
-  std::optional<std::string> rung;       // the first that fits
+  std::vector<RungCheck> ladder;    // every recipe of the table, ladder order
+  std::optional<std::string> rung;  // the first that fits
   std::string rungReason;
 };
 

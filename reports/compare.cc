@@ -1,7 +1,7 @@
 #include "reports/compare.h"
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <map>
@@ -47,8 +47,8 @@ Polarity polarityOf(std::string_view name, const metrics::Labels& labels) {
   if (starts("client_latency_") || starts("server_latency_") || starts("schedule_lag_") ||
       name == "generator_limited" || starts("apiserver_heap") || starts("apiserver_rss") ||
       starts("bytes_per_object") || name == "heap_base_bytes" || starts("write_qps") || starts("write_requests") ||
-      starts("etcd_") || name == "client_errors" || name == "client_error_ratio" || starts("scrape_failures") || starts("scrape_overruns") ||
-      starts("apiserver_watch_events"))
+      starts("etcd_") || name == "client_errors" || name == "client_error_ratio" || starts("scrape_failures") ||
+      starts("scrape_overruns") || starts("apiserver_watch_events"))
     return Polarity::kHigherIsWorse;
   return Polarity::kNeutral;
 }
@@ -111,15 +111,21 @@ FigureChange change(const Figure* fa, const Figure* fb, const CompareOptions& o,
   c.absoluteTolerance = absoluteToleranceFor(o, any, seconds);
   if (fa) c.a = fa->value;
   if (fb) c.b = fb->value;
-  if (!fa) c.notComparableReason = "only in B";
-  else if (!fb) c.notComparableReason = "only in A";
+  if (!fa)
+    c.notComparableReason = "only in B";
+  else if (!fb)
+    c.notComparableReason = "only in A";
   else if (!fa->available() && !fb->available())
-    c.notComparableReason = fa->unavailableReason == fb->unavailableReason
-                                ? "unavailable in A and B: " + fa->unavailableReason
-                                : "unavailable in A (" + fa->unavailableReason + ") and in B (" + fb->unavailableReason + ")";
-  else if (!fa->available()) c.notComparableReason = "unavailable in A (" + fa->unavailableReason + "), available in B";
-  else if (!fb->available()) c.notComparableReason = "available in A, unavailable in B: " + fb->unavailableReason;
-  else if (!std::isfinite(*fa->value) || !std::isfinite(*fb->value)) c.notComparableReason = "not a finite number";
+    c.notComparableReason =
+        fa->unavailableReason == fb->unavailableReason
+            ? "unavailable in A and B: " + fa->unavailableReason
+            : "unavailable in A (" + fa->unavailableReason + ") and in B (" + fb->unavailableReason + ")";
+  else if (!fa->available())
+    c.notComparableReason = "unavailable in A (" + fa->unavailableReason + "), available in B";
+  else if (!fb->available())
+    c.notComparableReason = "available in A, unavailable in B: " + fb->unavailableReason;
+  else if (!std::isfinite(*fa->value) || !std::isfinite(*fb->value))
+    c.notComparableReason = "not a finite number";
   if (!c.notComparableReason.empty()) return c;
 
   c.comparable = true;
@@ -133,8 +139,10 @@ FigureChange change(const Figure* fa, const Figure* fb, const CompareOptions& o,
     c.crossedTolerance = beyondNoise && b != 0;
   }
   Polarity p = polarityOf(c.name, c.labels);
-  if (b == a || p == Polarity::kNeutral) c.direction = Direction::kNeutral;
-  else c.direction = ((b > a) == (p == Polarity::kHigherIsWorse)) ? Direction::kWorse : Direction::kBetter;
+  if (b == a || p == Polarity::kNeutral)
+    c.direction = Direction::kNeutral;
+  else
+    c.direction = ((b > a) == (p == Polarity::kHigherIsWorse)) ? Direction::kWorse : Direction::kBetter;
   return c;
 }
 
@@ -184,10 +192,18 @@ std::vector<std::string> row(const FigureChange& c, bool shortened, const std::v
                              Notes& notes) {
   std::string key = displayKey(c, shortened, ambiguous);
   if (!c.comparable)
-    return {std::move(key), value(c.a, c, presentIn(c, 'A')), value(c.b, c, presentIn(c, 'B')), "", "",
+    return {std::move(key),
+            value(c.a, c, presentIn(c, 'A')),
+            value(c.b, c, presentIn(c, 'B')),
+            "",
+            "",
             "n/a " + notes.mark(c.notComparableReason)};
-  return {std::move(key), formatValue(*c.a, c.unit), formatValue(*c.b, c.unit), signedValue(c.absoluteChange, c.unit),
-          relative(c), verdict(c)};
+  return {std::move(key),
+          formatValue(*c.a, c.unit),
+          formatValue(*c.b, c.unit),
+          signedValue(c.absoluteChange, c.unit),
+          relative(c),
+          verdict(c)};
 }
 
 const std::vector<std::string> kHeader{"figure", "A", "B", "change", "relative", "verdict"};
@@ -224,7 +240,8 @@ Counts count(const Comparison& cmp, bool headline) {
 
 std::string countsText(const Counts& n) {
   std::ostringstream s;
-  s << n.crossed << " of " << n.comparable << " moved beyond tolerance (" << n.worse << " worse, " << n.better << " better)";
+  s << n.crossed << " of " << n.comparable << " moved beyond tolerance (" << n.worse << " worse, " << n.better
+    << " better)";
   if (n.notComparable) s << ", " << n.notComparable << " not comparable";
   return s.str();
 }
@@ -290,7 +307,8 @@ std::string body(const Comparison& c, const std::function<std::string(const std:
            "\n";
   }
   if (within)
-    out += wrapText(std::to_string(within) + (within == 1 ? " other figure" : " other figures") + " stayed within tolerance.",
+    out += wrapText(std::to_string(within) + (within == 1 ? " other figure" : " other figures") +
+                        " stayed within tolerance.",
                     kSummaryColumns, "") +
            "\n";
   return out;
@@ -301,8 +319,8 @@ std::string tolerancesText(const CompareOptions& t) {
   std::snprintf(buf, sizeof buf,
                 "A figure moved when it changed by more than %.0f %% and by more than its noise: %.0f events over "
                 "its window for rates and counts, %s for latencies, %g percentage point%s for shares.",
-                t.relativeTolerance * 100, t.minEvents, formatValue(t.latencyFloorSeconds, "s").c_str(), t.ratioFloor * 100,
-                t.ratioFloor == 0.01 ? "" : "s");
+                t.relativeTolerance * 100, t.minEvents, formatValue(t.latencyFloorSeconds, "s").c_str(),
+                t.ratioFloor * 100, t.ratioFloor == 0.01 ? "" : "s");
   return buf;
 }
 

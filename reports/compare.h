@@ -52,7 +52,7 @@ struct FigureChange {
   // Set exactly when !comparable: "only in A", "available in A, unavailable in B: why",
   // "unavailable in A (why), available in B", "unavailable in A and B: why".
   std::string notComparableReason;
-  double absoluteChange = 0;        // b - a
+  double absoluteChange = 0;  // b - a
   // (b - a) / |a|; nullopt when a is 0 (any change from 0 is then beyond tolerance).
   std::optional<double> relativeChange;
   Direction direction = Direction::kNeutral;

@@ -36,7 +36,8 @@ std::string shortKey(const Figure& f, bool keepGroup) {
     if (l.name == "group" && value.ends_with(".k8s.io")) value.resize(value.size() - 7);
     if (l.name == "group" && value.empty()) value = "core";
     // kind=<group>/<resource>: the group goes where the group label would.
-    if (l.name == "kind" && !keepGroup && value.find('/') != std::string::npos) value = value.substr(value.rfind('/') + 1);
+    if (l.name == "kind" && !keepGroup && value.find('/') != std::string::npos)
+      value = value.substr(value.rfind('/') + 1);
     labels += (labels.empty() ? "" : ",") + key + "=" + value;
   }
   if (!labels.empty()) out += "{" + labels + "}";
@@ -143,10 +144,14 @@ std::string formatGrouped(double v) {
 
 std::string formatKnobValue(double v, std::string_view unit) {
   std::string n;
-  if (std::isnan(v)) n = "NaN";
-  else if (std::isinf(v)) n = v > 0 ? "+Inf" : "-Inf";
-  else if (std::fabs(v) < 1e6 && v == std::round(v)) n = grouped(v);
-  else n = std::fabs(v) >= 1e6 ? metric(v) : plain(v);
+  if (std::isnan(v))
+    n = "NaN";
+  else if (std::isinf(v))
+    n = v > 0 ? "+Inf" : "-Inf";
+  else if (std::fabs(v) < 1e6 && v == std::round(v))
+    n = grouped(v);
+  else
+    n = std::fabs(v) >= 1e6 ? metric(v) : plain(v);
   return unit.empty() ? n : n + " " + std::string(unit);
 }
 
@@ -161,9 +166,12 @@ std::string formatElapsed(double seconds) {
   total = std::labs(total);
   long h = total / 3600, m = (total % 3600) / 60, s = total % 60;
   char buf[48];
-  if (h > 0) std::snprintf(buf, sizeof buf, m ? "%s%ldh%02ldm" : "%s%ldh", sign.c_str(), h, m);
-  else if (m > 0) std::snprintf(buf, sizeof buf, s ? "%s%ldm%02lds" : "%s%ldm", sign.c_str(), m, s);
-  else std::snprintf(buf, sizeof buf, "%s%lds", sign.c_str(), s);
+  if (h > 0)
+    std::snprintf(buf, sizeof buf, m ? "%s%ldh%02ldm" : "%s%ldh", sign.c_str(), h, m);
+  else if (m > 0)
+    std::snprintf(buf, sizeof buf, s ? "%s%ldm%02lds" : "%s%ldm", sign.c_str(), m, s);
+  else
+    std::snprintf(buf, sizeof buf, "%s%lds", sign.c_str(), s);
   return buf;
 }
 
@@ -216,8 +224,10 @@ std::string xmlEscape(std::string_view s) {
       case '"': out += "&quot;"; break;
       case '\'': out += "&apos;"; break;
       default:
-        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r') out += "\xEF\xBF\xBD";
-        else out += c;
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += "\xEF\xBF\xBD";
+        else
+          out += c;
     }
   }
   return out;

@@ -51,8 +51,8 @@ std::string formatElapsed(double seconds);
 // The three independent directions a control plane runs out of room in.
 enum class Axis { kNode, kChurn, kState };
 inline constexpr Axis kAllAxes[] = {Axis::kNode, Axis::kChurn, Axis::kState};
-std::string_view toString(Axis a);      // "node-bound", ...
-std::string_view describe(Axis a);      // one line: what pressure the axis measures
+std::string_view toString(Axis a);  // "node-bound", ...
+std::string_view describe(Axis a);  // one line: what pressure the axis measures
 
 // Whether the generator, not the server, set the pace, and how late it sent.
 std::vector<const metrics::Figure*> generatorHealthFigures(std::span<const metrics::Figure> figures);

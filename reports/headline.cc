@@ -67,9 +67,12 @@ std::string_view firstApiserver(const Pool& p, std::string_view name) {
 std::vector<Axis> axesOfRun(const RunResult& r) {
   std::set<Axis> ran;
   for (const auto& w : r.workloads) {
-    if (w.kind == "kubelets") ran.insert(Axis::kNode);
-    else if (w.kind == "churn") ran.insert(Axis::kChurn);
-    else if (w.kind == "dormant") ran.insert(Axis::kState);
+    if (w.kind == "kubelets")
+      ran.insert(Axis::kNode);
+    else if (w.kind == "churn")
+      ran.insert(Axis::kChurn);
+    else if (w.kind == "dormant")
+      ran.insert(Axis::kState);
   }
   std::vector<Axis> out;
   for (Axis a : kAllAxes)
@@ -90,12 +93,14 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
   };
   switch (axis) {
     case Axis::kNode: {
-      addLargest(out, p, "write_qps",
-                 [&](const Figure& f) { return hasLabels(f) && isNodeResource(resourceOf(f)) && written(f); }, cap);
+      addLargest(
+          out, p, "write_qps",
+          [&](const Figure& f) { return hasLabels(f) && isNodeResource(resourceOf(f)) && written(f); }, cap);
       addAll(out.figures, p, "lease_write_share");
       addAll(out.figures, p, "etcd_lease_proposal_share");
       addAll(out.figures, p, "client_latency_p99", leasePut);
-      addAll(out.figures, p, "server_latency_p99", [&](const Figure& f) { return leasePut(f) || familyUnavailable(f); });
+      addAll(out.figures, p, "server_latency_p99",
+             [&](const Figure& f) { return leasePut(f) || familyUnavailable(f); });
       std::string_view first = firstApiserver(p, "apiserver_objects");
       addAll(out.figures, p, "apiserver_objects",
              [&](const Figure& f) { return resourceOf(f) == "nodes" && labelValue(f.labels, "apiserver") == first; });
@@ -110,8 +115,9 @@ AxisFigures axisFigures(std::span<const Figure> figures, Axis axis, std::size_t 
     }
     case Axis::kChurn: {
       AxisFigures writes;
-      addLargest(writes, p, "write_qps",
-                 [&](const Figure& f) { return hasLabels(f) && !isNodeResource(resourceOf(f)) && written(f); }, cap);
+      addLargest(
+          writes, p, "write_qps",
+          [&](const Figure& f) { return hasLabels(f) && !isNodeResource(resourceOf(f)) && written(f); }, cap);
       out.omitted += writes.omitted;
       out.figures.insert(out.figures.end(), writes.figures.begin(), writes.figures.end());
       // Latency of exactly the (resource, verb) pairs shown above.
@@ -212,12 +218,13 @@ Headline headline(const RunResult& r, std::size_t cap) {
   addAll(h.setup.figures, setup, "write_qps", [](const Figure& f) { return f.labels.empty(); });
   // Registration is the node fleet's setup; creating a population or the first objects
   // of a churn is everyone else's.
-  addLargest(h.setup, setup, "write_qps",
-             [&](const Figure& f) {
-               if (!hasLabels(f) || !written(f)) return false;
-               return isNodeResource(resourceOf(f)) ? has(Axis::kNode) : (has(Axis::kChurn) || has(Axis::kState));
-             },
-             cap);
+  addLargest(
+      h.setup, setup, "write_qps",
+      [&](const Figure& f) {
+        if (!hasLabels(f) || !written(f)) return false;
+        return isNodeResource(resourceOf(f)) ? has(Axis::kNode) : (has(Axis::kChurn) || has(Axis::kState));
+      },
+      cap);
   if (has(Axis::kState)) {
     addAll(h.setup.figures, setup, "bytes_per_object", wholeFit);
     addAll(h.setup.figures, setup, "bytes_per_object_all_replicas");
@@ -227,11 +234,12 @@ Headline headline(const RunResult& r, std::size_t cap) {
         first = labelValue(f->labels, "apiserver");
         break;
       }
-    addLargest(h.setup, setup, "bytes_per_object",
-               [&](const Figure& f) {
-                 return !labelValue(f.labels, "kind").empty() && labelValue(f.labels, "apiserver") == first;
-               },
-               cap);
+    addLargest(
+        h.setup, setup, "bytes_per_object",
+        [&](const Figure& f) {
+          return !labelValue(f.labels, "kind").empty() && labelValue(f.labels, "apiserver") == first;
+        },
+        cap);
   }
 
   std::vector<std::string> replicas;
@@ -257,8 +265,9 @@ const Figure* replicaFigure(const RunResult& r, std::string_view name, const std
 std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
                                                                 const std::vector<std::string>& replicas) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto [name, title] : {std::pair{"apiserver_request_qps", "requests"}, std::pair{"apiserver_write_qps", "writes"},
-                             std::pair{"apiserver_heap_inuse_bytes", "heap in use"}, std::pair{"apiserver_rss_bytes", "RSS"}})
+  for (auto [name, title] :
+       {std::pair{"apiserver_request_qps", "requests"}, std::pair{"apiserver_write_qps", "writes"},
+        std::pair{"apiserver_heap_inuse_bytes", "heap in use"}, std::pair{"apiserver_rss_bytes", "RSS"}})
     for (const auto& a : replicas)
       if (replicaFigure(r, name, a)) {
         out.emplace_back(name, title);

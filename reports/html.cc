@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <cctype>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -23,7 +23,8 @@ using svg::escape;
 std::string latencyChartId(std::string_view resource, std::string_view verb) {
   std::string id = std::string(kChartLatency) + "-";
   for (char c : std::string(resource) + "-" + std::string(verb))
-    id += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : '-';
+    id += std::isalnum(static_cast<unsigned char>(c)) ? static_cast<char>(std::tolower(static_cast<unsigned char>(c)))
+                                                      : '-';
   return id;
 }
 
@@ -123,7 +124,8 @@ std::string resourceName(const Figure& f, const std::set<std::string>& ambiguous
 std::set<std::string> ambiguousResources(const std::vector<Figure>& figures, std::string_view name) {
   std::map<std::string, std::set<std::string>> groups;
   for (const Figure& f : figures)
-    if (f.name == name) groups[std::string(labelValue(f.labels, "resource"))].insert(std::string(labelValue(f.labels, "group")));
+    if (f.name == name)
+      groups[std::string(labelValue(f.labels, "resource"))].insert(std::string(labelValue(f.labels, "group")));
   std::set<std::string> out;
   for (auto& [r, gs] : groups)
     if (gs.size() > 1) out.insert(r);
@@ -141,14 +143,17 @@ std::string writeQpsChart(const RunResult& r) {
     if (!perResource.count(name)) order.push_back(name);
     perResource[name].push_back(runSeries(name, r, f));
   }
-  if (order.empty()) return svg::placeholder(std::string(kChartWriteQps), title, whyNot(r.figures, "write_qps", "write rates"));
+  if (order.empty())
+    return svg::placeholder(std::string(kChartWriteQps), title, whyNot(r.figures, "write_qps", "write rates"));
   std::vector<svg::Series> layers;
   for (const auto& name : order) {
     // A resource nobody wrote at any time would be a legend entry for a flat line.
     svg::Series total = sum(name, perResource[name]);
-    if (std::any_of(total.y.begin(), total.y.end(), [](double v) { return v != 0; })) layers.push_back(std::move(total));
+    if (std::any_of(total.y.begin(), total.y.end(), [](double v) { return v != 0; }))
+      layers.push_back(std::move(total));
   }
-  return svg::timeChart(onTimeline({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
+  return svg::timeChart(
+      onTimeline({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
 std::string leaseShareChart(const RunResult& r) {
@@ -160,8 +165,10 @@ std::string leaseShareChart(const RunResult& r) {
     if (f.name == "etcd_lease_proposal_share") lines.push_back(runSeries("etcd proposals", r, f));
   }
   if (lines.empty())
-    return svg::placeholder(std::string(kChartLeaseShare), title, whyNot(r.figures, "lease_write_share", "lease share"));
-  return svg::timeChart(onTimeline({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0, {}, {}}, r));
+    return svg::placeholder(std::string(kChartLeaseShare), title,
+                            whyNot(r.figures, "lease_write_share", "lease share"));
+  return svg::timeChart(
+      onTimeline({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0, {}, {}}, r));
 }
 
 std::string heapChart(const RunResult& r) {
@@ -171,7 +178,8 @@ std::string heapChart(const RunResult& r) {
     if (f.name == "apiserver_heap_inuse_bytes" && charted(f))
       lines.push_back(runSeries(std::string(labelValue(f.labels, "apiserver")), r, f));
   if (lines.empty())
-    return svg::placeholder(std::string(kChartHeap), title, whyNot(r.figures, "apiserver_heap_inuse_bytes", "apiserver heap"));
+    return svg::placeholder(std::string(kChartHeap), title,
+                            whyNot(r.figures, "apiserver_heap_inuse_bytes", "apiserver heap"));
   return svg::timeChart(onTimeline({std::string(kChartHeap), title, "bytes", std::move(lines), false, {}, {}, {}}, r));
 }
 
@@ -182,15 +190,18 @@ std::string objectsChart(const RunResult& r) {
       first = std::string(labelValue(f.labels, "apiserver"));
       break;
     }
-  std::string title = "Objects by resource (stacked" + (first.empty() ? std::string() : ", as " + first + " counts them") + ")";
+  std::string title =
+      "Objects by resource (stacked" + (first.empty() ? std::string() : ", as " + first + " counts them") + ")";
   auto ambiguous = ambiguousResources(r.figures, "apiserver_objects");
   std::vector<svg::Series> layers;
   for (const Figure& f : r.figures)
     if (f.name == "apiserver_objects" && charted(f) && labelValue(f.labels, "apiserver") == first)
       layers.push_back(runSeries(resourceName(f, ambiguous), r, f));
   if (layers.empty())
-    return svg::placeholder(std::string(kChartObjects), "Objects by resource", whyNot(r.figures, "apiserver_objects", "object counts"));
-  return svg::timeChart(onTimeline({std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
+    return svg::placeholder(std::string(kChartObjects), "Objects by resource",
+                            whyNot(r.figures, "apiserver_objects", "object counts"));
+  return svg::timeChart(onTimeline(
+      {std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
 std::string latencyCharts(const RunResult& r) {
@@ -199,7 +210,8 @@ std::string latencyCharts(const RunResult& r) {
   for (const Figure& f : r.figures) {
     if (!f.name.starts_with("client_latency_") && !f.name.starts_with("server_latency_")) continue;
     if (f.window == metrics::Window::kSetup) continue;
-    std::pair<std::string, std::string> rv{std::string(labelValue(f.labels, "resource")), std::string(labelValue(f.labels, "verb"))};
+    std::pair<std::string, std::string> rv{std::string(labelValue(f.labels, "resource")),
+                                           std::string(labelValue(f.labels, "verb"))};
     if (rv.first.empty() || std::find(pairs.begin(), pairs.end(), rv) != pairs.end()) continue;
     pairs.push_back(rv);
   }
@@ -210,8 +222,12 @@ std::string latencyCharts(const RunResult& r) {
   std::size_t shown = std::min(pairs.size(), kMaxLatencyCharts);
   for (std::size_t p = 0; p < shown; ++p) {
     const auto& [resource, verb] = pairs[p];
-    svg::BarChart c{latencyChartId(resource, verb), verb + " " + resource, "s",
-                    {"client (from schedule)", "client (from send)", "server"}, {}, {}};
+    svg::BarChart c{latencyChartId(resource, verb),
+                    verb + " " + resource,
+                    "s",
+                    {"client (from schedule)", "client (from send)", "server"},
+                    {},
+                    {}};
     bool any = false;
     std::vector<std::string> why;  // distinct reasons of the unavailable figures
     for (const char* q : kQuantiles) {
@@ -224,7 +240,8 @@ std::string latencyCharts(const RunResult& r) {
           row[labelValue(f.labels, "measured_from") == "sent" ? 1 : 0] = f.value;
         else if (f.name == std::string("server_latency_") + q)
           row[2] = f.value;
-        else continue;
+        else
+          continue;
         any = any || f.available();
         if (!f.available() && std::find(why.begin(), why.end(), f.unavailableReason) == why.end())
           why.push_back(f.unavailableReason);
@@ -235,11 +252,14 @@ std::string latencyCharts(const RunResult& r) {
     for (const auto& w : why) reason += (reason.empty() ? "" : "; ") + w;
     // A chart of nothing but "n/a" marks says less than one sentence saying why.
     out << "<figure class=\"small\">"
-        << (any ? svg::barChart(c) : svg::placeholder(c.id, c.title, reason.empty() ? "no latency percentiles were measured" : reason, c.width, c.height))
+        << (any ? svg::barChart(c)
+                : svg::placeholder(c.id, c.title, reason.empty() ? "no latency percentiles were measured" : reason,
+                                   c.width, c.height))
         << "</figure>\n";
   }
   if (pairs.size() > shown)
-    out << "<p class=\"note\">" << pairs.size() - shown << " more (resource, verb) pairs are listed under All figures.</p>\n";
+    out << "<p class=\"note\">" << pairs.size() - shown
+        << " more (resource, verb) pairs are listed under All figures.</p>\n";
   return out.str();
 }
 
@@ -264,13 +284,14 @@ std::string timelineSection(const RunResult& r) {
            "<th class=\"num\">length</th><th>state</th></tr></thead><tbody>\n";
     for (const Phase& p : r.phases) {
       bool ramp = p.name.starts_with("ramp/");
-      out << "<tr class=\"phase-" << (ramp ? "ramp" : escape(p.name)) << "\"><td>" << (ramp ? "&#8627; " : "") << escape(p.name)
-          << "</td><td class=\"num\">" << escape(formatElapsed(p.startSeconds)) << "</td><td class=\"num\">"
-          << escape(formatElapsed(p.endSeconds)) << "</td><td class=\"num\">" << escape(formatElapsed(p.endSeconds - p.startSeconds))
-          << "</td><td>"
-          << (p.complete ? std::string("complete")
-                         : "<span class=\"unavailable\">cut short</span>" +
-                               (p.detail.empty() ? std::string() : " <span class=\"why\">(" + escape(p.detail) + ")</span>"))
+      out << "<tr class=\"phase-" << (ramp ? "ramp" : escape(p.name)) << "\"><td>" << (ramp ? "&#8627; " : "")
+          << escape(p.name) << "</td><td class=\"num\">" << escape(formatElapsed(p.startSeconds))
+          << "</td><td class=\"num\">" << escape(formatElapsed(p.endSeconds)) << "</td><td class=\"num\">"
+          << escape(formatElapsed(p.endSeconds - p.startSeconds)) << "</td><td>"
+          << (p.complete
+                  ? std::string("complete")
+                  : "<span class=\"unavailable\">cut short</span>" +
+                        (p.detail.empty() ? std::string() : " <span class=\"why\">(" + escape(p.detail) + ")</span>"))
           << "</td></tr>\n";
     }
     out << "</tbody></table>\n";
@@ -298,9 +319,12 @@ std::string replicaSection(const RunResult& r, const std::vector<std::string>& r
     out << "<tr><td>" << escape(a) << "</td>";
     for (const auto& [name, title] : columns) {
       const Figure* f = replicaFigure(r, name, a);
-      if (!f) out << "<td class=\"num muted\">-</td>";
-      else if (!f->available()) out << "<td class=\"num unavailable\" title=\"" << escape(f->unavailableReason) << "\">unavailable</td>";
-      else out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";
+      if (!f)
+        out << "<td class=\"num muted\">-</td>";
+      else if (!f->available())
+        out << "<td class=\"num unavailable\" title=\"" << escape(f->unavailableReason) << "\">unavailable</td>";
+      else
+        out << "<td class=\"num\">" << escape(formatFigureValue(*f)) << "</td>";
     }
     out << "</tr>\n";
   }
@@ -314,13 +338,15 @@ std::string figureTable(const std::vector<const Figure*>& figures, std::size_t o
   out << "<table class=\"figures\"><thead><tr><th>figure</th><th class=\"num\">value</th><th>window</th><th>source</th></tr>"
          "</thead><tbody>\n";
   for (const Figure* f : figures) {
-    out << "<tr class=\"window-" << metrics::toString(f->window) << "\"><td><code>" << escape(figureKey(*f)) << "</code></td>";
+    out << "<tr class=\"window-" << metrics::toString(f->window) << "\"><td><code>" << escape(figureKey(*f))
+        << "</code></td>";
     if (f->available()) {
       std::string detail = bytesPerObjectDetail(all, *f);
       out << "<td class=\"num\">" << escape(formatFigureValue(*f))
           << (detail.empty() ? "" : " <span class=\"why\">" + escape(detail) + "</span>") << "</td>";
     } else {
-      out << "<td class=\"num unavailable\">unavailable <span class=\"why\">(" << escape(f->unavailableReason) << ")</span></td>";
+      out << "<td class=\"num unavailable\">unavailable <span class=\"why\">(" << escape(f->unavailableReason)
+          << ")</span></td>";
     }
     out << "<td class=\"window\">" << metrics::toString(f->window) << "</td><td><span class=\"src src-"
         << metrics::toString(f->source) << "\">" << metrics::toString(f->source) << "</span></td></tr>\n";
@@ -392,8 +418,10 @@ std::string capacityChart(const CapacitySearch& s, std::string id, std::string t
     StepValue v = value(*st);
     std::string at = formatKnobValue(st->value, s.unit) + ": ";
     std::string verdict = st->held ? "held" : st->generatorLimited ? "generator-limited" : "did not hold";
-    if (v.y) any = true;
-    else if (why.empty()) why = v.note;
+    if (v.y)
+      any = true;
+    else if (why.empty())
+      why = v.note;
     series.points.push_back({st->value, v.y, st->held, at + v.note + " (" + verdict + ")"});
   }
   if (!any) return svg::placeholder(c.id, c.title, why.empty() ? "no step was measured" : why, width, c.height);
@@ -445,7 +473,9 @@ std::string capacityCharts(const CapacitySearch& s) {
                Threshold{gate.threshold, threshold}, 920)
         << "</figure>\n";
   }
-  auto covered = [&](const std::string& key) { return std::find(gateKeys.begin(), gateKeys.end(), key) != gateKeys.end(); };
+  auto covered = [&](const std::string& key) {
+    return std::find(gateKeys.begin(), gateKeys.end(), key) != gateKeys.end();
+  };
   std::string pk = pressureKey(s.axis);
   std::string pressureUnit, heapUnit = "bytes";
   for (const CapacityStep& st : s.steps)
@@ -457,17 +487,16 @@ std::string capacityCharts(const CapacitySearch& s) {
         << "</figure>\n";
   if (!covered(std::string(kStepWriteQpsKey)))
     out << "<figure class=\"small\">"
-        << capacityChart(s, std::string(kChartCapacityWriteQps), "Write QPS, all writes", std::string(kStepWriteQpsKey),
-                         "1/s",
-                         [&](const CapacityStep& st) {
-                           return figureValue(stepFigures(st, s.axis).writeQps, kStepWriteQpsKey);
-                         })
+        << capacityChart(
+               s, std::string(kChartCapacityWriteQps), "Write QPS, all writes", std::string(kStepWriteQpsKey), "1/s",
+               [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).writeQps, kStepWriteQpsKey); })
         << "</figure>\n";
   if (!covered(std::string(kStepHeapKey)))
     out << "<figure class=\"small\">"
-        << capacityChart(s, std::string(kChartCapacityHeap), "Heap in use, all kube-apiservers", std::string(kStepHeapKey),
-                         heapUnit,
-                         [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).heap, kStepHeapKey); })
+        << capacityChart(
+               s, std::string(kChartCapacityHeap), "Heap in use, all kube-apiservers", std::string(kStepHeapKey),
+               heapUnit,
+               [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).heap, kStepHeapKey); })
         << "</figure>\n";
   out << "<figure class=\"small\">"
       << capacityChart(s, std::string(kChartCapacityClientP99), "Worst client p99 (from scheduled)",
@@ -498,7 +527,7 @@ std::string capacitySection(const RunResult& r) {
     out << " The headline, gates and figures below are those of the last step that held ("
         << escape(formatKnobValue(*s.held, s.unit)) << ").";
   out << "</p>\n";
-  const char* resultClass = s.limit == CapacityLimit::kServer && s.held     ? "ok"
+  const char* resultClass = s.limit == CapacityLimit::kServer && s.held       ? "ok"
                             : s.limit == CapacityLimit::kMaxReached && s.held ? "ok"
                             : s.held                                          ? "warn"
                                                                               : "bad";
@@ -511,7 +540,9 @@ std::string capacitySection(const RunResult& r) {
   if (steps.empty()) return out.str() + "<p class=\"note\">No step was measured.</p>\n</section>\n";
 
   auto cell = [](const Figure* f, std::string_view key, std::string extra = "") {
-    if (!f) return "<td class=\"num unavailable\">unavailable <span class=\"why\">(" + escape(notInStep(key)) + ")</span></td>";
+    if (!f)
+      return "<td class=\"num unavailable\">unavailable <span class=\"why\">(" + escape(notInStep(key)) +
+             ")</span></td>";
     if (!f->available())
       return "<td class=\"num unavailable\">unavailable <span class=\"why\">(" + escape(f->unavailableReason) +
              ")</span></td>";
@@ -529,13 +560,13 @@ std::string capacitySection(const RunResult& r) {
     StepFigures f = stepFigures(*st, s.axis);
     std::string cls = st->held ? "held" : st->generatorLimited ? "generator-limited" : "not-held";
     if (st == broke) cls += " break";
-    out << "<tr class=\"" << cls << "\"><td class=\"num\">" << escape(formatKnobValue(st->value, "")) << "</td><td class=\""
-        << (st->held ? "verdict-pass" : "verdict-fail") << "\">" << stepHeldText(*st)
+    out << "<tr class=\"" << cls << "\"><td class=\"num\">" << escape(formatKnobValue(st->value, ""))
+        << "</td><td class=\"" << (st->held ? "verdict-pass" : "verdict-fail") << "\">" << stepHeldText(*st)
         << (st == broke ? " <span class=\"break-label\">&#8592; " + escape(breakLabel(*st)) + "</span>" : "") << "</td>"
         << cell(f.pressure, pressureKey(s.axis)) << cell(f.writeQps, kStepWriteQpsKey)
         << cell(f.leaseShare, kStepLeaseShareKey)
-        << cell(f.clientP99, kStepClientP99Key, f.clientP99 ? verbResource(*f.clientP99) : "") << cell(f.heap, kStepHeapKey)
-        << "<td class=\"broke-by\">"
+        << cell(f.clientP99, kStepClientP99Key, f.clientP99 ? verbResource(*f.clientP99) : "")
+        << cell(f.heap, kStepHeapKey) << "<td class=\"broke-by\">"
         << (st->held ? std::string()
                      : "<span class=\"why\">" +
                            escape(st->brokeBy.empty() ? "the step did not hold and recorded no reason" : st->brokeBy) +
@@ -554,7 +585,8 @@ std::string kv(const std::vector<std::pair<std::string, std::string>>& rows) {
   std::ostringstream out;
   out << "<table class=\"kv\"><tbody>\n";
   for (const auto& [k, v] : rows)
-    out << "<tr><th>" << escape(k) << "</th><td>" << (v.empty() ? "<span class=\"muted\">-</span>" : escape(v)) << "</td></tr>\n";
+    out << "<tr><th>" << escape(k) << "</th><td>" << (v.empty() ? "<span class=\"muted\">-</span>" : escape(v))
+        << "</td></tr>\n";
   out << "</tbody></table>\n";
   return out.str();
 }
@@ -565,9 +597,11 @@ std::string card(const std::vector<Figure>& figures, std::string_view name, std:
   if (!f) f = findExact(figures, name, {}, metrics::Window::kSetup);
   std::ostringstream out;
   out << "<div class=\"card\"><div class=\"card-label\">" << escape(label) << "</div>";
-  if (f && f->available()) out << "<div class=\"card-value\">" << escape(formatFigureValue(*f)) << "</div>";
-  else out << "<div class=\"card-value unavailable\" title=\"" << escape(f ? f->unavailableReason : "not in the result")
-           << "\">unavailable</div>";
+  if (f && f->available())
+    out << "<div class=\"card-value\">" << escape(formatFigureValue(*f)) << "</div>";
+  else
+    out << "<div class=\"card-value unavailable\" title=\"" << escape(f ? f->unavailableReason : "not in the result")
+        << "\">unavailable</div>";
   out << "</div>";
   return out.str();
 }
@@ -640,7 +674,9 @@ std::string renderHtml(const RunResult& r) {
   std::string title = r.scenario.name + " on " + r.profile.name;
   std::size_t passed = 0;
   for (const auto& g : r.gates) passed += g.passed;
-  const char* statusClass = r.status == RunStatus::kCompleted ? "ok" : r.status == RunStatus::kInterrupted ? "warn" : "bad";
+  const char* statusClass = r.status == RunStatus::kCompleted     ? "ok"
+                            : r.status == RunStatus::kInterrupted ? "warn"
+                                                                  : "bad";
 
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -654,11 +690,12 @@ std::string renderHtml(const RunResult& r) {
       << (r.environment.startedAt.empty() ? "" : " from " + escape(r.environment.startedAt)) << "</p>\n";
   out << "<span id=\"status\" class=\"pill " << statusClass << "\">" << toString(r.status) << "</span> ";
   if (!r.gates.empty())
-    out << "<span class=\"pill " << (passed == r.gates.size() ? "ok" : "bad") << "\">" << passed << " of " << r.gates.size()
-        << " gates passed</span>";
+    out << "<span class=\"pill " << (passed == r.gates.size() ? "ok" : "bad") << "\">" << passed << " of "
+        << r.gates.size() << " gates passed</span>";
   if (!r.statusDetail.empty()) out << " <span class=\"muted\">" << escape(r.statusDetail) << "</span>";
   if (std::string m = modelLine(r); !m.empty()) out << "\n<p class=\"note\">" << escape(m) << "</p>";
-  out << "\n<div class=\"cards\">" << card(r.figures, "write_qps", "write QPS") << card(r.figures, "lease_write_share", "lease share of writes")
+  out << "\n<div class=\"cards\">" << card(r.figures, "write_qps", "write QPS")
+      << card(r.figures, "lease_write_share", "lease share of writes")
       << card(r.figures, "apiserver_heap_inuse_bytes_all_replicas", "heap, all apiservers")
       << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
 
@@ -681,8 +718,10 @@ std::string renderHtml(const RunResult& r) {
         << (wholeRun ? " (steady window; the fleet's own figures over the whole run)" : " (steady window)")
         << "</p>\n<div class=\"charts\">\n"
         << axisCharts(r, a.axis) << "</div>\n";
-    if (a.figures.figures.empty()) out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
-    else out << figureTable(a.figures.figures, a.figures.omitted, r.figures);
+    if (a.figures.figures.empty())
+      out << "<p class=\"note\">The result has no figures for this axis.</p>\n";
+    else
+      out << figureTable(a.figures.figures, a.figures.omitted, r.figures);
     out << "</section>\n";
   }
   // Charts of axes that did not run still show what happened over time, below.
@@ -715,9 +754,10 @@ std::string renderHtml(const RunResult& r) {
     out << "<table class=\"gates\"><thead><tr><th>gate</th><th class=\"num\">measured</th><th>threshold</th><th>verdict</th>"
            "<th>reason</th></tr></thead><tbody>\n";
     for (const auto& g : r.gates)
-      out << "<tr><td><code>" << escape(g.gate.text) << "</code></td><td class=\"num\">" << escape(formatGateMeasured(r, g))
-          << "</td><td><code>" << escape(formatGateThreshold(g)) << "</code></td><td class=\""
-          << (g.passed ? "verdict-pass\">pass" : "verdict-fail\">FAIL") << "</td><td>" << escape(g.reason) << "</td></tr>\n";
+      out << "<tr><td><code>" << escape(g.gate.text) << "</code></td><td class=\"num\">"
+          << escape(formatGateMeasured(r, g)) << "</td><td><code>" << escape(formatGateThreshold(g))
+          << "</code></td><td class=\"" << (g.passed ? "verdict-pass\">pass" : "verdict-fail\">FAIL") << "</td><td>"
+          << escape(g.reason) << "</td></tr>\n";
     out << "</tbody></table>\n";
   }
   out << "</section>\n";
@@ -725,8 +765,10 @@ std::string renderHtml(const RunResult& r) {
   out << "<section id=\"generator\">\n<h2>Generator health</h2>\n<p class=\"lede\">Whether cpscale kept its schedule: "
          "when it did not, the figures above describe the generator's limits as much as the control plane's.</p>\n";
   auto health = generatorHealthFigures(r.figures);
-  if (health.empty()) out << "<p class=\"note\">The result has no generator health figures.</p>\n";
-  else out << figureTable(health);
+  if (health.empty())
+    out << "<p class=\"note\">The result has no generator health figures.</p>\n";
+  else
+    out << figureTable(health);
   out << "</section>\n";
 
   out << "<section id=\"environment\">\n<h2>Environment and versions</h2>\n"
@@ -745,7 +787,8 @@ std::string renderHtml(const RunResult& r) {
              {"cpscale version", r.environment.cpscaleVersion},
              {"host", r.environment.host},
              {"cpus", r.environment.cpus ? std::to_string(r.environment.cpus) : ""},
-             {"memory", r.environment.memoryBytes ? formatValue(static_cast<double>(r.environment.memoryBytes), "bytes") : ""},
+             {"memory",
+              r.environment.memoryBytes ? formatValue(static_cast<double>(r.environment.memoryBytes), "bytes") : ""},
              {"started", r.environment.startedAt},
              {"ended", r.environment.endedAt},
              {"measured", formatElapsed(r.measuredSeconds)}});
@@ -762,22 +805,23 @@ std::string renderHtml(const RunResult& r) {
            "<th>figure</th><th>live</th><th>model</th><th>error</th><th>tolerance</th></tr></thead><tbody>\n";
     for (const auto& e : *v) {
       const double err = e.value("relativeError", 0.0), tol = e.value("tolerance", 0.0);
-      out << "<tr" << (err > tol ? " class=\"bad\"" : "") << "><td>" << escape(e.value("figure", std::string())) << "</td><td>"
-          << formatGrouped(e.value("live", 0.0)) << "</td><td>" << formatGrouped(e.value("model", 0.0)) << "</td><td>"
-          << formatValue(err, "ratio") << "</td><td>" << formatValue(tol, "ratio") << "</td></tr>\n";
+      out << "<tr" << (err > tol ? " class=\"bad\"" : "") << "><td>" << escape(e.value("figure", std::string()))
+          << "</td><td>" << formatGrouped(e.value("live", 0.0)) << "</td><td>" << formatGrouped(e.value("model", 0.0))
+          << "</td><td>" << formatValue(err, "ratio") << "</td><td>" << formatValue(tol, "ratio") << "</td></tr>\n";
     }
     out << "</tbody></table>\n";
   }
   if (!r.workloads.empty()) {
     out << "<table class=\"workloads\"><thead><tr><th>workload</th><th>name</th><th>summary</th></tr></thead><tbody>\n";
     for (const auto& w : r.workloads)
-      out << "<tr><td>" << escape(w.kind) << "</td><td>" << escape(w.name) << "</td><td><code>" << escape(w.summary.dump())
-          << "</code></td></tr>\n";
+      out << "<tr><td>" << escape(w.kind) << "</td><td>" << escape(w.name) << "</td><td><code>"
+          << escape(w.summary.dump()) << "</code></td></tr>\n";
     out << "</tbody></table>\n";
   }
-  out << "<details><summary>Effective scenario configuration</summary><pre>" << escape(r.scenario.effectiveConfig.dump(2))
+  out << "<details><summary>Effective scenario configuration</summary><pre>"
+      << escape(r.scenario.effectiveConfig.dump(2)) << "</pre></details>\n";
+  out << "<details><summary>Profile specification</summary><pre>" << escape(r.profile.spec.dump(2))
       << "</pre></details>\n";
-  out << "<details><summary>Profile specification</summary><pre>" << escape(r.profile.spec.dump(2)) << "</pre></details>\n";
   out << "</section>\n";
 
   out << "<section id=\"all-figures\">\n<h2>All figures</h2>\n<details><summary>" << r.figures.size()

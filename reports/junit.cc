@@ -7,7 +7,6 @@
 
 namespace cpscale::reports {
 
-
 namespace {
 
 std::string seconds(double s) {
@@ -52,7 +51,8 @@ std::string renderJunit(const RunResult& r) {
 
   // Gate time is 0: a gate is judged after the run, not timed; the suite carries the
   // measured duration.
-  out << "    <testcase classname=\"" << cls << "\" name=\"run completed\" time=\"" << seconds(r.measuredSeconds) << "\">\n";
+  out << "    <testcase classname=\"" << cls << "\" name=\"run completed\" time=\"" << seconds(r.measuredSeconds)
+      << "\">\n";
   if (!completed) {
     std::string msg = "run " + std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : ": " + r.statusDetail);
     out << "      <failure type=\"RunNotCompleted\" message=\"" << xmlEscape(msg) << "\">" << xmlEscape(msg)
@@ -66,7 +66,8 @@ std::string renderJunit(const RunResult& r) {
                        (g.passed ? "passed" : "failed") + (g.reason.empty() ? "" : " (" + g.reason + ")");
     out << "    <testcase classname=\"" << cls << ".gates\" name=\"" << xmlEscape(g.gate.text) << "\" time=\"0\">\n";
     if (!g.passed)
-      out << "      <failure type=\"GateFailed\" message=\"" << xmlEscape(line) << "\">" << xmlEscape(line) << "</failure>\n";
+      out << "      <failure type=\"GateFailed\" message=\"" << xmlEscape(line) << "\">" << xmlEscape(line)
+          << "</failure>\n";
     // Passed gates keep their numbers too: a CI page then shows how close each was.
     out << "      <system-out>" << xmlEscape(line) << "</system-out>\n";
     out << "    </testcase>\n";

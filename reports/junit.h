@@ -13,5 +13,4 @@ namespace cpscale::reports {
 
 std::string renderJunit(const RunResult& r);
 
-
 }  // namespace cpscale::reports

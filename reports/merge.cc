@@ -36,21 +36,23 @@ RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::stri
     if (s.runId != shards[0].runId)
       throw ConfigError(names[i], "/runId", "is '" + s.runId + "', not '" + shards[0].runId + "' as in " + names[0]);
     if (s.shard->count != shards[0].shard->count)
-      throw ConfigError(names[i], "/shard/count", "is " + std::to_string(s.shard->count) + ", not " +
-                                                     std::to_string(shards[0].shard->count) + " as in " + names[0]);
+      throw ConfigError(names[i], "/shard/count",
+                        "is " + std::to_string(s.shard->count) + ", not " + std::to_string(shards[0].shard->count) +
+                            " as in " + names[0]);
     if (s.clientStats.is_null())
       throw ConfigError(names[i], "/clientStats",
                         "is missing: the shard measured no steady window (" + std::string(toString(s.status)) +
                             (s.statusDetail.empty() ? "" : ": " + s.statusDetail) + ")");
   }
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return shards[a].shard->index < shards[b].shard->index; });
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return shards[a].shard->index < shards[b].shard->index; });
   const std::size_t count = shards[0].shard->count;
   for (std::size_t k = 0; k < order.size(); ++k) {
     if (shards[order[k]].shard->index != k)
       throw ConfigError(names[order[k]], "/shard/index",
-                        k < shards[order[k]].shard->index ? "shard " + std::to_string(k) + " of " + std::to_string(count) + " is missing"
-                                                          : "is " + std::to_string(shards[order[k]].shard->index) +
-                                                                " again");
+                        k < shards[order[k]].shard->index
+                            ? "shard " + std::to_string(k) + " of " + std::to_string(count) + " is missing"
+                            : "is " + std::to_string(shards[order[k]].shard->index) + " again");
   }
   if (order.size() != count)
     throw ConfigError(names[order.back()], "/shard/count",
@@ -84,13 +86,15 @@ RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::stri
       m.figures.push_back(std::move(g));
     }
     for (const WorkloadSummary& w : s.workloads)
-      if (k == 0 || w.name != "cleanup") m.workloads.push_back({w.kind, w.name + "/shard-" + std::to_string(k), w.summary});
+      if (k == 0 || w.name != "cleanup")
+        m.workloads.push_back({w.kind, w.name + "/shard-" + std::to_string(k), w.summary});
     if (s.status != RunStatus::kCompleted && m.status == RunStatus::kCompleted) {
       m.status = s.status;
       m.statusDetail = "shard " + std::to_string(k) + ": " + s.statusDetail;
     }
   }
-  const engine::Duration window = std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(lead.measuredSeconds));
+  const engine::Duration window =
+      std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(lead.measuredSeconds));
   for (auto fs : {metrics::clientLatencyFigures(merged), metrics::clientCountFigures(merged, window)}) {
     for (auto& f : fs) {
       f.window = metrics::Window::kSteady;

@@ -1,8 +1,8 @@
 #include "reports/summary.h"
 
 #include <algorithm>
-#include <optional>
 #include <cctype>
+#include <optional>
 #include <sstream>
 
 #include "reports/capacity_report.h"
@@ -21,8 +21,10 @@ std::size_t width(std::string_view s) { return displayWidth(s); }
 std::vector<std::string> codePoints(std::string_view s) {
   std::vector<std::string> out;
   for (char c : s) {
-    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80 && !out.empty()) out.back() += c;
-    else out.emplace_back(1, c);
+    if ((static_cast<unsigned char>(c) & 0xC0) == 0x80 && !out.empty())
+      out.back() += c;
+    else
+      out.emplace_back(1, c);
   }
   return out;
 }
@@ -80,9 +82,12 @@ std::vector<std::string> breakCell(const std::string& cell, std::size_t w) {
 std::string escapeCell(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else if (c == '\n' || c == '\r') out += ' ';
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n' || c == '\r')
+      out += ' ';
+    else
+      out += c;
   }
   return out;
 }
@@ -158,7 +163,8 @@ std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& 
   if (!common.empty()) {
     std::string list;
     for (const auto& c : common) list += (list.empty() ? "" : ", ") + c.name + "=" + c.value;
-    under = "\n" + wrapText("Left out of the keys above, the same wherever present: " + list + ".", kSummaryColumns, "");
+    under =
+        "\n" + wrapText("Left out of the keys above, the same wherever present: " + list + ".", kSummaryColumns, "");
   }
   return markdownTable(kFigureHeader, rows, {}, kSummaryColumns) + under + notes.render();
 }
@@ -214,10 +220,10 @@ std::string capacitySection(const CapacitySearch& s) {
   std::string knob = s.knob + (s.unit.empty() ? "" : " (" + s.unit + ")") + " on the " + s.axis + " axis";
   if (!steps.empty()) {
     std::size_t bisected = bisectionSteps(s);
-    knob += steps.size() == 1 ? ", 1 step at " + formatKnobValue(steps.front()->value, s.unit)
-                              : ", " + std::to_string(steps.size()) + " steps from " +
-                                    formatKnobValue(steps.front()->value, s.unit) + " to " +
-                                    formatKnobValue(steps.back()->value, s.unit);
+    knob += steps.size() == 1
+                ? ", 1 step at " + formatKnobValue(steps.front()->value, s.unit)
+                : ", " + std::to_string(steps.size()) + " steps from " + formatKnobValue(steps.front()->value, s.unit) +
+                      " to " + formatKnobValue(steps.back()->value, s.unit);
     if (bisected) knob += " (" + std::to_string(bisected) + " by bisection)";
   }
   bullet("knob: " + knob);
@@ -232,9 +238,10 @@ std::string capacitySection(const CapacitySearch& s) {
   out += "\n";
   if (steps.empty()) return out + "No step was measured.\n\n";
 
-  out += wrapText("Each step held the knob at its value for a steady window; rows in order of value, each with "
-                  "that window's figures.",
-                  W, "") +
+  out += wrapText(
+             "Each step held the knob at its value for a steady window; rows in order of value, each with "
+             "that window's figures.",
+             W, "") +
          "\n";
   NumberedNotes notes;
   auto cell = [&](const Figure* f, std::string_view key) -> std::string {
@@ -247,8 +254,8 @@ std::string capacitySection(const CapacitySearch& s) {
     StepFigures f = stepFigures(*st, s.axis);
     std::string held(stepHeldText(*st));
     if (!st->held)
-      held += " " + notes.mark("broke by: " + (st->brokeBy.empty() ? "the step did not hold and recorded no reason"
-                                                                   : st->brokeBy));
+      held += " " + notes.mark("broke by: " +
+                               (st->brokeBy.empty() ? "the step did not hold and recorded no reason" : st->brokeBy));
     std::string p99 = cell(f.clientP99, kStepClientP99Key);
     if (f.clientP99 && f.clientP99->available()) p99 += " " + verbResource(*f.clientP99);
     rows.push_back({formatKnobValue(st->value, ""), held, cell(f.pressure, pressureKey(s.axis)),
@@ -256,13 +263,13 @@ std::string capacitySection(const CapacitySearch& s) {
                     cell(f.heap, kStepHeapKey)});
   }
   // Short headers keep the table inside a terminal; the line under it names the figures.
-  out += markdownTable({s.unit.empty() ? "value" : s.unit, "held / broke by", "pressure", "writes", "leases",
-                        "client p99", "heap"},
-                       rows, {true, false, true, true, true, false, true}, W);
+  out += markdownTable(
+      {s.unit.empty() ? "value" : s.unit, "held / broke by", "pressure", "writes", "leases", "client p99", "heap"},
+      rows, {true, false, true, true, true, false, true}, W);
   out += "\n" + wrapText("pressure: " + pressureKey(s.axis) + "; writes: " + std::string(kStepWriteQpsKey) +
                              "; leases: " + std::string(kStepLeaseShareKey) + "; client p99: the worst " +
-                             std::string(kStepClientP99Key) + " of any verb and resource; heap: " +
-                             std::string(kStepHeapKey) + ".",
+                             std::string(kStepClientP99Key) +
+                             " of any verb and resource; heap: " + std::string(kStepHeapKey) + ".",
                          W, "");
   return out + notes.render() + "\n";
 }
@@ -272,9 +279,8 @@ std::string capacitySection(const CapacitySearch& s) {
 std::size_t displayWidth(std::string_view s) {
   // One column per code point ("µs" is two bytes, one column per character), which is
   // what keeps the raw table aligned.
-  return static_cast<std::size_t>(std::count_if(s.begin(), s.end(), [](char c) {
-    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-  }));
+  return static_cast<std::size_t>(
+      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string wrapText(std::string_view text, std::size_t w, std::string_view indent) {
@@ -358,7 +364,8 @@ std::string markdownTable(const std::vector<std::string>& header, const std::vec
   };
   line(cells[0]);
   out += "|";
-  for (std::size_t i = 0; i < w.size(); ++i) out += right(i) ? " " + std::string(w[i] - 1, '-') + ": |" : " " + std::string(w[i], '-') + " |";
+  for (std::size_t i = 0; i < w.size(); ++i)
+    out += right(i) ? " " + std::string(w[i] - 1, '-') + ": |" : " " + std::string(w[i], '-') + " |";
   out += "\n";
   for (std::size_t i = 1; i < cells.size(); ++i) line(cells[i]);
   return out;
@@ -379,7 +386,8 @@ std::string modelLine(const RunResult& r) {
   if (r.model.is_null()) return "";
   const auto& m = r.model;
   std::string s = "model: calibrated on " + m.value("calibrationMachine", std::string("?")) + " (" +
-                  m.value("calibrationMeasuredAt", std::string("?")) + ", " + m.value("calibration", std::string("?")) + ")";
+                  m.value("calibrationMeasuredAt", std::string("?")) + ", " + m.value("calibration", std::string("?")) +
+                  ")";
   if (auto e = m.find("maxValidationError"); e != m.end() && e->is_number())
     s += "; measured error against live runs up to " + formatValue(e->get<double>(), "ratio");
   else
@@ -461,16 +469,19 @@ std::string renderSummary(const RunResult& r) {
     std::string what(describe(a.axis));
     if (!what.empty()) what[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(what[0])));
     out << "### " << toString(a.axis) << "\n\n" << wrapText(what + ".", W, "") << "\n";
-    if (a.figures.figures.empty()) out << "No figures for this axis in the result.\n\n";
-    else out << headlineTable(r, a.figures.figures, a.figures.omitted) << "\n";
+    if (a.figures.figures.empty())
+      out << "No figures for this axis in the result.\n\n";
+    else
+      out << headlineTable(r, a.figures.figures, a.figures.omitted) << "\n";
   }
   if (!h.replicas.empty())
     out << "### Load per kube-apiserver replica (steady)\n\n" << replicaTable(r, h.replicas) << "\n";
   if (!h.controllers.empty()) {
     out << "### Controllers\n\n"
-        << wrapText("How kube-controller-manager and kube-scheduler kept up with the load: their workqueues, the node "
-                    "lifecycle controller and the scheduling queue.",
-                    W, "")
+        << wrapText(
+               "How kube-controller-manager and kube-scheduler kept up with the load: their workqueues, the node "
+               "lifecycle controller and the scheduling queue.",
+               W, "")
         << "\n";
     if (!h.controllers.figures.empty()) out << headlineTable(r, h.controllers.figures, 0) << "\n";
     if (!h.controllers.workqueues.empty())
@@ -480,9 +491,10 @@ std::string renderSummary(const RunResult& r) {
   if (!h.setup.figures.empty()) {
     const Phase* setup = findPhase(r, "setup");
     out << "### Setup\n\n"
-        << wrapText("Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²)" +
-                        (setup ? ", " + formatSpan(*setup) : std::string()) + ": recorded, not the headline.",
-                    W, "")
+        << wrapText(
+               "Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²)" +
+                   (setup ? ", " + formatSpan(*setup) : std::string()) + ": recorded, not the headline.",
+               W, "")
         << "\n"
         << headlineTable(r, h.setup.figures, h.setup.omitted) << "\n";
   }
@@ -502,9 +514,11 @@ std::string renderSummary(const RunResult& r) {
         mark = "[" + std::to_string(++n) + "]";
         reasons += wrapText("- " + mark + " " + g.reason, W, "  ");
       }
-      gates.push_back({g.gate.text, formatGateMeasured(r, g), formatGateThreshold(g), g.passed ? "pass" : "FAIL", mark});
+      gates.push_back(
+          {g.gate.text, formatGateMeasured(r, g), formatGateThreshold(g), g.passed ? "pass" : "FAIL", mark});
     }
-    out << markdownTable({"gate", "measured", "threshold", "verdict", "why"}, gates, {false, true, false, false, false}, W)
+    out << markdownTable({"gate", "measured", "threshold", "verdict", "why"}, gates, {false, true, false, false, false},
+                         W)
         << (reasons.empty() ? "" : "\n" + reasons) << "\n"
         << passed << " of " << r.gates.size() << " gates passed.\n\n";
   }

@@ -69,7 +69,8 @@ std::string truncate(const std::string& s, std::size_t n) {
 
 // Time ticks at steps a reader counts in: seconds, then minutes, then hours.
 std::vector<double> timeTicks(double max) {
-  static constexpr double kSteps[] = {1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400};
+  static constexpr double kSteps[] = {1,   2,   5,    10,   15,   30,    60,    120,   300,
+                                      600, 900, 1800, 3600, 7200, 14400, 21600, 43200, 86400};
   double step = kSteps[std::size(kSteps) - 1];
   for (double s : kSteps)
     if (max / s <= 8) {
@@ -91,8 +92,8 @@ struct Frame {
 void open(std::ostringstream& out, const std::string& id, const std::string& cls, int w, int h,
           const std::string& title) {
   out << "<svg xmlns=\"http://www.w3.org/2000/svg\" id=\"" << escape(id) << "\" class=\"chart " << cls
-      << "\" viewBox=\"0 0 " << w << " " << h << "\" width=\"" << w << "\" height=\"" << h << "\" role=\"img\" aria-label=\""
-      << escape(title) << "\">\n";
+      << "\" viewBox=\"0 0 " << w << " " << h << "\" width=\"" << w << "\" height=\"" << h
+      << "\" role=\"img\" aria-label=\"" << escape(title) << "\">\n";
   out << "<title>" << escape(title) << "</title>\n";
   out << "<text class=\"title\" x=\"0\" y=\"18\">" << escape(title) << "</text>\n";
 }
@@ -115,8 +116,8 @@ void legend(std::ostringstream& out, const std::vector<std::string>& names, doub
   for (std::size_t i = 0; i < names.size(); ++i) {
     double yy = y + static_cast<double>(i) * 20;
     if (i + 1 == fits && names.size() > fits) {
-      out << "<text class=\"legend\" x=\"" << num(x) << "\" y=\"" << num(yy + 10) << "\">… "
-          << (names.size() - i) << " more</text>\n";
+      out << "<text class=\"legend\" x=\"" << num(x) << "\" y=\"" << num(yy + 10) << "\">… " << (names.size() - i)
+          << " more</text>\n";
       break;
     }
     out << "<rect x=\"" << num(x) << "\" y=\"" << num(yy) << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\""
@@ -198,8 +199,8 @@ std::string timeChart(const TimeChart& c) {
   for (const PhaseSpan& p : c.phases)
     if (p.name == "setup" && p.end > p.start) setup = &p;
   if (setup)
-    out << "<rect class=\"phase phase-setup\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top) << "\" width=\""
-        << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\"" << num(f.bottom - f.top)
+    out << "<rect class=\"phase phase-setup\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top)
+        << "\" width=\"" << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\"" << num(f.bottom - f.top)
         << "\" fill=\"#6b7280\" fill-opacity=\"0.10\"/>\n";
   for (double t : xt)
     out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 18) << "\">"
@@ -212,8 +213,7 @@ std::string timeChart(const TimeChart& c) {
     std::ostringstream d;
     for (std::size_t j = 0; j < ts.size(); ++j) d << (j ? " L" : "M") << num(f.x(ts[j])) << " " << num(f.y(tops[i][j]));
     if (c.stacked) {
-      for (std::size_t j = ts.size(); j-- > 0;)
-        d << " L" << num(f.x(ts[j])) << " " << num(f.y(i ? tops[i - 1][j] : 0));
+      for (std::size_t j = ts.size(); j-- > 0;) d << " L" << num(f.x(ts[j])) << " " << num(f.y(i ? tops[i - 1][j] : 0));
       out << "<path class=\"series area\" d=\"" << d.str() << " Z\" fill=\"" << colour(i)
           << "\" fill-opacity=\"0.85\" stroke=\"#fff\" stroke-width=\"0.5\"><title>" << escape(c.series[i].name)
           << "</title></path>\n";
@@ -225,9 +225,9 @@ std::string timeChart(const TimeChart& c) {
   }
   // Drawn over the series: a white veil fades what setup did without hiding it.
   if (setup)
-    out << "<rect class=\"phase-fade\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top - 2) << "\" width=\""
-        << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\"" << num(f.bottom - f.top + 2)
-        << "\" fill=\"#ffffff\" fill-opacity=\"0.55\"/>\n";
+    out << "<rect class=\"phase-fade\" x=\"" << num(clampX(setup->start)) << "\" y=\"" << num(f.top - 2)
+        << "\" width=\"" << num(clampX(setup->end) - clampX(setup->start)) << "\" height=\""
+        << num(f.bottom - f.top + 2) << "\" fill=\"#ffffff\" fill-opacity=\"0.55\"/>\n";
   for (const PhaseSpan& p : c.phases) {
     if (p.name.starts_with("ramp/")) continue;
     double x0 = clampX(p.start), x1 = clampX(p.end > p.start ? p.end : tEnd);
@@ -256,8 +256,8 @@ std::string timeChart(const TimeChart& c) {
     const double x0 = m.until ? x : x - 4, x1 = m.until ? std::max(clampX(*m.until), x + 2) : x + 4;
     out << "<g class=\"incident" << (m.until ? " incident-window" : "") << "\"><title>" << escape(m.label)
         << "</title><rect x=\"" << num(x0) << "\" y=\"" << num(f.top) << "\" width=\"" << num(x1 - x0) << "\" height=\""
-        << num(f.bottom - f.top) << "\" fill=\"#cf222e\" fill-opacity=\"0.18\"/><line x1=\""
-        << num(x) << "\" x2=\"" << num(x) << "\" y1=\"" << num(f.top) << "\" y2=\"" << num(f.bottom)
+        << num(f.bottom - f.top) << "\" fill=\"#cf222e\" fill-opacity=\"0.18\"/><line x1=\"" << num(x) << "\" x2=\""
+        << num(x) << "\" y1=\"" << num(f.top) << "\" y2=\"" << num(f.bottom)
         << "\" stroke=\"#cf222e\" stroke-width=\"1.5\"/></g>\n";
   }
   std::vector<std::string> names;
@@ -270,8 +270,8 @@ std::string timeChart(const TimeChart& c) {
   legend(out, names, f.right + 24, f.top, marksTop - 4);
   for (std::size_t i = 0; i < marks.size(); ++i) {
     double yy = marksTop + 20.0 * static_cast<double>(i);
-    out << "<rect class=\"legend-mark\" x=\"" << num(f.right + 24) << "\" y=\"" << num(yy) << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\""
-        << marks[i].first << "\"/>\n";
+    out << "<rect class=\"legend-mark\" x=\"" << num(f.right + 24) << "\" y=\"" << num(yy)
+        << "\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" << marks[i].first << "\"/>\n";
     out << "<text class=\"legend legend-timeline\" x=\"" << num(f.right + 42) << "\" y=\"" << num(yy + 10) << "\">"
         << escape(marks[i].second) << "</text>\n";
   }
@@ -292,7 +292,8 @@ std::string barChart(const BarChart& c) {
   // Legend in a row under the title: the bars need the full width.
   double lx = 0;
   for (std::size_t i = 0; i < c.seriesNames.size(); ++i) {
-    out << "<rect x=\"" << num(lx) << "\" y=\"30\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" << colour(i) << "\"/>\n";
+    out << "<rect x=\"" << num(lx) << "\" y=\"30\" width=\"12\" height=\"12\" rx=\"2\" fill=\"" << colour(i)
+        << "\"/>\n";
     out << "<text class=\"legend\" x=\"" << num(lx + 17) << "\" y=\"40\">" << escape(c.seriesNames[i]) << "</text>\n";
     lx += 30 + 6.5 * static_cast<double>(c.seriesNames[i].size());
   }
@@ -364,12 +365,13 @@ std::string xyChart(const XyChart& c) {
       leg << "<circle class=\"legend-mark\" cx=\"" << num(lx + 6) << "\" cy=\"" << num(ly + 6) << "\" r=\"4\" fill=\""
           << (e.kind == "held" ? "#4b5563" : "#ffffff") << "\" stroke=\"#4b5563\" stroke-width=\"2\"/>\n";
     else if (e.kind == "mark")
-      leg << "<line class=\"legend-mark\" x1=\"" << num(lx + 6) << "\" x2=\"" << num(lx + 6) << "\" y1=\"" << num(ly - 1)
-          << "\" y2=\"" << num(ly + 13) << "\" stroke=\"#cf222e\" stroke-width=\"2\"/>\n";
+      leg << "<line class=\"legend-mark\" x1=\"" << num(lx + 6) << "\" x2=\"" << num(lx + 6) << "\" y1=\""
+          << num(ly - 1) << "\" y2=\"" << num(ly + 13) << "\" stroke=\"#cf222e\" stroke-width=\"2\"/>\n";
     else
       leg << "<line class=\"legend-mark\" x1=\"" << num(lx) << "\" x2=\"" << num(lx + 12) << "\" y1=\"" << num(ly + 6)
           << "\" y2=\"" << num(ly + 6) << "\" stroke=\"#9a6700\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>\n";
-    leg << "<text class=\"legend\" x=\"" << num(lx + 17) << "\" y=\"" << num(ly + 10) << "\">" << escape(e.text) << "</text>\n";
+    leg << "<text class=\"legend\" x=\"" << num(lx + 17) << "\" y=\"" << num(ly + 10) << "\">" << escape(e.text)
+        << "</text>\n";
     lx += w;
   }
   out << leg.str();
@@ -381,16 +383,16 @@ std::string xyChart(const XyChart& c) {
   Frame f{64, c.width - 16.0, ly + 30, c.height - 38.0, xt.back(), yt.back() * sy.divisor};
   yAxis(out, f, yt, sy);
   for (double t : xt)
-    out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 16)
-        << "\">" << escape(formatKnobValue(t, "")) << "</text>\n";
+    out << "<text class=\"tick\" text-anchor=\"middle\" x=\"" << num(f.x(t)) << "\" y=\"" << num(f.bottom + 16) << "\">"
+        << escape(formatKnobValue(t, "")) << "</text>\n";
   out << "<text class=\"axis-label\" text-anchor=\"end\" x=\"" << num(f.right) << "\" y=\"" << c.height - 4 << "\">"
       << escape(c.xUnit.empty() ? "value" : c.xUnit) << "</text>\n";
 
   // The threshold's label sits at the left end: the break is usually at the right.
   if (c.threshold && std::isfinite(*c.threshold)) {
     double y = f.y(*c.threshold);
-    out << "<g class=\"threshold\"><title>" << escape(c.thresholdLabel) << "</title><line x1=\"" << num(f.left) << "\" x2=\""
-        << num(f.right) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y)
+    out << "<g class=\"threshold\"><title>" << escape(c.thresholdLabel) << "</title><line x1=\"" << num(f.left)
+        << "\" x2=\"" << num(f.right) << "\" y1=\"" << num(y) << "\" y2=\"" << num(y)
         << "\" stroke=\"#9a6700\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"/><text class=\"threshold-label\" "
            "text-anchor=\"start\" x=\""
         << num(f.left + 4) << "\" y=\"" << num(y - 4) << "\">" << escape(c.thresholdLabel) << "</text></g>\n";
@@ -420,7 +422,8 @@ std::string xyChart(const XyChart& c) {
     }
     if (d.tellp() > 0)
       out << "<path class=\"series line\" d=\"" << d.str() << "\" fill=\"none\" stroke=\"" << colour(i)
-          << "\" stroke-width=\"2\" stroke-linejoin=\"round\"><title>" << escape(c.series[i].name) << "</title></path>\n";
+          << "\" stroke-width=\"2\" stroke-linejoin=\"round\"><title>" << escape(c.series[i].name)
+          << "</title></path>\n";
     for (const XyPoint& p : pts) {
       if (!std::isfinite(p.x)) continue;
       if (!usable(p)) {

@@ -90,11 +90,11 @@ struct XyChart {
   std::string xUnit;  // the knob's unit, named under the x axis ("nodes")
   std::string unit;   // the y figure's unit: "1/s", "bytes", "ratio", "s", ...
   std::vector<XySeries> series;
-  std::optional<XyMark> mark;        // red, labelled
-  std::optional<double> threshold;   // a gate's threshold: a dashed horizontal line ...
-  std::string thresholdLabel;        // ... labelled with it ("<= 1s")
-  std::optional<double> yMax;        // e.g. 1 for a ratio, instead of the data's maximum
-  int width = 430;  // two side by side in the report's 900 px column
+  std::optional<XyMark> mark;       // red, labelled
+  std::optional<double> threshold;  // a gate's threshold: a dashed horizontal line ...
+  std::string thresholdLabel;       // ... labelled with it ("<= 1s")
+  std::optional<double> yMax;       // e.g. 1 for a ratio, instead of the data's maximum
+  int width = 430;                  // two side by side in the report's 900 px column
   int height = 260;
 };
 std::string xyChart(const XyChart& c);

@@ -59,7 +59,7 @@ class CallTracker {
 
  private:
   kube::ApiClient& api_;
-  std::vector<kube::CallId> ids_;  // by slot; 0: free
+  std::vector<kube::CallId> ids_;    // by slot; 0: free
   std::vector<std::uint32_t> free_;  // slots of ids_ not in use
   bool closing_ = false;
 };

@@ -40,7 +40,8 @@ ChurnTarget parseCrdTarget(const YamlField& f, const std::optional<YamlField>& k
   std::string group = full.substr(dot + 1);
   const std::string suffix = ".cpscale.io";
   if (group.size() <= suffix.size() || group.compare(group.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw f.error("unknown CRD group '" + group + "': a run installs custom resources only in a subgroup of "
+    throw f.error("unknown CRD group '" + group +
+                  "': a run installs custom resources only in a subgroup of "
                   "cpscale.io (e.g. churn.cpscale.io)");
   }
   if (!isDnsLabel(plural)) throw f.error("plural '" + plural + "' must be a lower-case DNS label");
@@ -96,12 +97,14 @@ ChurnParams ChurnParams::read(const YamlField& e) {
     d->expectMap({"running", "suspended"});
     const double lo = 1e6, hi = 86400e9;  // 1 ms .. 1 day
     if (auto f = d->get("running")) {
-      p.running = f->isMap() ? Distribution::read(*f, true, lo, hi)
-                             : Distribution::exponential(static_cast<double>(readDuration(*f, Duration{1'000'000}).count()));
+      p.running = f->isMap()
+                      ? Distribution::read(*f, true, lo, hi)
+                      : Distribution::exponential(static_cast<double>(readDuration(*f, Duration{1'000'000}).count()));
     }
     if (auto f = d->get("suspended")) {
-      p.suspended = f->isMap() ? Distribution::read(*f, true, lo, hi)
-                               : Distribution::exponential(static_cast<double>(readDuration(*f, Duration{1'000'000}).count()));
+      p.suspended = f->isMap()
+                        ? Distribution::read(*f, true, lo, hi)
+                        : Distribution::exponential(static_cast<double>(readDuration(*f, Duration{1'000'000}).count()));
     }
   }
   if (auto ts = e.get("targets")) {
@@ -285,9 +288,15 @@ class ChurnInstance final : public WorkloadInstance {
   }
 
   json summary() const override {
-    return {{"sessionsStarted", c_.started}, {"sessionsCreated", c_.created}, {"createFailures", c_.createFailed},
-            {"statusUpdates", c_.statusUpdates}, {"suspends", c_.suspends}, {"resumes", c_.resumes},
-            {"deletes", c_.deletes}, {"writeFailures", c_.writeFailed}, {"sessionsLive", sessions_.size()},
+    return {{"sessionsStarted", c_.started},
+            {"sessionsCreated", c_.created},
+            {"createFailures", c_.createFailed},
+            {"statusUpdates", c_.statusUpdates},
+            {"suspends", c_.suspends},
+            {"resumes", c_.resumes},
+            {"deletes", c_.deletes},
+            {"writeFailures", c_.writeFailed},
+            {"sessionsLive", sessions_.size()},
             {"lastWriteError", lastError_}};
   }
 
@@ -331,9 +340,7 @@ class ChurnInstance final : public WorkloadInstance {
     if (auto it = sessions_.find(id); it != sessions_.end()) fn(*it->second);
   }
 
-  std::string objectName(const Session& s) const {
-    return p_.name + "-" + std::to_string(s.id);
-  }
+  std::string objectName(const Session& s) const { return p_.name + "-" + std::to_string(s.id); }
   kube::ResourceRef ref(const Session& s) const {
     return kube::ResourceRef(p_.targets[s.target].gvr)
         .in(ChurnWorkload::namespaceName(ctx_.runId, p_.name, s.ns))
@@ -466,20 +473,20 @@ class ChurnInstance final : public WorkloadInstance {
 
  private:
   struct Counts {
-    std::uint64_t started = 0, created = 0, createFailed = 0, statusUpdates = 0, suspends = 0, resumes = 0,
-                  deletes = 0, writeFailed = 0;
+    std::uint64_t started = 0, created = 0, createFailed = 0, statusUpdates = 0, suspends = 0, resumes = 0, deletes = 0,
+                  writeFailed = 0;
   };
   const ChurnParams& p_;
   WorkloadContext ctx_;
   CallTracker calls_;
   EventTracker events_;
   std::shared_ptr<ChurnBuckets> buckets_;
-  TokenBucket& bucket_;  // this worker's, shared with the entry's growths
-  engine::RandomStream rng_;      // the population's arrivals
-  std::uint64_t sessionSeed_;     // sessions' streams: streamSeed(sessionSeed_, id)
-  std::uint64_t nextId_;          // the next arrival's id, whichever worker owns it
-  std::uint64_t endId_;           // maxSessions: no id from here on
-  engine::TimePoint nextArrival_; // the next arrival's time
+  TokenBucket& bucket_;            // this worker's, shared with the entry's growths
+  engine::RandomStream rng_;       // the population's arrivals
+  std::uint64_t sessionSeed_;      // sessions' streams: streamSeed(sessionSeed_, id)
+  std::uint64_t nextId_;           // the next arrival's id, whichever worker owns it
+  std::uint64_t endId_;            // maxSessions: no id from here on
+  engine::TimePoint nextArrival_;  // the next arrival's time
   double totalWeight_ = 0;
   std::unordered_map<std::uint64_t, std::unique_ptr<Session>> sessions_;
   std::string lastError_;

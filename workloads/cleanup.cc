@@ -28,7 +28,7 @@ struct Object {
 
 // One listing of a resource's labelled objects.
 struct Listing {
-  bool failed = false;  // the list request failed (the error is recorded)
+  bool failed = false;          // the list request failed (the error is recorded)
   std::vector<Object> objects;  // empty too when the resource is not served (its CRD is gone)
 };
 
@@ -75,8 +75,7 @@ Listing listLabelled(Pass& p, const GroupVersionResource& g, std::vector<std::st
 
 // One DELETE per object, while there is time. Counts only what the server accepted;
 // the rest is left behind (a 404 is gone already: neither).
-void deleteEach(Pass& p, const GroupVersionResource& g, const std::vector<Object>& objs,
-                const kube::DeleteOptions& d) {
+void deleteEach(Pass& p, const GroupVersionResource& g, const std::vector<Object>& objs, const kube::DeleteOptions& d) {
   std::int64_t deleted = 0, gone = 0;
   for (const auto& o : objs) {
     if (p.expired()) break;
@@ -168,9 +167,10 @@ std::int64_t CleanupResult::totalDeleted() const {
 std::vector<GroupVersionResource> builtinRunResources() {
   namespace g = kube::gvr;
   // Pods before nodes, bindings before roles: dependants first.
-  return {g::kPods,   g::kLeases,         g::kNodes,        g::kEvents,       g::kConfigMaps,
-          g::kSecrets, g::kRoleBindings,  g::kRoles,        g::kClusterRoleBindings, g::kClusterRoles,
-          g::kServiceAccounts};
+  return {g::kPods,         g::kLeases,         g::kNodes,
+          g::kEvents,       g::kConfigMaps,     g::kSecrets,
+          g::kRoleBindings, g::kRoles,          g::kClusterRoleBindings,
+          g::kClusterRoles, g::kServiceAccounts};
 }
 
 CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::string& runId,

@@ -49,8 +49,8 @@ bool controllerManagerRuns(kube::ApiClient& api);
 // built-in ones and the custom resources of CRDs carrying the label, then the run's
 // namespaces and CRDs. Pods are deleted with grace period 0 (no kubelet is there to
 // confirm); namespaces emptied of the run's objects are finalized by cpscale only
-// where no controller-manager runs (controllerManagerRuns) and none touched them. Stops at options.timeout. Outcomes are values; throws
-// ConfigError for a bad run id only.
+// where no controller-manager runs (controllerManagerRuns) and none touched them. Stops at options.timeout. Outcomes
+// are values; throws ConfigError for a bad run id only.
 CleanupResult cleanupRun(kube::ApiClient& api, engine::Clock& clock, const std::string& runId,
                          const std::vector<kube::GroupVersionResource>& resources = {},
                          const CleanupOptions& options = {});

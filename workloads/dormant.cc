@@ -61,7 +61,8 @@ DormantParams DormantParams::read(const YamlField& e) {
     w->expectMap({"perKind", "shards", "timeout", "pageSize", "relistEvery"});
     if (auto f = w->get("perKind")) p.watchers.perKind = f->asInt(0, 10'000);
     if (auto f = w->get("shards")) p.watchers.shards = f->asInt(0, 1024);
-    if (auto f = w->get("timeout")) p.watchers.timeout = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(1));
+    if (auto f = w->get("timeout"))
+      p.watchers.timeout = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(1));
     if (auto f = w->get("pageSize")) p.watchers.pageSize = f->asInt(1, 100'000);
     if (auto f = w->get("relistEvery"))
       p.watchers.relistEvery = readDuration(*f, std::chrono::seconds(0), std::chrono::hours(24));
@@ -84,8 +85,9 @@ std::string kindRampPhaseName(const std::string& workload, const kube::GroupVers
 std::string shardSelector(std::int64_t shard, std::int64_t shards) {
   const unsigned __int128 span = (static_cast<unsigned __int128>(1) << 64) / static_cast<unsigned __int128>(shards);
   const auto lo = static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard));
-  const std::uint64_t hi = shard + 1 == shards ? ~std::uint64_t{0}
-                                               : static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard + 1));
+  const std::uint64_t hi = shard + 1 == shards
+                               ? ~std::uint64_t{0}
+                               : static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard + 1));
   char buf[96];
   std::snprintf(buf, sizeof buf, "shardRange(object.metadata.uid, 0x%" PRIx64 ", 0x%" PRIx64 ")", lo, hi);
   return buf;
@@ -113,8 +115,8 @@ void DormantWorkload::prepare(kube::ApiClient& api, engine::Clock& clock, const 
   for (std::int64_t k = 0; k < params_.crdKinds; ++k) {
     auto g = crdResource(k);
     installCrd(api, clock,
-               params_.crdTemplate->fill({{"group", g.group}, {"plural", g.resource}, {"singular", "widget"},
-                                          {"kind", "Widget"}}),
+               params_.crdTemplate->fill(
+                   {{"group", g.group}, {"plural", g.resource}, {"singular", "widget"}, {"kind", "Widget"}}),
                runId, params_.name);
   }
 }
@@ -128,7 +130,8 @@ std::string DormantWorkload::whyNotMeasured(const std::string& figure) const {
 
 std::unique_ptr<Workload> DormantWorkload::growth(const std::string& field, double from, double to) const {
   if (field != "objectsPerKind") return nullptr;
-  checkGrowth(*this, field, from, to, 10'000'000, true, static_cast<double>(params_.objectsPerKind), "objects of each kind");
+  checkGrowth(*this, field, from, to, 10'000'000, true, static_cast<double>(params_.objectsPerKind),
+              "objects of each kind");
   DormantParams p = params_;
   p.firstObject = static_cast<std::int64_t>(from);
   p.objectsPerKind = static_cast<std::int64_t>(to);
@@ -142,9 +145,9 @@ std::unique_ptr<Workload> DormantWorkload::growth(const std::string& field, doub
 std::vector<kube::GroupVersionResource> DormantWorkload::resources() const {
   std::vector<kube::GroupVersionResource> r;
   for (std::int64_t k = 0; k < params_.crdKinds; ++k) r.push_back(crdResource(k));
-  r.insert(r.end(), {kube::gvr::kRoles, kube::gvr::kRoleBindings, kube::gvr::kClusterRoles,
-                     kube::gvr::kClusterRoleBindings, kube::gvr::kServiceAccounts, kube::gvr::kConfigMaps,
-                     kube::gvr::kSecrets});
+  r.insert(r.end(),
+           {kube::gvr::kRoles, kube::gvr::kRoleBindings, kube::gvr::kClusterRoles, kube::gvr::kClusterRoleBindings,
+            kube::gvr::kServiceAccounts, kube::gvr::kConfigMaps, kube::gvr::kSecrets});
   return r;
 }
 
@@ -153,11 +156,20 @@ namespace {
 // The objects of a population, enumerated without storing them: item i is
 // (segment, j) where segments are the CRD kinds, then each built-in kind.
 struct Segment {
-  enum class Type { kWidget, kRole, kRoleBinding, kClusterRole, kClusterRoleBinding, kServiceAccount, kConfigMap, kSecret };
+  enum class Type {
+    kWidget,
+    kRole,
+    kRoleBinding,
+    kClusterRole,
+    kClusterRoleBinding,
+    kServiceAccount,
+    kConfigMap,
+    kSecret
+  };
   Type type;
   kube::GroupVersionResource gvr;
   std::int64_t count;
-  std::int64_t first;  // index of its first item
+  std::int64_t first;       // index of its first item
   std::int64_t offset = 0;  // item first + j is object offset + j of its kind (a growth's start)
   // This instance's share, and how far its creation got.
   std::int64_t owned = 0, submitted = 0, answered = 0;
@@ -165,7 +177,6 @@ struct Segment {
 };
 
 class DormantInstance;
-
 
 class DormantInstance final : public WorkloadInstance {
  public:
@@ -295,7 +306,8 @@ class DormantInstance final : public WorkloadInstance {
       mix_.pop();
       Segment& seg = segments_[k];
       const std::int64_t j = seg.cursor++;
-      if (seg.cursor < seg.count) mix_.push({(static_cast<double>(seg.cursor) + 0.5) / static_cast<double>(seg.count), k});
+      if (seg.cursor < seg.count)
+        mix_.push({(static_cast<double>(seg.cursor) + 0.5) / static_cast<double>(seg.count), k});
       if (ctx_.owns(itemKey(seg.first + j))) return seg.first + j;
     }
     return -1;
@@ -336,7 +348,9 @@ class DormantInstance final : public WorkloadInstance {
     maybeSetupDone();
   }
 
-  std::string ns(std::int64_t j) const { return DormantWorkload::namespaceName(ctx_.runId, p_.name, j % p_.namespaces); }
+  std::string ns(std::int64_t j) const {
+    return DormantWorkload::namespaceName(ctx_.runId, p_.name, j % p_.namespaces);
+  }
 
   // (collection, name) of item i.
   std::pair<kube::ResourceRef, std::string> where(std::int64_t i) const {
@@ -370,14 +384,16 @@ class DormantInstance final : public WorkloadInstance {
       case Segment::Type::kServiceAccount: obj["kind"] = "ServiceAccount"; break;
       case Segment::Type::kRole:
         obj["kind"] = "Role";
-        obj["rules"] = json::array({{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}},
-                                     {"verbs", {"get", "list", "watch"}}},
-                                    {{"apiGroups", {"apps"}}, {"resources", {"deployments"}},
-                                     {"verbs", {"get", "list", "watch", "update", "patch"}}}});
+        obj["rules"] = json::array(
+            {{{"apiGroups", {""}}, {"resources", {"configmaps", "secrets"}}, {"verbs", {"get", "list", "watch"}}},
+             {{"apiGroups", {"apps"}},
+              {"resources", {"deployments"}},
+              {"verbs", {"get", "list", "watch", "update", "patch"}}}});
         break;
       case Segment::Type::kRoleBinding:
         obj["kind"] = "RoleBinding";
-        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Role"},
+        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"},
+                          {"kind", "Role"},
                           {"name", "role-" + std::to_string(p_.roles > 0 ? j % p_.roles : 0)}};
         obj["subjects"] = json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", collection.ns}}});
         break;
@@ -391,7 +407,8 @@ class DormantInstance final : public WorkloadInstance {
         break;
       case Segment::Type::kClusterRoleBinding:
         obj["kind"] = "ClusterRoleBinding";
-        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"},
+        obj["roleRef"] = {{"apiGroup", "rbac.authorization.k8s.io"},
+                          {"kind", "ClusterRole"},
                           {"name", prefix_ + std::to_string(p_.clusterRoles > 0 ? j % p_.clusterRoles : 0)}};
         obj["subjects"] = json::array({{{"kind", "ServiceAccount"}, {"name", sa}, {"namespace", ns(j)}}});
         break;
@@ -434,7 +451,9 @@ class DormantInstance final : public WorkloadInstance {
         auto [collection, name] = where(i);
         auto req = kube::ApiRequest::patch(
             collection.named(name), kube::PatchType::kMerge,
-            {{"metadata", {{"annotations", {{"cpscale.io/touched", rfc3339(ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count())}}}}}});
+            {{"metadata",
+              {{"annotations",
+                {{"cpscale.io/touched", rfc3339(ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count())}}}}}});
         req.decode = kube::Decode::kNone;  // the object it gets back is not read
         req.intendedAt = ctx_.sim.now();
         calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.updates : ++c_.updateFailed; });

@@ -118,7 +118,8 @@ class DormantWorkload final : public Workload {
   std::vector<std::string> growableFields() const override { return {"objectsPerKind"}; }
   // Once created, a dormant population only sends what its updates and relists ask.
   bool loadsSteadyWindow() const override {
-    return params_.updatesPerSecond > 0 || (params_.watchers.perKind > 0 && params_.watchers.relistEvery > engine::Duration::zero());
+    return params_.updatesPerSecond > 0 ||
+           (params_.watchers.perKind > 0 && params_.watchers.relistEvery > engine::Duration::zero());
   }
   std::string whyNotMeasured(const std::string& figure) const override;
   const DormantParams& params() const { return params_; }

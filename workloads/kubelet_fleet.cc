@@ -40,10 +40,29 @@ constexpr std::size_t kEventQueue = 1000;
 // ---- parameters ------------------------------------------------------------------
 
 KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
-  e.expectMap({"kind", "name", "count", "registrationQps", "registrationBurst", "leaseDurationSeconds",
-               "nodeStatusUpdateFrequency", "statusReportFrequency", "statusChangeProbability", "renewalPhase", "nodeImages",
-               "podsPerNode", "podStatusInterval", "podQps", "podBurst", "events", "eventQps", "eventBurst",
-               "failures", "churn", "nodeTemplate", "leaseTemplate", "podTemplate"});
+  e.expectMap({"kind",
+               "name",
+               "count",
+               "registrationQps",
+               "registrationBurst",
+               "leaseDurationSeconds",
+               "nodeStatusUpdateFrequency",
+               "statusReportFrequency",
+               "statusChangeProbability",
+               "renewalPhase",
+               "nodeImages",
+               "podsPerNode",
+               "podStatusInterval",
+               "podQps",
+               "podBurst",
+               "events",
+               "eventQps",
+               "eventBurst",
+               "failures",
+               "churn",
+               "nodeTemplate",
+               "leaseTemplate",
+               "podTemplate"});
   KubeletFleetParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -61,8 +80,8 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   if (auto f = e.get("statusReportFrequency")) {
     p.statusReportFrequency = readDuration(*f, std::chrono::seconds(1), std::chrono::hours(24));
     if (p.statusReportFrequency < p.statusUpdateFrequency) {
-      throw f->error("must not be shorter than nodeStatusUpdateFrequency (" +
-                     formatDuration(p.statusUpdateFrequency) + ")");
+      throw f->error("must not be shorter than nodeStatusUpdateFrequency (" + formatDuration(p.statusUpdateFrequency) +
+                     ")");
     }
   }
   if (auto f = e.get("statusChangeProbability")) {
@@ -71,9 +90,12 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   }
   if (auto f = e.get("renewalPhase")) {
     std::string v = f->asString();
-    if (v == "random") p.renewalPhase = RenewalPhase::kRandom;
-    else if (v == "registration") p.renewalPhase = RenewalPhase::kRegistration;
-    else throw f->error("must be random or registration, found '" + v + "'");
+    if (v == "random")
+      p.renewalPhase = RenewalPhase::kRandom;
+    else if (v == "registration")
+      p.renewalPhase = RenewalPhase::kRegistration;
+    else
+      throw f->error("must be random or registration, found '" + v + "'");
   }
   if (auto f = e.get("nodeImages")) p.nodeImages = f->asInt(0, 1000);
   if (auto f = e.get("podsPerNode")) p.podsPerNode = f->asInt(0, 250);
@@ -94,7 +116,8 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   }
   if (auto f = e.get("churn")) {
     f->expectMap({"joinsPerMinute", "leavesPerMinute", "podReplacementsPerMinute"});
-    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute}, {"leavesPerMinute", &p.leavesPerMinute},
+    for (auto [key, out] : {std::pair{"joinsPerMinute", &p.joinsPerMinute},
+                            {"leavesPerMinute", &p.leavesPerMinute},
                             {"podReplacementsPerMinute", &p.podReplacementsPerMinute}}) {
       if (auto r = f->get(key)) {
         *out = r->asDouble();
@@ -108,11 +131,13 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
       throw f->error("nodes cannot leave a fleet of 0 that nobody joins");
     }
   }
-  p.nodeTemplate = e.get("nodeTemplate") ? ObjectTemplate::load(*e.get("nodeTemplate")) : ObjectTemplate::load("node.json");
+  p.nodeTemplate =
+      e.get("nodeTemplate") ? ObjectTemplate::load(*e.get("nodeTemplate")) : ObjectTemplate::load("node.json");
   p.leaseTemplate =
       e.get("leaseTemplate") ? ObjectTemplate::load(*e.get("leaseTemplate")) : ObjectTemplate::load("lease.json");
   if (p.podsPerNode > 0) {
-    p.podTemplate = e.get("podTemplate") ? ObjectTemplate::load(*e.get("podTemplate")) : ObjectTemplate::load("pod.json");
+    p.podTemplate =
+        e.get("podTemplate") ? ObjectTemplate::load(*e.get("podTemplate")) : ObjectTemplate::load("pod.json");
   }
   return p;
 }
@@ -197,7 +222,8 @@ std::string KubeletFleet::whyNotMeasured(const std::string& figure) const {
 
 std::unique_ptr<Workload> KubeletFleet::growth(const std::string& field, double from, double to) const {
   if (field != "count") return nullptr;
-  checkGrowth(*this, field, from, to, static_cast<double>(kMaxCount), true, static_cast<double>(params_.count), "nodes");
+  checkGrowth(*this, field, from, to, static_cast<double>(kMaxCount), true, static_cast<double>(params_.count),
+              "nodes");
   KubeletFleetParams p = params_;
   p.firstIndex = static_cast<std::int64_t>(from);
   p.count = static_cast<std::int64_t>(to);
@@ -307,7 +333,8 @@ class FleetInstance final : public WorkloadInstance {
         ctx_(ctx),
         calls_(ctx.api),
         events_(ctx.sim),
-        regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))), ctx.sim.now()),
+        regBucket_(ctx.share(p.registration.qps), std::max(1.0, std::ceil(ctx.share(p.registration.burst))),
+                   ctx.sim.now()),
         podBucket_(ctx.share(p.pods.qps), std::max(1.0, std::ceil(ctx.share(p.pods.burst))), ctx.sim.now()),
         eventBucket_(ctx.share(p.eventRate.qps), std::max(1.0, std::ceil(ctx.share(p.eventRate.burst))), ctx.sim.now()),
         rng_(ctx.seed, "kubelets/" + p.name + "/" + std::to_string(ctx.workerIndex())),
@@ -367,19 +394,31 @@ class FleetInstance final : public WorkloadInstance {
   }
 
   json summary() const override {
-    return {{"nodes", kubelets_.size()},          {"nodesRegistered", c_.registered},
-            {"nodesAwaitingSetup", setupRemaining_},  {"setupComplete", setupReported_},
-            {"registrationFailures", c_.regFailed}, {"leasesCreated", c_.leasesCreated},
-            {"leaseRenewals", c_.renewals},         {"leaseRenewalFailures", c_.renewFailed},
-            {"leaseConflicts", c_.conflicts},       {"leaseRenewalsSkipped", c_.renewSkipped},
-            {"statusPatches", c_.statusPatches},    {"statusFailures", c_.statusFailed},
-            {"nodesFailed", c_.failed},             {"nodesReturned", c_.returned},
-            {"nodesJoined", c_.joined},             {"nodesLeft", c_.left},
-            {"podsCreated", c_.podsCreated},        {"podStatusUpdates", c_.podUpdates},
-            {"podFailures", c_.podFailed},          {"podsReplaced", c_.podsReplaced},
+    return {{"nodes", kubelets_.size()},
+            {"nodesRegistered", c_.registered},
+            {"nodesAwaitingSetup", setupRemaining_},
+            {"setupComplete", setupReported_},
+            {"registrationFailures", c_.regFailed},
+            {"leasesCreated", c_.leasesCreated},
+            {"leaseRenewals", c_.renewals},
+            {"leaseRenewalFailures", c_.renewFailed},
+            {"leaseConflicts", c_.conflicts},
+            {"leaseRenewalsSkipped", c_.renewSkipped},
+            {"statusPatches", c_.statusPatches},
+            {"statusFailures", c_.statusFailed},
+            {"nodesFailed", c_.failed},
+            {"nodesReturned", c_.returned},
+            {"nodesJoined", c_.joined},
+            {"nodesLeft", c_.left},
+            {"podsCreated", c_.podsCreated},
+            {"podStatusUpdates", c_.podUpdates},
+            {"podFailures", c_.podFailed},
+            {"podsReplaced", c_.podsReplaced},
             {"podReplacementFailures", c_.replaceFailed},
-            {"eventsCreated", c_.eventsCreated},    {"eventFailures", c_.eventFailed},
-            {"eventsDropped", c_.eventsDropped},    {"actorBytes", actorBytes()},
+            {"eventsCreated", c_.eventsCreated},
+            {"eventFailures", c_.eventFailed},
+            {"eventsDropped", c_.eventsDropped},
+            {"actorBytes", actorBytes()},
             {"nodeLifecycle", lifecycleSummary()}};
   }
 
@@ -388,12 +427,9 @@ class FleetInstance final : public WorkloadInstance {
   json lifecycleSummary() const {
     std::uint64_t notReadyAtEnd = 0;
     for (const auto& k : kubelets_) notReadyAtEnd += k->state != NodeState::kGone && k->ready == ReadySeen::kNotTrue;
-    json s = {{"notReadyTransitions", c_.notReadyTransitions},
-              {"readyTransitions", c_.readyTransitions},
-              {"notReadyUnexpected", c_.notReadyUnexpected},
-              {"notReadyAtEnd", notReadyAtEnd},
-              {"notReadySeconds", notReadySeconds_},
-              {"readyAgainSeconds", readyAgainSeconds_}};
+    json s = {{"notReadyTransitions", c_.notReadyTransitions}, {"readyTransitions", c_.readyTransitions},
+              {"notReadyUnexpected", c_.notReadyUnexpected},   {"notReadyAtEnd", notReadyAtEnd},
+              {"notReadySeconds", notReadySeconds_},           {"readyAgainSeconds", readyAgainSeconds_}};
     if (nodeWatch_) {
       const ReflectorCounts& w = nodeWatch_->counts();
       s["watchLists"] = w.lists;
@@ -512,8 +548,8 @@ class FleetInstance final : public WorkloadInstance {
     lease["metadata"]["labels"].update(ctx_.labels(p_.name));
     if (!nodeUid.empty()) {
       // As the kubelet does, so garbage collection removes the Lease with its Node.
-      lease["metadata"]["ownerReferences"] = json::array(
-          {{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}, {"uid", nodeUid}}});
+      lease["metadata"]["ownerReferences"] =
+          json::array({{{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}, {"uid", nodeUid}}});
     }
     auto req = kube::ApiRequest::create(leases_, lease);
     req.intendedAt = ctx_.sim.now();
@@ -621,9 +657,9 @@ class FleetInstance final : public WorkloadInstance {
     // What the node watch shows is the kubelet's informer copy: a Ready that is not
     // True there (the node lifecycle controller marked it Unknown) differs from what the
     // kubelet computes, so it reports at once.
-    const bool changed = (p_.statusChangeProbability > 0 &&
-                          engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability) ||
-                         k.ready == ReadySeen::kNotTrue || k.fullStatus;
+    const bool changed =
+        (p_.statusChangeProbability > 0 && engine::toUnitInterval(k.rng.next()) < p_.statusChangeProbability) ||
+        k.ready == ReadySeen::kNotTrue || k.fullStatus;
     // The kubelet compares against the last report time with its own tick: a tick that
     // lands on the frequency boundary reports.
     const bool due = now - k.lastReport >= p_.statusReportFrequency;
@@ -635,8 +671,8 @@ class FleetInstance final : public WorkloadInstance {
     // when the last report was sent between ticks.
     const bool reportsNext =
         k.ready == ReadySeen::kNotTrue || k.fullStatus || now - k.lastReport >= p_.statusReportFrequency;
-    const TimePoint next = reportsNext ? now + p_.statusUpdateFrequency
-                                       : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency);
+    const TimePoint next =
+        reportsNext ? now + p_.statusUpdateFrequency : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency);
     if (next != now + p_.statusTimerPeriod()) k.statusTimer.start(next);
   }
 
@@ -942,8 +978,8 @@ class FleetInstance final : public WorkloadInstance {
     // What the kubelet's status manager sends: a strategic merge of the pod's status.
     std::string body = R"({"status":{"phase":"Running","startTime":")" + t +
                        R"(","conditions":[{"type":"Ready","status":"True","lastProbeTime":")" + t +
-                       R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" +
-                       std::to_string(k.index & 0xff) + "." + std::to_string(slot) + "\"}}";
+                       R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" + std::to_string(k.index & 0xff) +
+                       "." + std::to_string(slot) + "\"}}";
     kube::ApiRequest req;
     req.verb = kube::Verb::kPatch;
     req.patchType = kube::PatchType::kStrategicMerge;
@@ -986,9 +1022,10 @@ class FleetInstance final : public WorkloadInstance {
     const std::string t = rfc3339(unixNow());
     json ev = {{"apiVersion", "v1"},
                {"kind", "Event"},
-               {"metadata", {{"name", involved["name"].get<std::string>() + "." + hex},
-                             {"namespace", ns},
-                             {"labels", ctx_.labels(p_.name)}}},
+               {"metadata",
+                {{"name", involved["name"].get<std::string>() + "." + hex},
+                 {"namespace", ns},
+                 {"labels", ctx_.labels(p_.name)}}},
                {"involvedObject", involved},
                {"reason", reason},
                {"message", std::move(message)},
@@ -1179,10 +1216,10 @@ class FleetInstance final : public WorkloadInstance {
  private:
   struct Counts {
     std::uint64_t registered = 0, regFailed = 0, leasesCreated = 0, renewals = 0, renewFailed = 0, conflicts = 0,
-                  renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0,
-                  left = 0, podsCreated = 0, podUpdates = 0, podFailed = 0, notReadyTransitions = 0,
-                  readyTransitions = 0, notReadyUnexpected = 0, podsReplaced = 0, replaceFailed = 0,
-                  eventsCreated = 0, eventFailed = 0, eventsDropped = 0;
+                  renewSkipped = 0, statusPatches = 0, statusFailed = 0, failed = 0, returned = 0, joined = 0, left = 0,
+                  podsCreated = 0, podUpdates = 0, podFailed = 0, notReadyTransitions = 0, readyTransitions = 0,
+                  notReadyUnexpected = 0, podsReplaced = 0, replaceFailed = 0, eventsCreated = 0, eventFailed = 0,
+                  eventsDropped = 0;
   };
 
   const KubeletFleetParams& p_;
@@ -1195,7 +1232,7 @@ class FleetInstance final : public WorkloadInstance {
   engine::RandomStream rng_;
   engine::RandomStream watchRng_;  // the node watch's timeouts, apart from the churn draws
   std::string prefix_;
-  std::string images_;  // imagesText()
+  std::string images_;     // imagesText()
   LeaseTexts leaseTexts_;  // the kubelets' cached Leases refer to its texts
   kube::ResourceRef leases_;
   kube::ResourceRef nodes_;
@@ -1208,8 +1245,8 @@ class FleetInstance final : public WorkloadInstance {
   bool stopped_ = false;
   std::unique_ptr<Reflector> nodeWatch_;  // the group's watcher's only
   std::shared_ptr<FleetGroups> groups_;
-  FleetGroups::Group* group_ = nullptr;  // this worker's instances of the fleet and its growths
-  bool needsWatch_ = false;              // it has nodes (or joins): its setup waits for the watch
+  FleetGroups::Group* group_ = nullptr;                     // this worker's instances of the fleet and its growths
+  bool needsWatch_ = false;                                 // it has nodes (or joins): its setup waits for the watch
   std::unordered_map<std::uint32_t, Lifecycle> lifecycle_;  // by node index
   std::vector<double> notReadySeconds_;
   std::vector<double> readyAgainSeconds_;
@@ -1225,8 +1262,7 @@ Kubelet::Kubelet(FleetInstance& f, std::int64_t idx, std::uint64_t seed)
       leaseTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onLeaseTimer>(this), f.params().renewPeriod(),
                  f.params().renewJitter(), seed),
       // The kubelet's status loop is wait.Until: a fixed period, no jitter.
-      statusTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onStatusTimer>(this),
-                  f.params().statusTimerPeriod()),
+      statusTimer(f.sim(), engine::PeriodicTimer::bind<&Kubelet::onStatusTimer>(this), f.params().statusTimerPeriod()),
       index(static_cast<std::uint32_t>(idx)),
       rng(seed ^ 0x5bd1e995) {}
 

@@ -114,7 +114,8 @@ void LeaseTexts::build(const LeaseText& t, std::string& out, std::size_t& renewP
 
 std::size_t LeaseTexts::bytes() const {
   std::size_t n = references_.bucket_count() * sizeof(void*);
-  for (const auto& [length, ref] : references_) n += sizeof(std::pair<const std::size_t, Reference>) + 16 + ref.text.capacity() + 1;
+  for (const auto& [length, ref] : references_)
+    n += sizeof(std::pair<const std::size_t, Reference>) + 16 + ref.text.capacity() + 1;
   return n;
 }
 

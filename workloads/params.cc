@@ -12,12 +12,10 @@ engine::Duration readDuration(const YamlField& f, engine::Duration lo, engine::D
   auto d = parseDuration(f.asString());
   if (!d) throw f.error("expected a duration like \"250ms\", \"10s\" or \"5m\", found '" + f.asString() + "'");
   if (*d < lo || *d > hi) {
-    throw f.error("must be between " + formatDuration(lo) + " and " + formatDuration(hi) + ", found " +
-                  f.asString());
+    throw f.error("must be between " + formatDuration(lo) + " and " + formatDuration(hi) + ", found " + f.asString());
   }
   return *d;
 }
-
 
 // ---- Distribution ----------------------------------------------------------------
 
@@ -26,10 +24,9 @@ namespace {
 double readQuantity(const YamlField& f, bool durations, double lo, double hi) {
   double v;
   if (durations) {
-    v = static_cast<double>(
-        readDuration(f, engine::Duration{static_cast<engine::Duration::rep>(lo)},
-                     engine::Duration{static_cast<engine::Duration::rep>(hi)})
-            .count());
+    v = static_cast<double>(readDuration(f, engine::Duration{static_cast<engine::Duration::rep>(lo)},
+                                         engine::Duration{static_cast<engine::Duration::rep>(hi)})
+                                .count());
   } else {
     v = f.asDouble();
     if (!(v >= lo && v <= hi)) {
@@ -114,8 +111,7 @@ engine::TimePoint TokenBucket::reserve(engine::TimePoint now) {
   return last_ + wait;
 }
 
-RateLimit readRateLimit(const YamlField& entry, std::string_view qpsKey, std::string_view burstKey,
-                        double defaultQps) {
+RateLimit readRateLimit(const YamlField& entry, std::string_view qpsKey, std::string_view burstKey, double defaultQps) {
   RateLimit r;
   r.qps = defaultQps;
   if (auto q = entry.get(qpsKey)) {
@@ -139,9 +135,10 @@ bool isDnsLabel(std::string_view s, std::size_t maxLen) {
 void validateRunId(const std::string& runId) {
   // Room for "cpscale-<run>-<workload>-<kind>-<index>" within a 63-character label.
   if (!isDnsLabel(runId, 20)) {
-    throw ConfigError("", "run", "run id '" + runId +
-                                     "' must be 1-20 lower-case letters, digits or '-', starting and "
-                                     "ending with a letter or digit");
+    throw ConfigError("", "run",
+                      "run id '" + runId +
+                          "' must be 1-20 lower-case letters, digits or '-', starting and "
+                          "ending with a letter or digit");
   }
 }
 

@@ -43,13 +43,16 @@ class Distribution {
   }
   double mean() const;
   Shape shape() const { return shape_; }
-  Distribution& capAt(double max) { max_ = max; return *this; }
+  Distribution& capAt(double max) {
+    max_ = max;
+    return *this;
+  }
 
  private:
   Distribution(Shape s, double a, double b) : shape_(s), a_(a), b_(b) {}
   Shape shape_ = Shape::kFixed;
-  double a_ = 0;  // fixed value, mean, median, or uniform low bound
-  double b_ = 0;  // lognormal sigma or uniform high bound
+  double a_ = 0;    // fixed value, mean, median, or uniform low bound
+  double b_ = 0;    // lognormal sigma or uniform high bound
   double max_ = 0;  // 0: uncapped
 };
 
@@ -80,8 +83,7 @@ struct RateLimit {
   double qps = 0;
   double burst = 0;
 };
-RateLimit readRateLimit(const YamlField& entry, std::string_view qpsKey, std::string_view burstKey,
-                        double defaultQps);
+RateLimit readRateLimit(const YamlField& entry, std::string_view qpsKey, std::string_view burstKey, double defaultQps);
 
 // A DNS-1123 label part that goes into object names (run id, workload name): lower-case
 // alphanumerics and '-', starting and ending alphanumeric, at most `maxLen`.

@@ -29,14 +29,14 @@ struct ReflectorOptions {
 };
 
 struct ReflectorCounts {
-  std::uint64_t lists = 0;      // full LISTs started (pages not counted)
-  std::uint64_t relists = 0;    // of which after 410 Gone or asked for (relist())
-  std::uint64_t watches = 0;    // WATCH streams opened
-  std::uint64_t events = 0;     // ADDED/MODIFIED/DELETED received
+  std::uint64_t lists = 0;    // full LISTs started (pages not counted)
+  std::uint64_t relists = 0;  // of which after 410 Gone or asked for (relist())
+  std::uint64_t watches = 0;  // WATCH streams opened
+  std::uint64_t events = 0;   // ADDED/MODIFIED/DELETED received
   std::uint64_t bookmarks = 0;
-  std::uint64_t expired = 0;    // streams ended by 410 Gone
-  std::uint64_t errors = 0;     // failed LISTs and streams that ended in error
-  std::uint64_t listed = 0;     // items of the current (or last) full LIST
+  std::uint64_t expired = 0;        // streams ended by 410 Gone
+  std::uint64_t errors = 0;         // failed LISTs and streams that ended in error
+  std::uint64_t listed = 0;         // items of the current (or last) full LIST
   std::uint64_t objectsListed = 0;  // items of every LIST page so far
 };
 
@@ -92,7 +92,7 @@ class Reflector {
   std::string rv_;
   std::string continueToken_;
   kube::CallId watch_ = 0;
-  bool gone_ = false;  // the stream said 410: list again when it closes
+  bool gone_ = false;     // the stream said 410: list again when it closes
   bool listing_ = false;  // a LIST (any of its pages) is under way
   bool synced_ = false;
   bool stopped_ = false;

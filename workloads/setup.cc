@@ -13,9 +13,10 @@ void ensureNamespace(kube::ApiClient& api, const std::string& name, const std::s
   kube::ApiResult r = api.create(kube::ResourceRef(kube::gvr::kNamespaces), ns);
   if (!r.ok() && !r.alreadyExists()) throw UnavailableError("creating namespace: " + r.describe());
   if (!defaultServiceAccount) return;
-  nlohmann::json sa = {{"apiVersion", "v1"},
-                       {"kind", "ServiceAccount"},
-                       {"metadata", {{"name", "default"}, {"namespace", name}, {"labels", runLabels(runId, workload)}}}};
+  nlohmann::json sa = {
+      {"apiVersion", "v1"},
+      {"kind", "ServiceAccount"},
+      {"metadata", {{"name", "default"}, {"namespace", name}, {"labels", runLabels(runId, workload)}}}};
   r = api.create(kube::ResourceRef(kube::gvr::kServiceAccounts).in(name), sa);
   if (!r.ok() && !r.alreadyExists()) throw UnavailableError("creating service account: " + r.describe());
 }

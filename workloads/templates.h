@@ -8,8 +8,8 @@
 #include <map>
 #include <string>
 
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/common/yaml_reader.h"
 

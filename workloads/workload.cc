@@ -54,8 +54,8 @@ std::string notOwnFigure(const std::string& kind, const std::string& figure) {
 
 std::string figureKindOf(const std::string& figure) {
   // By family, so that a misspelt name is refused as not one of the kind's own.
-  if (figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") || figure == "nodes_not_ready_at_end" ||
-      figure.starts_with("lease_renewals_"))
+  if (figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") ||
+      figure == "nodes_not_ready_at_end" || figure.starts_with("lease_renewals_"))
     return "kubelets";
   if (figure.starts_with("session_")) return "churn";
   if (figure.starts_with("dormant_")) return "dormant";
@@ -83,13 +83,15 @@ std::string number(double v) {
 void checkGrowth(const Workload& w, const std::string& field, double from, double to, double max, bool whole,
                  double own, std::string_view ownWhat) {
   const std::string where = "workload '" + w.name() + "'";
-  if (!std::isfinite(from) || !std::isfinite(to)) throw ConfigError(where, field, "growth bounds must be finite numbers");
+  if (!std::isfinite(from) || !std::isfinite(to))
+    throw ConfigError(where, field, "growth bounds must be finite numbers");
   if (whole && (from != std::floor(from) || to != std::floor(to))) {
     throw ConfigError(where, field, "is a count: cannot grow from " + number(from) + " to " + number(to));
   }
   if (from < 0) throw ConfigError(where, field, "cannot grow from a negative value (" + number(from) + ")");
   if (!(to > from)) {
-    throw ConfigError(where, field, "growth must go up: to (" + number(to) + ") must exceed from (" + number(from) + ")");
+    throw ConfigError(where, field,
+                      "growth must go up: to (" + number(to) + ") must exceed from (" + number(from) + ")");
   }
   if (to > max) throw ConfigError(where, field, "cannot grow to " + number(to) + ": at most " + number(max));
   if (from < own)

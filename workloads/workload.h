@@ -66,9 +66,7 @@ struct WorkloadContext {
   std::size_t shard = 0;
   std::size_t shards = 1;
 
-  bool owns(const std::string& actorId) const {
-    return engine::Worker::shardOf(actorId, workers()) == workerIndex();
-  }
+  bool owns(const std::string& actorId) const { return engine::Worker::shardOf(actorId, workers()) == workerIndex(); }
   // This instance's share of a population-wide rate (rates are split evenly).
   double share(double rate) const { return rate / static_cast<double>(workers()); }
   // This instance's slot among every shard's workers, and how many slots there are.

@@ -14,18 +14,18 @@
 #include <mutex>
 #include <thread>
 
+#include "reports/format.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/run/run_progress.h"
-#include "reports/format.h"
-#include "sim/run/runner.h"
-#include "sim/run/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/model/calibrate_fit.h"
 #include "sim/model/calibration.h"
 #include "sim/model/fit.h"
+#include "sim/run/run_progress.h"
+#include "sim/run/runner.h"
+#include "sim/run/simulate.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {
@@ -60,7 +60,9 @@ std::vector<ProbePlan> probePlan(bool quick) {
       // Objects returned by LISTs, told apart from LIST calls: informers relisting 5,000
       // objects in pages of 500 and of 50.
       {"relist-500", ProbeKind::kReads, "relist.yaml", {{"workloads.relist.watchers.pageSize", "500"}}},
-      {"relist-50", ProbeKind::kReads, "relist.yaml",
+      {"relist-50",
+       ProbeKind::kReads,
+       "relist.yaml",
        {{"workloads.relist.watchers.pageSize", "50"}, {"workloads.relist.watchers.relistEvery", "10s"}}},
   };
   if (quick) {
@@ -156,21 +158,24 @@ int calibrate(const Args& args) {
   opts.add_options()("profile", "control-plane profile the probes run on (default: the built-in classic)",
                      cxxopts::value<std::string>())(
       "out", "calibration file to write (default runs/calibrate-<id>/calibration.json)", cxxopts::value<std::string>())(
-      "probes", "directory for the probes' results (default runs/calibrate-<id>/probes)", cxxopts::value<std::string>())(
-      "from", "refit the probes stored in this directory instead of running them", cxxopts::value<std::string>())(
+      "probes", "directory for the probes' results (default runs/calibrate-<id>/probes)",
+      cxxopts::value<std::string>())("from", "refit the probes stored in this directory instead of running them",
+                                     cxxopts::value<std::string>())(
       "quick", "shorter probes (about 4.5 minutes; wider intervals)")(
       "scenario-dir", "the probe scenarios (default: scenarios/calibration of the source tree)",
       cxxopts::value<std::string>())("run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "no-validate", "skip the validation: node-bound and churn-bound live and simulated, compared")(
-      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
-      "pin", "pin the plane's members and the generator for the probes and the validation: ROLE=CPUS, repeatable "
-             "(see cpscale run --pin; default 'isolated': kube-apiserver alone on the last CPU)",
+      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory",
+                                     cxxopts::value<std::string>())(
+      "pin",
+      "pin the plane's members and the generator for the probes and the validation: ROLE=CPUS, repeatable "
+      "(see cpscale run --pin; default 'isolated': kube-apiserver alone on the last CPU)",
       cxxopts::value<std::vector<std::string>>())(
       "no-pin", "run every process wherever the scheduler likes (they contend for the same cores)")(
-      "probe", "run only this probe (repeatable: idle, node, churn, state-small, state-large, fanout-10, fanout-50, "
-               "relist-500, relist-50) into --probes, keeping the others there, then fit them all",
-      cxxopts::value<std::vector<std::string>>())(
-      "h,help", "show this help");
+      "probe",
+      "run only this probe (repeatable: idle, node, churn, state-small, state-large, fanout-10, fanout-50, "
+      "relist-500, relist-50) into --probes, keeping the others there, then fit them all",
+      cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
   const cxxopts::ParseResult& r = *parsed;
@@ -192,7 +197,8 @@ int calibrate(const Args& args) {
   else if (!r.count("no-pin"))
     placement = controlplane::isolatedPlacement(controlplane::cpusOnline());
   if (r.count("from") && r.count("pin"))
-    throw ConfigError("command line", "--pin", "the stored probes ran where they ran; --pin is for new probes and validation");
+    throw ConfigError("command line", "--pin",
+                      "the stored probes ran where they ran; --pin is for new probes and validation");
 
   std::vector<model::ProbeResult> probes;
   if (r.count("from")) {
@@ -206,7 +212,8 @@ int calibrate(const Args& args) {
                                                          : fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "calibration";
     controlplane::Profile profile =
         r.count("profile") ? controlplane::loadProfile(r["profile"].as<std::string>()) : controlplane::Profile{};
-    const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+    const fs::path binDir =
+        r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     // Every scenario is loaded (and so validated) before the first plane starts.
     std::vector<ProbePlan> plan = probePlan(r.count("quick") > 0);
     if (r.count("probe")) {
@@ -214,7 +221,8 @@ int calibrate(const Args& args) {
       for (const auto& name : only)
         if (std::none_of(plan.begin(), plan.end(), [&](const ProbePlan& p) { return p.name == name; }))
           throw ConfigError("command line", "--probe", "no probe is named '" + name + "'");
-      std::erase_if(plan, [&](const ProbePlan& p) { return std::find(only.begin(), only.end(), p.name) == only.end(); });
+      std::erase_if(plan,
+                    [&](const ProbePlan& p) { return std::find(only.begin(), only.end(), p.name) == only.end(); });
     }
     for (const ProbePlan& p : plan) scenario::loadScenario(scenarioDir / p.file, p.overrides);
 
@@ -295,15 +303,16 @@ int calibrate(const Args& args) {
     // start from: its measured error goes into the calibration, and simulate prints it.
     controlplane::Profile profile =
         r.count("profile") ? controlplane::loadProfile(r["profile"].as<std::string>()) : controlplane::Profile{};
-    const fs::path binDir = r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
+    const fs::path binDir =
+        r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     if (progress) std::cerr << "cpscale calibrate: validating: each validation scenario live, then simulated\n";
     // Refitted probes are validated where they ran.
     if (r.count("from") && !r.count("no-pin")) placement = placementOf(c);
     if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
     c.source = out;
-    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress, defaultValidationCases(),
-                                       CrossingCase{}, placement);
+    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress,
+                                       defaultValidationCases(), CrossingCase{}, placement);
     model::writeCalibration(c, out);
     for (const auto& e : c.validation) std::cout << "validation: " << validationLine(e) << "\n";
   }

@@ -92,7 +92,8 @@ int check(const Args& args) {
   ready.path = "/readyz";
   kube::HttpResponse rz = kube::roundTrip(transport, ready);
   std::cout << "server      " << config.server << "\ncontext     " << config.contextName << " (" << config.sourceFile
-            << ")\nversion     " << reached.gitVersion << "\nprotocol    HTTP/" << reached.httpVersion << "\nreadyz      "
+            << ")\nversion     " << reached.gitVersion << "\nprotocol    HTTP/" << reached.httpVersion
+            << "\nreadyz      "
             << (rz.ok() ? (rz.status == 200 ? std::string("ok") : "HTTP " + std::to_string(rz.status)) : rz.detail)
             << "\n";
   return rz.ok() && rz.status == 200 ? 0 : static_cast<int>(ExitCode::kUnavailable);

@@ -75,8 +75,8 @@ std::vector<metrics::ScrapeTarget> apiserverTargets(const kube::RestConfig& conf
     try {
       reachServer(*transport, c);
     } catch (const UnavailableError& e) {
-      note = "scraped " + config.server + " alone: endpoint " + hostPort + " of the kubernetes Service did not answer (" +
-             e.what() + ")";
+      note = "scraped " + config.server + " alone: endpoint " + hostPort +
+             " of the kubernetes Service did not answer (" + e.what() + ")";
       targets.clear();
       break;
     }
@@ -90,7 +90,8 @@ std::vector<metrics::ScrapeTarget> apiserverTargets(const kube::RestConfig& conf
            " of the kubernetes Service, one kube-apiserver replica each";
     return targets;
   }
-  if (endpoints.empty()) note = "scraped " + config.server + " alone: the kubernetes Service's Endpoints could not be read";
+  if (endpoints.empty())
+    note = "scraped " + config.server + " alone: the kubernetes Service's Endpoints could not be read";
   metrics::ScrapeTarget t;
   t.info.name = config.server;
   t.transport = std::make_shared<kube::CurlTransport>(config, to);
@@ -174,7 +175,8 @@ int classify(const Args& args) {
   auto window = parseDuration(r["window"].as<std::string>());
   if (!window || window->count() <= 0)
     throw ConfigError("command line", "--window", "expected a positive duration such as 30s or 1m");
-  if (!live && r.count("window")) throw ConfigError("command line", "--window", "applies to a live cluster, not a result");
+  if (!live && r.count("window"))
+    throw ConfigError("command line", "--window", "applies to a live cluster, not a result");
   const double headroom = r["headroom"].as<double>();
   if (!(headroom > 0 && headroom <= 1)) throw ConfigError("command line", "--headroom", "must be in (0, 1]");
   if (r.count("recipe") && r["recipe"].as<std::string>().empty())

@@ -76,13 +76,14 @@ int job(const Args& args) {
   addTargetOptions(opts);
   opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
       "shards", "pods, each a shard of the run (2 to 1024)", cxxopts::value<std::size_t>())(
-      "image", "the cpscale image (make image)", cxxopts::value<std::string>()->default_value("cpscale:" CPSCALE_VERSION))(
+      "image", "the cpscale image (make image)",
+      cxxopts::value<std::string>()->default_value("cpscale:" CPSCALE_VERSION))(
       "namespace", "the namespace of the Job, its ServiceAccount and the scenario's ConfigMap (it must exist)",
-      cxxopts::value<std::string>()->default_value("default"))(
-      "run-id", "run id (default: random); names every object", cxxopts::value<std::string>())(
+      cxxopts::value<std::string>()->default_value("default"))("run-id", "run id (default: random); names every object",
+                                                               cxxopts::value<std::string>())(
       "set", "override a scenario field: path.to.field=value (repeatable; passed on to the pods)",
-      cxxopts::value<std::vector<std::string>>())(
-      "apply", "create the objects through the API instead of printing them")(
+      cxxopts::value<std::vector<std::string>>())("apply",
+                                                  "create the objects through the API instead of printing them")(
       "dry-run", "with --apply: the server validates every object (dryRun=All) and creates nothing")(
       "yes", "confirm creating the Job on a non-loopback server (or CPSCALE_ASSUME_YES=1)")("h,help", "show this help");
   opts.parse_positional({"scenario"});
@@ -93,8 +94,10 @@ int job(const Args& args) {
 
   // Everything that can be wrong with the input is checked before anything is printed
   // or sent: the pods would find it only once they run.
-  if (!r.count("scenario")) throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
-  if (!r.count("shards")) throw ConfigError("command line", "--shards", "how many shards (pods) the run has is required");
+  if (!r.count("scenario"))
+    throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
+  if (!r.count("shards"))
+    throw ConfigError("command line", "--shards", "how many shards (pods) the run has is required");
   JobSpec spec;
   spec.shards = r["shards"].as<std::size_t>();
   if (spec.shards < 2 || spec.shards > 1024)
@@ -135,25 +138,27 @@ int job(const Args& args) {
                                                                            sc.drain + std::chrono::minutes(2));
   spec.rules = runRules(sc.workloads);
   const bool apply = r.count("apply") > 0, dryRun = r.count("dry-run") > 0;
-  if (dryRun && !apply) throw ConfigError("command line", "--dry-run", "goes with --apply (printing sends nothing anyway)");
+  if (dryRun && !apply)
+    throw ConfigError("command line", "--dry-run", "goes with --apply (printing sends nothing anyway)");
 
   // The collect step names the cluster as this command was told to.
   std::string target;
   for (const char* o : {"kubeconfig", "context"})
-    if (r.count(o)) target += std::string(target.empty() ? "" : " ") + "--" + o + " " + shellWord(r[o].as<std::string>());
+    if (r.count(o))
+      target += std::string(target.empty() ? "" : " ") + "--" + o + " " + shellWord(r[o].as<std::string>());
   if (r.count("in-cluster")) target += std::string(target.empty() ? "" : " ") + "--in-cluster";
   if (r.count("yes")) target += std::string(target.empty() ? "" : " ") + "--yes";
   const std::string collect = collectCommand(spec, target);
   const std::string name = "cpscale-" + spec.runId;
   const std::vector<json> docs = jobManifests(spec);
-  const std::string removeHint = "kubectl delete job,configmap,serviceaccount -n " + spec.ns + " -l " + kJobLabel + "=" +
-                                 spec.runId + " && kubectl delete clusterrole,clusterrolebinding -l " + kJobLabel + "=" +
-                                 spec.runId;
+  const std::string removeHint = "kubectl delete job,configmap,serviceaccount -n " + spec.ns + " -l " + kJobLabel +
+                                 "=" + spec.runId + " && kubectl delete clusterrole,clusterrolebinding -l " +
+                                 kJobLabel + "=" + spec.runId;
 
   if (!apply) {
     for (const auto& d : docs) std::cout << "---\n" << toYaml(d);
-    std::cout << "# Run " << spec.runId << ": " << spec.shards << " shards of scenario " << sc.name << ", Job " << spec.ns
-              << "/" << name << " (image " << spec.image << ").\n"
+    std::cout << "# Run " << spec.runId << ": " << spec.shards << " shards of scenario " << sc.name << ", Job "
+              << spec.ns << "/" << name << " (image " << spec.image << ").\n"
               << "# Apply with kubectl apply -f <this file>, or cpscale job ... --apply.\n"
               << "# Remove the Job's objects afterwards: " << removeHint << "\n"
               << "# Collect and merge the shards' results (waits until every shard has published its own):\n"
@@ -162,8 +167,8 @@ int job(const Args& args) {
   }
 
   kube::RestConfig config = loadTarget(r);
-  if (!dryRun && !confirmedTarget(r, config, "cpscale job", "create Job " + spec.ns + "/" + name +
-                                                                 " and a ClusterRole for its shards on"))
+  if (!dryRun && !confirmedTarget(r, config, "cpscale job",
+                                  "create Job " + spec.ns + "/" + name + " and a ClusterRole for its shards on"))
     return static_cast<int>(ExitCode::kBadInput);
   engine::WallClock wall;
   kube::CurlTransport transport(config);

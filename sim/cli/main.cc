@@ -26,8 +26,10 @@ const std::map<std::string, Command>& commands() {
       {"compare", {cpscale::cli::compare, "compare two results figure by figure"}},
       {"merge", {cpscale::cli::merge, "one result from a sharded run's shards' results"}},
       {"job", {cpscale::cli::job, "a sharded run as a Kubernetes Indexed Job: print its manifests, or apply them"}},
-      {"collect", {cpscale::cli::collect, "fetch the results a sharded run's shards published in the cluster, and merge them"}},
-      {"capacity", {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
+      {"collect",
+       {cpscale::cli::collect, "fetch the results a sharded run's shards published in the cluster, and merge them"}},
+      {"capacity",
+       {cpscale::cli::capacity, "step a scenario knob until a recipe stops holding: capacity per axis and recipe"}},
       {"cleanup", {cpscale::cli::cleanup, "delete every object a run created"}},
       {"simulate", {cpscale::cli::simulate, "a scenario in virtual time against the calibrated control-plane model"}},
       {"classify",
@@ -44,7 +46,8 @@ void usage(std::ostream& os) {
   os << "cpscale: Kubernetes control-plane scale simulator and load generator\n\n"
         "Usage: cpscale <command> [options]     (cpscale <command> --help for its options)\n\n"
         "Commands:\n";
-  for (const auto& [name, cmd] : commands()) os << "  " << name << std::string(10 - name.size(), ' ') << cmd.summary << "\n";
+  for (const auto& [name, cmd] : commands())
+    os << "  " << name << std::string(10 - name.size(), ' ') << cmd.summary << "\n";
   os << "\nExit codes: 0 ok, 1 a gate failed, 2 bad input or usage, 3 target unavailable or run aborted, 4 a shard's\n"
         "result was not published (run --publish-result)\n";
 }

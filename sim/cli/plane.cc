@@ -3,11 +3,11 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <cxxopts.hpp>
 #include <cstdlib>
+#include <cxxopts.hpp>
 #include <iomanip>
-#include <random>
 #include <iostream>
+#include <random>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
@@ -24,8 +24,7 @@ std::optional<cxxopts::ParseResult> parseArgs(cxxopts::Options& opts, const Args
   for (const auto& a : args) argv.push_back(a.c_str());
   opts.allow_unrecognised_options();
   auto result = opts.parse(static_cast<int>(argv.size()), argv.data());
-  if (!result.unmatched().empty())
-    throw ConfigError("command line", result.unmatched().front(), "unexpected argument");
+  if (!result.unmatched().empty()) throw ConfigError("command line", result.unmatched().front(), "unexpected argument");
   if (result.count("help")) {
     std::cout << opts.help() << "\n";
     return std::nullopt;
@@ -87,9 +86,10 @@ int up(const Args& args) {
   cxxopts::Options opts("cpscale up", "Start the local vanilla control plane (etcd + kube-apiserver on 127.0.0.1).");
   addPlaneOptions(opts);
   opts.add_options()("profile", "control-plane profile (YAML); default: one apiserver, one etcd",
-                     cxxopts::value<std::string>())(
-      "port", "port of the first kube-apiserver (default: a free port)", cxxopts::value<int>())(
-      "bin-dir", "directory with the pinned kube-apiserver and etcd (default: $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
+                     cxxopts::value<std::string>())("port", "port of the first kube-apiserver (default: a free port)",
+                                                    cxxopts::value<int>())(
+      "bin-dir",
+      "directory with the pinned kube-apiserver and etcd (default: $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
       cxxopts::value<std::string>())("timeout", "seconds to wait for readiness",
                                      cxxopts::value<int>()->default_value("180"));
   auto parsed = parseArgs(opts, args);
@@ -116,8 +116,8 @@ int up(const Args& args) {
       std::cerr << "cpscale up: a plane is already running in " << po.stateDir.string() << " (started "
                 << existing->startedAt << "):\n";
       printPlane(std::cerr, *existing, true);
-      std::cerr << "Use it (KUBECONFIG=" << existing->kubeconfig.string()
-                << "), or stop it first with `cpscale down" << planeSelector(r) << "`.\n";
+      std::cerr << "Use it (KUBECONFIG=" << existing->kubeconfig.string() << "), or stop it first with `cpscale down"
+                << planeSelector(r) << "`.\n";
       return static_cast<int>(ExitCode::kBadInput);
     }
     // A plane that died without `down` (machine restart, kill -9): its record is stale.
@@ -136,8 +136,7 @@ int up(const Args& args) {
   std::cout << "Local control plane \"" << rec.name << "\" is ready (profile " << rec.profileName << "):\n";
   printPlane(std::cout, rec, false);
   std::cout << "\nUse it:\n  export KUBECONFIG=" << rec.kubeconfig.string() << "\n  kubectl get --raw /readyz\n"
-            << "Logs: " << (rec.stateDir / "logs").string() << "\nStop it:\n  cpscale down" << planeSelector(r)
-            << "\n";
+            << "Logs: " << (rec.stateDir / "logs").string() << "\nStop it:\n  cpscale down" << planeSelector(r) << "\n";
   return 0;
 }
 
@@ -188,8 +187,7 @@ int status(const Args& args) {
 int version(const Args&) {
   std::cout << "cpscale " << CPSCALE_VERSION << "\n"
             << "pinned upstream: kube-apiserver, kube-controller-manager, kube-scheduler " << CPSCALE_KUBERNETES_VERSION
-            << ", etcd " << CPSCALE_ETCD_VERSION
-            << "\n";
+            << ", etcd " << CPSCALE_ETCD_VERSION << "\n";
   return 0;
 }
 
@@ -205,7 +203,8 @@ std::string newRunId() {
 void checkRunId(const std::string& id) {
   bool ok = !id.empty() && id.size() <= 20 && std::isalnum(static_cast<unsigned char>(id.front())) &&
             std::isalnum(static_cast<unsigned char>(id.back()));
-  for (char c : id) ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
+  for (char c : id)
+    ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
   if (!ok)
     throw ConfigError("command line", "--run-id",
                       "'" + id + "' must be 1-20 lower-case letters, digits or '-', starting and ending alphanumeric");

@@ -72,8 +72,8 @@ int mergeResults(const std::vector<std::string>& paths, const fs::path& out) {
   reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
   reports::writeRunOutputs(merged, out);
   const std::string summary = reports::renderTerminalSummary(merged);
-  std::cout << summary << "\nReport: " << (out / "report.html").string() << "\nResult: " << (out / "result.json").string()
-            << "\n";
+  std::cout << summary << "\nReport: " << (out / "report.html").string()
+            << "\nResult: " << (out / "result.json").string() << "\n";
   return merged.exitCode;
 }
 
@@ -84,22 +84,23 @@ int run(const Args& args) {
   addTargetOptions(opts);
   opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
       "profile", "control-plane profile for the local plane; give two to compare them",
-      cxxopts::value<std::vector<std::string>>())(
-      "set", "override a scenario field: path.to.field=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      cxxopts::value<std::vector<std::string>>())("set", "override a scenario field: path.to.field=value (repeatable)",
+                                                  cxxopts::value<std::vector<std::string>>())(
       "out", "output directory (default runs/<run-id>)", cxxopts::value<std::string>())(
       "run-id", "run id (default: random); labels every object the run creates", cxxopts::value<std::string>())(
       "keep", "leave the local plane running after the run")("no-cleanup", "keep the objects the run created")(
-      "yes", "confirm sending load to a non-loopback server (or CPSCALE_ASSUME_YES=1)")(
-      "quiet", "no progress output")(
-      "shard", "drive shard I of N of every population (I from 0); every shard runs with the same --run-id "
-               "and --kubeconfig, shard 0 sets up, scrapes and cleans up",
+      "yes", "confirm sending load to a non-loopback server (or CPSCALE_ASSUME_YES=1)")("quiet", "no progress output")(
+      "shard",
+      "drive shard I of N of every population (I from 0); every shard runs with the same --run-id "
+      "and --kubeconfig, shard 0 sets up, scrapes and cleans up",
       cxxopts::value<std::string>())(
-      "publish-result", "a shard: store its result.json in the cluster too, for `cpscale collect` (exit 4 if it "
-                        "cannot)")(
-      "metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
-      cxxopts::value<std::string>())(
-      "pin", "pin a local plane's member or the generator to CPUs: ROLE=CPUS (kube-apiserver, etcd, "
-             "kube-controller-manager, kube-scheduler, generator; CPUS as taskset -c), repeatable, or 'isolated'",
+      "publish-result",
+      "a shard: store its result.json in the cluster too, for `cpscale collect` (exit 4 if it "
+      "cannot)")("metrics-addr", "serve the generator's own Prometheus metrics on host:port (:port = loopback)",
+                 cxxopts::value<std::string>())(
+      "pin",
+      "pin a local plane's member or the generator to CPUs: ROLE=CPUS (kube-apiserver, etcd, "
+      "kube-controller-manager, kube-scheduler, generator; CPUS as taskset -c), repeatable, or 'isolated'",
       cxxopts::value<std::vector<std::string>>())(
       "bin-dir", "pinned kube-apiserver/etcd directory (default $CPSCALE_BIN_DIR or ~/.cache/cpscale/bin/current)",
       cxxopts::value<std::string>())("h,help", "show this help");
@@ -108,7 +109,8 @@ int run(const Args& args) {
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
   const cxxopts::ParseResult& r = *parsed;
-  if (!r.count("scenario")) throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
+  if (!r.count("scenario"))
+    throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
 
   // Everything that can be wrong with the input is checked before anything is contacted.
   const std::vector<scenario::Override> overrides = scenarioOverrides(r);
@@ -118,15 +120,19 @@ int run(const Args& args) {
   scenario::refuseCapacityGatesOutsideASearch(probe);
 
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
-  if (profiles.size() > 2) throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
+  if (profiles.size() > 2)
+    throw ConfigError("command line", "--profile", "at most two profiles can be compared in one run");
   for (const auto& p : profiles) scenario::checkGatesOnProfile(probe, p);
 
   controlplane::Placement placement;
-  if (r.count("pin")) placement = controlplane::parsePlacement(r["pin"].as<std::vector<std::string>>(), controlplane::cpusOnline());
+  if (r.count("pin"))
+    placement = controlplane::parsePlacement(r["pin"].as<std::vector<std::string>>(), controlplane::cpusOnline());
   if (namesCluster(r) && !placement.empty())
-    throw ConfigError("command line", "--pin", std::string("pins the local plane's members; drop it or ") + kClusterOptions);
+    throw ConfigError("command line", "--pin",
+                      std::string("pins the local plane's members; drop it or ") + kClusterOptions);
   if (namesCluster(r) && profiles.size() > 1)
-    throw ConfigError("command line", "--profile", std::string("two profiles need the local plane; drop ") + kClusterOptions);
+    throw ConfigError("command line", "--profile",
+                      std::string("two profiles need the local plane; drop ") + kClusterOptions);
   const ClusterArg target = clusterArg(r, "cpscale run", "send load to");
   if (target.refused) return static_cast<int>(ExitCode::kBadInput);
   const std::optional<kube::RestConfig>& cluster = target.cluster;
@@ -172,8 +178,8 @@ int run(const Args& args) {
     // The terminal gets the headline, gates and generator health; summary.md has all.
     const std::string summary = reports::renderTerminalSummary(res);
     std::cout << summary << "\n";
-    std::cout << "Report: " << (ro.outDir / "report.html").string() << "\nResult: " << (ro.outDir / "result.json").string()
-              << "\n";
+    std::cout << "Report: " << (ro.outDir / "report.html").string()
+              << "\nResult: " << (ro.outDir / "result.json").string() << "\n";
     int code = res.exitCode;
     if (publish) code = publishResult(*cluster, ro.outDir / "result.json", runId, shard, code);
     worst = std::max(worst, code);
@@ -192,11 +198,13 @@ int run(const Args& args) {
 }
 
 int report(const Args& args) {
-  cxxopts::Options opts("cpscale report",
-                        "Render a run's reports from its result.json alone (or a capacity index's pages from its capacity.json).");
+  cxxopts::Options opts(
+      "cpscale report",
+      "Render a run's reports from its result.json alone (or a capacity index's pages from its capacity.json).");
   opts.add_options()("result", "result.json", cxxopts::value<std::string>())(
       "format", "md, html or junit (default: all three, next to the result)", cxxopts::value<std::string>())(
-      "o,output", "file to write (default: stdout for one format)", cxxopts::value<std::string>())("h,help", "show this help");
+      "o,output", "file to write (default: stdout for one format)", cxxopts::value<std::string>())("h,help",
+                                                                                                   "show this help");
   opts.parse_positional({"result"});
   opts.positional_help("RESULT.json");
   auto parsed = parseArgs(opts, args);
@@ -213,7 +221,8 @@ int report(const Args& args) {
         const std::string f = r["format"].as<std::string>();
         if (f != "md" && f != "html")
           throw ConfigError("command line", "--format", "a capacity index renders as md or html, not '" + f + "'");
-        std::string text = f == "md" ? reports::renderCapacityIndexMarkdown(idx) : reports::renderCapacityIndexHtml(idx);
+        std::string text =
+            f == "md" ? reports::renderCapacityIndexMarkdown(idx) : reports::renderCapacityIndexHtml(idx);
         if (r.count("output"))
           std::ofstream(r["output"].as<std::string>()) << text;
         else
@@ -253,7 +262,8 @@ int report(const Args& args) {
 }
 
 int merge(const Args& args) {
-  cxxopts::Options opts("cpscale merge", "One result from the results of a sharded run's shards (cpscale run --shard I/N).");
+  cxxopts::Options opts("cpscale merge",
+                        "One result from the results of a sharded run's shards (cpscale run --shard I/N).");
   opts.add_options()("results", "every shard's result.json", cxxopts::value<std::vector<std::string>>())(
       "out", "output directory (default: merged/ beside the first result's directory)", cxxopts::value<std::string>())(
       "h,help", "show this help");
@@ -277,8 +287,9 @@ int collect(const Args& args) {
   addTargetOptions(opts);
   opts.add_options()("run-id", "the run's id", cxxopts::value<std::string>())(
       "shards", "how many shards the run had (default: as its results say)", cxxopts::value<std::size_t>())(
-      "out", "output directory: shard-<i>/result.json and merged/ (default runs/<run-id>)", cxxopts::value<std::string>())(
-      "timeout", "wait this long for every shard's result (e.g. 30m)", cxxopts::value<std::string>()->default_value("10m"))(
+      "out", "output directory: shard-<i>/result.json and merged/ (default runs/<run-id>)",
+      cxxopts::value<std::string>())("timeout", "wait this long for every shard's result (e.g. 30m)",
+                                     cxxopts::value<std::string>()->default_value("10m"))(
       "keep", "leave the result ConfigMaps in the cluster")(
       "yes", "confirm deleting the result ConfigMaps on a non-loopback server (or CPSCALE_ASSUME_YES=1)")(
       "h,help", "show this help");
@@ -320,13 +331,13 @@ int collect(const Args& args) {
   if (!c.complete()) {
     std::string which;
     for (std::size_t i : c.missing) which += (which.empty() ? "" : ", ") + std::to_string(i);
-    throw UnavailableError(
-        !c.shards ? "no shard of run " + runId + " published a result (ConfigMaps labelled " + kResultOfLabel + "=" +
-                        runId + " in " + kMeetingNamespace + ") within " + formatDuration(*timeout)
-                  : "shard" + std::string(c.missing.size() == 1 ? " " : "s ") + which + " of " +
-                        std::to_string(*c.shards) + " published no result within " + formatDuration(*timeout) +
-                        " (ConfigMap " + kMeetingNamespace + "/" + shardResultName(runId, c.missing.front()) +
-                        "...); their logs say why");
+    throw UnavailableError(!c.shards ? "no shard of run " + runId + " published a result (ConfigMaps labelled " +
+                                           kResultOfLabel + "=" + runId + " in " + kMeetingNamespace + ") within " +
+                                           formatDuration(*timeout)
+                                     : "shard" + std::string(c.missing.size() == 1 ? " " : "s ") + which + " of " +
+                                           std::to_string(*c.shards) + " published no result within " +
+                                           formatDuration(*timeout) + " (ConfigMap " + kMeetingNamespace + "/" +
+                                           shardResultName(runId, c.missing.front()) + "...); their logs say why");
   }
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < *c.shards; ++i) {
@@ -341,8 +352,9 @@ int collect(const Args& args) {
   const auto errors = deleteShardResults(api, runId);
   for (const auto& e : errors) std::cerr << "cpscale collect: deleting the results: " << e << "\n";
   if (!errors.empty()) {
-    std::cerr << "cpscale collect: some of run " << runId << "'s result ConfigMaps are left (kubectl delete configmaps -n "
-              << kMeetingNamespace << " -l " << kResultOfLabel << "=" << runId << ")\n";
+    std::cerr << "cpscale collect: some of run " << runId
+              << "'s result ConfigMaps are left (kubectl delete configmaps -n " << kMeetingNamespace << " -l "
+              << kResultOfLabel << "=" << runId << ")\n";
     return static_cast<int>(ExitCode::kUnavailable);
   }
   return code;
@@ -350,8 +362,8 @@ int collect(const Args& args) {
 
 int compare(const Args& args) {
   cxxopts::Options opts("cpscale compare", "What got worse (or better) between two runs, figure by figure.");
-  opts.add_options()("a", "baseline result.json", cxxopts::value<std::string>())(
-      "b", "candidate result.json", cxxopts::value<std::string>())(
+  opts.add_options()("a", "baseline result.json", cxxopts::value<std::string>())("b", "candidate result.json",
+                                                                                 cxxopts::value<std::string>())(
       "tolerance", "relative change that counts (default 0.10)", cxxopts::value<double>()->default_value("0.10"))(
       "h,help", "show this help");
   opts.parse_positional({"a", "b"});
@@ -359,7 +371,8 @@ int compare(const Args& args) {
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
   const cxxopts::ParseResult& r = *parsed;
-  if (!r.count("a") || !r.count("b")) throw ConfigError("command line", "A.json B.json", "two result files are required");
+  if (!r.count("a") || !r.count("b"))
+    throw ConfigError("command line", "A.json B.json", "two result files are required");
   double tol = r["tolerance"].as<double>();
   if (tol < 0) throw ConfigError("command line", "--tolerance", "must not be negative");
   auto a = reports::readResult(r["a"].as<std::string>());
@@ -377,8 +390,8 @@ int cleanup(const Args& args) {
   cxxopts::Options opts("cpscale cleanup", "Delete every object a run created (by its cpscale.io/run label).");
   addTargetOptions(opts);
   opts.add_options()("run", "run id", cxxopts::value<std::string>())("yes", "confirm a non-loopback server")(
-      "timeout", "give up after this long, reporting what is left (e.g. 5m)", cxxopts::value<std::string>()->default_value("2m"))(
-      "h,help", "show this help");
+      "timeout", "give up after this long, reporting what is left (e.g. 5m)",
+      cxxopts::value<std::string>()->default_value("2m"))("h,help", "show this help");
   auto parsed = parseArgs(opts, args);
   if (!parsed) return 0;
   const cxxopts::ParseResult& r = *parsed;

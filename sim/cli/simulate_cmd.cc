@@ -6,9 +6,9 @@
 #include "reports/summary.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
-#include "sim/run/simulate.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
+#include "sim/run/simulate.h"
 #include "sim/scenario/gate_check.h"
 
 namespace cpscale::cli {
@@ -38,20 +38,19 @@ int simulate(const Args& args) {
                         "Run a scenario in virtual time against the calibrated control-plane model.");
   opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
       "profile", "control-plane profile the model takes its shape from (replicas, etcd split)",
-      cxxopts::value<std::string>())(
-      "set", "override a scenario field: path.to.field=value (repeatable)", cxxopts::value<std::vector<std::string>>())(
+      cxxopts::value<std::string>())("set", "override a scenario field: path.to.field=value (repeatable)",
+                                     cxxopts::value<std::vector<std::string>>())(
       "calibration", "calibration file (default: the one shipped, profiles/calibration/default.json)",
       cxxopts::value<std::string>())(
       "sample", "each simulated actor stands for N (default: chosen so no knob exceeds --max-actors)",
-      cxxopts::value<double>())(
-      "max-actors", "largest node count, sessions/min or objects/kind simulated one by one (default 500)",
-      cxxopts::value<double>()->default_value("500"))(
+      cxxopts::value<double>())("max-actors",
+                                "largest node count, sessions/min or objects/kind simulated one by one (default 500)",
+                                cxxopts::value<double>()->default_value("500"))(
       "dedicated-cores", "model every apiserver and etcd with N cores of its own, not the calibration's shared host",
       cxxopts::value<double>())("out", "output directory (default runs/<run-id>)", cxxopts::value<std::string>())(
       "run-id", "run id (default: random)", cxxopts::value<std::string>())(
       "capacity", "search the scenario's capacity block on the model: each step a fresh simulation")(
-      "quiet", "no progress output")(
-      "h,help", "show this help");
+      "quiet", "no progress output")("h,help", "show this help");
   opts.parse_positional({"scenario"});
   opts.positional_help("SCENARIO");
   auto parsed = parseArgs(opts, args);
@@ -65,7 +64,8 @@ int simulate(const Args& args) {
     for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
   SimulateOptions so;
   if (r.count("profile")) so.profile = controlplane::loadProfile(r["profile"].as<std::string>());
-  fs::path calPath = r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : model::defaultCalibrationPath();
+  fs::path calPath =
+      r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : model::defaultCalibrationPath();
   so.calibration = model::readCalibration(calPath);
   if (r.count("sample")) so.weight = r["sample"].as<double>();
   so.maxActors = r["max-actors"].as<double>();

@@ -25,13 +25,20 @@ std::optional<Duration> parseDuration(std::string_view s) {
     std::string_view unit = s.substr(0, j);
     s.remove_prefix(j);
     long double scale;
-    if (unit == "ns") scale = 1;
-    else if (unit == "us" || unit == "µs") scale = 1e3;
-    else if (unit == "ms") scale = 1e6;
-    else if (unit == "s") scale = 1e9;
-    else if (unit == "m") scale = 60e9;
-    else if (unit == "h") scale = 3600e9;
-    else return std::nullopt;
+    if (unit == "ns")
+      scale = 1;
+    else if (unit == "us" || unit == "µs")
+      scale = 1e3;
+    else if (unit == "ms")
+      scale = 1e6;
+    else if (unit == "s")
+      scale = 1e9;
+    else if (unit == "m")
+      scale = 60e9;
+    else if (unit == "h")
+      scale = 3600e9;
+    else
+      return std::nullopt;
     // strtold, not std::stold: a number past long double's range is bad input, not an
     // exception.
     long double n = std::strtold(number.c_str(), nullptr);

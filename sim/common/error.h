@@ -23,16 +23,13 @@ enum class ExitCode : int {
 class ConfigError : public std::runtime_error {
  public:
   ConfigError(std::string where, std::string field, const std::string& what)
-      : std::runtime_error(format(where, field, what)),
-        where_(std::move(where)),
-        field_(std::move(field)) {}
+      : std::runtime_error(format(where, field, what)), where_(std::move(where)), field_(std::move(field)) {}
 
   const std::string& where() const { return where_; }
   const std::string& field() const { return field_; }
 
  private:
-  static std::string format(const std::string& where, const std::string& field,
-                            const std::string& what) {
+  static std::string format(const std::string& where, const std::string& field, const std::string& what) {
     std::string s = where;
     if (!field.empty()) s += (s.empty() ? "" : ": ") + std::string("field '") + field + "'";
     return s + (s.empty() ? "" : ": ") + what;

@@ -94,8 +94,8 @@ long long YamlField::asInt() const {
 long long YamlField::asInt(long long lo, long long hi) const {
   long long v = asInt();
   if (v < lo || v > hi)
-    throw error("must be between " + std::to_string(lo) + " and " + std::to_string(hi) +
-                ", found " + std::to_string(v));
+    throw error("must be between " + std::to_string(lo) + " and " + std::to_string(hi) + ", found " +
+                std::to_string(v));
   return v;
 }
 

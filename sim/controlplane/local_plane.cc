@@ -26,7 +26,6 @@ using json = nlohmann::json;
 
 namespace {
 
-
 std::string versionOf(const fs::path& binary, const std::string& prefix) {
   // `--version` output of the pinned binaries, e.g. "Kubernetes v1.36.3".
   std::string cmd = "'" + binary.string() + "' --version 2>/dev/null";
@@ -41,8 +40,8 @@ std::string versionOf(const fs::path& binary, const std::string& prefix) {
 }
 
 json toJson(const Component& c) {
-  json j = {{"role", c.role},  {"name", c.name}, {"url", c.url}, {"log", c.log.string()},
-            {"pid", c.process.pid}, {"startTicks", c.process.startTicks}};
+  json j = {{"role", c.role},        {"name", c.name},       {"url", c.url},
+            {"log", c.log.string()}, {"pid", c.process.pid}, {"startTicks", c.process.startTicks}};
   if (!c.apiserver.empty()) {
     j["apiserver"] = c.apiserver;
     j["dedicatedApiserver"] = c.dedicatedApiserver;
@@ -61,7 +60,8 @@ void writeKubeconfigFile(const fs::path& path, const std::vector<std::pair<std::
   const std::string ca = kube::base64Encode(readFile(caCert));
   std::string clusters, contexts;
   for (const auto& [name, server] : servers) {
-    clusters += "- name: " + name + "\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + ca + "\n";
+    clusters +=
+        "- name: " + name + "\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + ca + "\n";
     contexts += "- name: " + name + "\n  context:\n    cluster: " + name + "\n    user: " + user + "\n";
   }
   std::string text = "apiVersion: v1\nkind: Config\nclusters:\n" + clusters + "contexts:\n" + contexts +
@@ -214,8 +214,10 @@ LocalPlane::LocalPlane(PlaneOptions options) : options_(std::move(options)) {
 }
 
 LocalPlane::~LocalPlane() {
-  if (!released_) stop();
-  else stopSpawner();
+  if (!released_)
+    stop();
+  else
+    stopSpawner();
 }
 
 ProcessIdentity LocalPlane::spawnOnPlaneThread(const SpawnOptions& options) {
@@ -486,8 +488,13 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
   }
   for (const auto& a : p.apiserverArgs) argv.push_back(a);
 
-  Component c{"kube-apiserver", name, "https://127.0.0.1:" + std::to_string(port),
-              dir / "logs" / (name + ".log"), {}, "", false};
+  Component c{"kube-apiserver",
+              name,
+              "https://127.0.0.1:" + std::to_string(port),
+              dir / "logs" / (name + ".log"),
+              {},
+              "",
+              false};
   c.process = spawn({argv, c.log, options_.detached, cpusOf(c.role)});
   argv_[c.name] = argv;
   record_.components.push_back(c);
@@ -502,7 +509,7 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
     if (c.role == "kube-apiserver" && c.name == "kube-apiserver-" + std::to_string(replica)) apiserver = c;
   fs::path kubeconfig = dir / (role + ".kubeconfig");
   writeKubeconfigFile(kubeconfig, {{"cpscale", apiserver.url}}, "cpscale", "system:" + role, pki.caCert(),
-                     pki.componentCert(role), pki.componentKey(role));
+                      pki.componentCert(role), pki.componentKey(role));
   const int port = freeLoopbackPort();
   // Its own identity (system:<component>, which upstream's default RBAC grants what it
   // needs), on loopback, with leader election as every real deployment runs it. The
@@ -528,8 +535,13 @@ void LocalPlane::startController(const std::string& role, const ComponentSpec& s
     argv.push_back("--cluster-name=cpscale-" + options_.name);
   }
   for (const auto& a : spec.args) argv.push_back(a);
-  Component c{role, role, "https://127.0.0.1:" + std::to_string(port), dir / "logs" / (role + ".log"), {},
-              apiserver.name, spec.apiserver.has_value()};
+  Component c{role,
+              role,
+              "https://127.0.0.1:" + std::to_string(port),
+              dir / "logs" / (role + ".log"),
+              {},
+              apiserver.name,
+              spec.apiserver.has_value()};
   c.process = spawn({argv, c.log, options_.detached, cpusOf(c.role)});
   argv_[c.name] = argv;
   record_.components.push_back(c);
@@ -549,7 +561,8 @@ void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_p
     // controllers start, and a run's steady window should not see them starting.
     urls.push_back(c.url + "/healthz");
     for (const auto& a : record_.components)
-      if (a.name == c.apiserver) urls.push_back(a.url + "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + c.role);
+      if (a.name == c.apiserver)
+        urls.push_back(a.url + "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/" + c.role);
   }
   for (const auto& url : urls) {
     ReadinessProbe probe(url, c.role == "etcd" ? std::nullopt : std::optional<PkiPaths>(pki));
@@ -557,10 +570,11 @@ void LocalPlane::waitReady(const Component& c, std::chrono::steady_clock::time_p
     for (;;) {
       if (std::chrono::steady_clock::now() >= deadline)
         throw UnavailableError(c.name + " not ready after " + std::to_string(options_.readyTimeout.count()) +
-                               " s (last probe of " + url + ": " + last + "); last lines of " + c.log.string() +
-                               ":\n" + tailFile(c.log, 15));
+                               " s (last probe of " + url + ": " + last + "); last lines of " + c.log.string() + ":\n" +
+                               tailFile(c.log, 15));
       if (interrupted()) throw UnavailableError("interrupted while waiting for " + c.name);
-      if (abandon && abandon()) throw UnavailableError("no longer waited for: the run ended before " + c.name + " was ready");
+      if (abandon && abandon())
+        throw UnavailableError("no longer waited for: the run ended before " + c.name + " was ready");
       if (auto how = reapIfExited(c.process))
         throw UnavailableError(c.name + " " + *how + " before it became ready; last lines of " + c.log.string() +
                                ":\n" + tailFile(c.log, 15));

@@ -1,21 +1,21 @@
 // The embedded local control plane: vanilla etcd(s), kube-apiserver(s),
 // kube-controller-manager and kube-scheduler started as child processes on 127.0.0.1,
-// with generated PKI and a kubeconfig that stock kubectl accepts. Its state directory records what was started (plane.json) so that
-// `cpscale down` stops exactly those processes and nothing else.
+// with generated PKI and a kubeconfig that stock kubectl accepts. Its state directory records what was started
+// (plane.json) so that `cpscale down` stops exactly those processes and nothing else.
 #pragma once
 
 #include <chrono>
-#include <filesystem>
-#include <functional>
 #include <condition_variable>
 #include <deque>
+#include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
-#include <thread>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "sim/controlplane/placement.h"

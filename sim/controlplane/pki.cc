@@ -53,8 +53,7 @@ PKeyPtr newRsaKey(unsigned bits) {
 
 std::string pemOfKey(EVP_PKEY* key) {
   BioPtr bio(BIO_new(BIO_s_mem()));
-  check(PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr),
-        "write private key");
+  check(PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr), "write private key");
   BUF_MEM* mem = nullptr;
   BIO_get_mem_ptr(bio.get(), &mem);
   return std::string(mem->data, mem->length);
@@ -108,8 +107,8 @@ struct Subject {
 };
 
 // Issues a certificate for `key`. With `issuer == nullptr` it is self-signed (the CA).
-X509Ptr issue(EVP_PKEY* key, const Subject& subject, X509* issuerCert, EVP_PKEY* issuerKey,
-              int days, bool isCa, const std::string& extKeyUsage, const std::string& san) {
+X509Ptr issue(EVP_PKEY* key, const Subject& subject, X509* issuerCert, EVP_PKEY* issuerKey, int days, bool isCa,
+              const std::string& extKeyUsage, const std::string& san) {
   X509Ptr cert(X509_new());
   check(X509_set_version(cert.get(), 2), "set version");
   // Random 127-bit serial, as RFC 5280 recommends (positive, unpredictable).
@@ -125,13 +124,12 @@ X509Ptr issue(EVP_PKEY* key, const Subject& subject, X509* issuerCert, EVP_PKEY*
 
   X509_NAME* name = X509_get_subject_name(cert.get());
   for (const auto& o : subject.organizations) {
-    check(X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8,
-                                      reinterpret_cast<const unsigned char*>(o.c_str()), -1, -1, 0),
+    check(X509_NAME_add_entry_by_txt(name, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(o.c_str()), -1,
+                                     -1, 0),
           "set O");
   }
   check(X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
-                                   reinterpret_cast<const unsigned char*>(subject.commonName.c_str()),
-                                   -1, -1, 0),
+                                   reinterpret_cast<const unsigned char*>(subject.commonName.c_str()), -1, -1, 0),
         "set CN");
   X509* issuerForExt = issuerCert ? issuerCert : cert.get();
   check(X509_set_issuer_name(cert.get(), X509_get_subject_name(issuerForExt)), "set issuer");
@@ -196,29 +194,29 @@ void ensurePki(const PkiPaths& p, const PkiOptions& options) {
     caCert = loadCert(p.caCert());
   } else {
     caKey = newEcKey();
-    caCert = issue(caKey.get(), {"cpscale-local-ca", {}}, nullptr, nullptr,
-                   options.validityDays * 10, true, "", "");
+    caCert = issue(caKey.get(), {"cpscale-local-ca", {}}, nullptr, nullptr, options.validityDays * 10, true, "", "");
     writeFile(p.caKey(), pemOfKey(caKey.get()), kSecret);
     writeFile(p.caCert(), pemOfCert(caCert.get()), kPublic);
   }
 
   if (!allExist({p.servingCert(), p.servingKey()})) {
-    std::string san = "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
-                      "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,"
-                      "IP:127.0.0.1,IP:10.0.0.1";
+    std::string san =
+        "DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,"
+        "DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local,"
+        "IP:127.0.0.1,IP:10.0.0.1";
     for (const auto& d : options.extraDnsNames) san += ",DNS:" + d;
     for (const auto& ip : options.extraIps) san += ",IP:" + ip;
     PKeyPtr key = newEcKey();
-    X509Ptr cert = issue(key.get(), {"kube-apiserver", {}}, caCert.get(), caKey.get(),
-                         options.validityDays, false, "serverAuth", san);
+    X509Ptr cert = issue(key.get(), {"kube-apiserver", {}}, caCert.get(), caKey.get(), options.validityDays, false,
+                         "serverAuth", san);
     writeFile(p.servingKey(), pemOfKey(key.get()), kSecret);
     writeFile(p.servingCert(), pemOfCert(cert.get()), kPublic);
   }
 
   if (!allExist({p.adminCert(), p.adminKey()})) {
     PKeyPtr key = newEcKey();
-    X509Ptr cert = issue(key.get(), {"cpscale-admin", {"system:masters"}}, caCert.get(),
-                         caKey.get(), options.validityDays, false, "clientAuth", "");
+    X509Ptr cert = issue(key.get(), {"cpscale-admin", {"system:masters"}}, caCert.get(), caKey.get(),
+                         options.validityDays, false, "clientAuth", "");
     writeFile(p.adminKey(), pemOfKey(key.get()), kSecret);
     writeFile(p.adminCert(), pemOfCert(cert.get()), kPublic);
   }
@@ -234,8 +232,8 @@ void ensurePki(const PkiPaths& p, const PkiOptions& options) {
   for (const std::string component : kPkiComponents) {
     if (allExist({p.componentCert(component), p.componentKey(component)})) continue;
     PKeyPtr key = newEcKey();
-    X509Ptr cert = issue(key.get(), {"system:" + component, {}}, caCert.get(), caKey.get(), options.validityDays,
-                         false, "serverAuth,clientAuth", "DNS:localhost,IP:127.0.0.1");
+    X509Ptr cert = issue(key.get(), {"system:" + component, {}}, caCert.get(), caKey.get(), options.validityDays, false,
+                         "serverAuth,clientAuth", "DNS:localhost,IP:127.0.0.1");
     writeFile(p.componentKey(component), pemOfKey(key.get()), kSecret);
     writeFile(p.componentCert(component), pemOfCert(cert.get()), kPublic);
   }

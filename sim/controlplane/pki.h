@@ -48,7 +48,6 @@ void ensurePki(const PkiPaths& paths, const PkiOptions& options = {});
 // Reads a whole file; throws std::runtime_error naming the path if it cannot.
 std::string readFile(const std::filesystem::path& path);
 // Writes `content` atomically with the given permission bits (0600 for secrets).
-void writeFile(const std::filesystem::path& path, const std::string& content,
-               std::filesystem::perms perms);
+void writeFile(const std::filesystem::path& path, const std::string& content, std::filesystem::perms perms);
 
 }  // namespace cpscale::controlplane

@@ -43,14 +43,16 @@ std::vector<int> parseCpuList(std::string_view text, int online, const std::stri
     if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0)
       throw ConfigError(where, field, "'" + std::string(text) + "' is not a CPU list (e.g. 0, 1-3, 0,2)");
     if (v >= online)
-      throw ConfigError(where, field, "CPU " + std::to_string(v) + " is not online (this machine has " +
-                                          std::to_string(online) + ": 0-" + std::to_string(online - 1) + ")");
+      throw ConfigError(where, field,
+                        "CPU " + std::to_string(v) + " is not online (this machine has " + std::to_string(online) +
+                            ": 0-" + std::to_string(online - 1) + ")");
     return v;
   };
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t comma = text.find(',', start);
-    std::string_view item = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view item =
+        text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     std::size_t dash = item.find('-');
     if (dash == std::string_view::npos) {
       out.insert(number(item));
@@ -81,7 +83,8 @@ Placement parsePlacement(const std::vector<std::string>& entries, int online) {
   for (const std::string& e : entries) {
     if (e == "isolated") {
       if (entries.size() > 1) throw ConfigError("command line", "--pin", "'isolated' stands alone");
-      if (online < 2) throw ConfigError("command line", "--pin", "'isolated' needs at least 2 CPUs; this machine has 1");
+      if (online < 2)
+        throw ConfigError("command line", "--pin", "'isolated' needs at least 2 CPUs; this machine has 1");
       return isolatedPlacement(online);
     }
     const std::size_t eq = e.find('=');
@@ -89,8 +92,9 @@ Placement parsePlacement(const std::vector<std::string>& entries, int online) {
       throw ConfigError("command line", "--pin", "'" + e + "' is not ROLE=CPUS (e.g. kube-apiserver=1) or 'isolated'");
     const std::string role = e.substr(0, eq);
     if (std::find(std::begin(kPlacementRoles), std::end(kPlacementRoles), role) == std::end(kPlacementRoles))
-      throw ConfigError("command line", "--pin",
-                        "unknown role '" + role + "' (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, generator)");
+      throw ConfigError(
+          "command line", "--pin",
+          "unknown role '" + role + "' (kube-apiserver, etcd, kube-controller-manager, kube-scheduler, generator)");
     if (p.cpus.count(role)) throw ConfigError("command line", "--pin", "role '" + role + "' is pinned twice");
     p.cpus[role] = parseCpuList(std::string_view(e).substr(eq + 1), online, "command line", "--pin");
   }

@@ -49,8 +49,7 @@ bool isRunning(const ProcessIdentity& id) {
 ProcessIdentity spawn(const SpawnOptions& options) {
   if (options.argv.empty()) throw std::invalid_argument("spawn: empty argv");
   const std::string& exe = options.argv[0];
-  if (::access(exe.c_str(), X_OK) != 0)
-    throw UnavailableError("cannot execute " + exe + ": " + std::strerror(errno));
+  if (::access(exe.c_str(), X_OK) != 0) throw UnavailableError("cannot execute " + exe + ": " + std::strerror(errno));
 
   int logFd = ::open(options.logFile.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (logFd < 0) throw UnavailableError("cannot open log " + options.logFile.string() + ": " + std::strerror(errno));
@@ -122,7 +121,8 @@ void pinThisThread(const std::vector<int>& list) {
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
   for (int c : list) {
-    if (c < 0 || c >= CPU_SETSIZE) throw ConfigError("command line", "--pin", "CPU " + std::to_string(c) + " does not exist");
+    if (c < 0 || c >= CPU_SETSIZE)
+      throw ConfigError("command line", "--pin", "CPU " + std::to_string(c) + " does not exist");
     CPU_SET(c, &cpus);
   }
   if (::sched_setaffinity(0, sizeof cpus, &cpus) != 0)

@@ -26,8 +26,8 @@ std::optional<std::uint64_t> processStartTicks(pid_t pid);
 bool isRunning(const ProcessIdentity& id);
 
 struct SpawnOptions {
-  std::vector<std::string> argv;   // argv[0] is the executable path
-  std::filesystem::path logFile;   // stdout and stderr are appended here
+  std::vector<std::string> argv;  // argv[0] is the executable path
+  std::filesystem::path logFile;  // stdout and stderr are appended here
   // Survive the parent (cpscale up). Otherwise the child gets SIGKILL when the
   // parent dies, so a crashed test or run never leaves a plane behind.
   bool detached = false;

@@ -17,11 +17,11 @@ std::string normalizeResource(const YamlField& f) {
   auto slash = r.find('/');
   std::string resource = r.substr(slash + 1);
   if (resource.empty() || resource.find('/') != std::string::npos)
-    throw f.error("expected \"group/resource\" (e.g. coordination.k8s.io/leases, /events), found '" +
-                  f.asString() + "'");
+    throw f.error("expected \"group/resource\" (e.g. coordination.k8s.io/leases, /events), found '" + f.asString() +
+                  "'");
   for (char c : r)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '.' || c == '-' || c == '/'))
+    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+          c == '-' || c == '/'))
       throw f.error("'" + f.asString() + "' is not a valid group/resource name");
   return r;
 }
@@ -54,30 +54,56 @@ std::string refusal(std::string name, Binary binary) {
     };
     for (const auto& [flag, field] : fields)
       if (name == flag) return "set it with the profile field '" + std::string(field) + "'";
-    static const std::string_view owned[] = {
-        "bind-address", "secure-port", "advertise-address", "permit-port-sharing", "permit-address-sharing",
-        "external-hostname", "etcd-servers", "etcd-prefix", "service-cluster-ip-range", "allow-privileged",
-        "disable-admission-plugins", "anonymous-auth", "enable-bootstrap-token-auth", "cert-dir",
-        "kubelet-client-certificate", "kubelet-client-key", "kubelet-certificate-authority", "egress-selector-config-file"};
+    static const std::string_view owned[] = {"bind-address",
+                                             "secure-port",
+                                             "advertise-address",
+                                             "permit-port-sharing",
+                                             "permit-address-sharing",
+                                             "external-hostname",
+                                             "etcd-servers",
+                                             "etcd-prefix",
+                                             "service-cluster-ip-range",
+                                             "allow-privileged",
+                                             "disable-admission-plugins",
+                                             "anonymous-auth",
+                                             "enable-bootstrap-token-auth",
+                                             "cert-dir",
+                                             "kubelet-client-certificate",
+                                             "kubelet-client-key",
+                                             "kubelet-certificate-authority",
+                                             "egress-selector-config-file"};
     for (auto o : owned)
       if (name == o) return "cpscale sets it (the plane's address, storage and access are its own)";
     for (std::string_view p : {"authorization-", "authentication-", "token-auth-", "oidc-", "requestheader-",
                                "service-account-", "etcd-cafile", "etcd-certfile", "etcd-keyfile"})
       if (prefixed(p)) return "authentication, authorization and service-account credentials are cpscale's";
   } else if (binary == Binary::kControllerManager || binary == Binary::kScheduler) {
-    static const std::string_view owned[] = {"kubeconfig", "master", "bind-address", "secure-port", "port",
-                                             "address", "cert-dir", "root-ca-file", "client-ca-file",
-                                             "use-service-account-credentials", "config", "write-config-to"};
+    static const std::string_view owned[] = {
+        "kubeconfig", "master",         "bind-address", "secure-port",    "port",
+        "address",    "cert-dir",       "root-ca-file", "client-ca-file", "use-service-account-credentials",
+        "config",     "write-config-to"};
     for (auto o : owned)
       if (name == o) return "cpscale sets it (the component's address, credentials and apiserver are its own)";
-    for (std::string_view p : {"authorization-", "authentication-", "requestheader-", "service-account-",
-                               "cluster-signing-"})
+    for (std::string_view p :
+         {"authorization-", "authentication-", "requestheader-", "service-account-", "cluster-signing-"})
       if (prefixed(p)) return "authentication, authorization and signing credentials are cpscale's";
   } else {
-    static const std::string_view owned[] = {
-        "name", "data-dir", "wal-dir", "listen-client-urls", "advertise-client-urls", "listen-peer-urls",
-        "listen-metrics-urls", "listen-client-http-urls", "log-level", "config-file", "auto-tls", "peer-auto-tls",
-        "client-cert-auth", "peer-client-cert-auth", "force-new-cluster", "enable-v2"};
+    static const std::string_view owned[] = {"name",
+                                             "data-dir",
+                                             "wal-dir",
+                                             "listen-client-urls",
+                                             "advertise-client-urls",
+                                             "listen-peer-urls",
+                                             "listen-metrics-urls",
+                                             "listen-client-http-urls",
+                                             "log-level",
+                                             "config-file",
+                                             "auto-tls",
+                                             "peer-auto-tls",
+                                             "client-cert-auth",
+                                             "peer-client-cert-auth",
+                                             "force-new-cluster",
+                                             "enable-v2"};
     for (auto o : owned)
       if (name == o) return "cpscale sets it (the member's name, data, addresses and cluster are its own)";
     if (prefixed("initial-") || prefixed("discovery") || prefixed("peer-") || prefixed("client-crl") ||
@@ -106,7 +132,8 @@ std::string dnsLabelOf(const YamlField& f) {
   for (char c : s)
     ok = ok && (std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-');
   if (!ok)
-    throw f.error("'" + s + "' must be a DNS label: 1-63 lower-case letters, digits or '-', starting and ending "
+    throw f.error("'" + s +
+                  "' must be a DNS label: 1-63 lower-case letters, digits or '-', starting and ending "
                   "with a letter or digit");
   return s;
 }
@@ -153,9 +180,9 @@ std::string Profile::etcdServersOverrides(const std::vector<std::string>& etcdUr
 
 Profile loadProfile(const std::filesystem::path& path) {
   YamlField root = loadYamlFile(path);
-  root.expectMap({"apiVersion", "kind", "name", "description", "apiservers", "etcds", "watchCache",
-                  "watchCacheSizes", "maxRequestsInflight", "maxMutatingRequestsInflight",
-                  "priorityAndFairness", "loadIdentity", "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
+  root.expectMap({"apiVersion", "kind", "name", "description", "apiservers", "etcds", "watchCache", "watchCacheSizes",
+                  "maxRequestsInflight", "maxMutatingRequestsInflight", "priorityAndFairness", "loadIdentity",
+                  "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
   Profile p;
   p.source = path.string();
   if (auto f = root.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
@@ -174,7 +201,9 @@ Profile loadProfile(const std::filesystem::path& path) {
       spec.name = dnsLabelOf(e.require("name"));
       if (!names.insert(spec.name).second) throw e.require("name").error("duplicate etcd name '" + spec.name + "'");
       if (auto r = e.get("resources")) {
-        if (p.etcds.empty()) throw r->error("the first etcd is the main one and holds every resource not routed elsewhere; list resources on the others");
+        if (p.etcds.empty())
+          throw r->error(
+              "the first etcd is the main one and holds every resource not routed elsewhere; list resources on the others");
         for (const auto& item : r->items()) {
           std::string res = normalizeResource(item);
           if (!routed.insert(res).second) throw item.error("resource '" + res + "' is routed to two etcds");
@@ -198,9 +227,12 @@ Profile loadProfile(const std::filesystem::path& path) {
   if (auto f = root.get("priorityAndFairness")) p.priorityAndFairness = f->asBool();
   if (auto f = root.get("loadIdentity")) {
     const std::string v = f->asString();
-    if (v == "admin") p.loadIdentity = LoadIdentity::kAdmin;
-    else if (v == "user") p.loadIdentity = LoadIdentity::kUser;
-    else throw f->error("is '" + v + "' (one of admin, user)");
+    if (v == "admin")
+      p.loadIdentity = LoadIdentity::kAdmin;
+    else if (v == "user")
+      p.loadIdentity = LoadIdentity::kUser;
+    else
+      throw f->error("is '" + v + "' (one of admin, user)");
   }
   if (auto f = root.get("featureGates"))
     for (auto& [k, v] : f->entries()) p.featureGates[k] = v.asBool();
@@ -212,8 +244,9 @@ Profile loadProfile(const std::filesystem::path& path) {
   if (auto f = root.get("scheduler")) p.scheduler = componentOf(*f, Binary::kScheduler, p.apiservers);
   if (p.controllerManager.enabled && p.scheduler.enabled && p.controllerManager.apiserver &&
       p.controllerManager.apiserver == p.scheduler.apiserver)
-    throw root.require("scheduler").require("apiserver").error(
-        "replica " + std::to_string(*p.scheduler.apiserver) + " is already dedicated to the controller-manager");
+    throw root.require("scheduler")
+        .require("apiserver")
+        .error("replica " + std::to_string(*p.scheduler.apiserver) + " is already dedicated to the controller-manager");
   if (p.clientApiservers().empty())
     throw root.require("apiservers").error("every apiserver is dedicated to a component: the workloads need one too");
   return p;

@@ -4,8 +4,6 @@
 
 namespace cpscale::engine {
 
-void WallClock::sleepUntil(TimePoint t) {
-  std::this_thread::sleep_until(origin_ + t.time_since_epoch());
-}
+void WallClock::sleepUntil(TimePoint t) { std::this_thread::sleep_until(origin_ + t.time_since_epoch()); }
 
 }  // namespace cpscale::engine

@@ -101,13 +101,13 @@ class EventQueue {
   int widthLog2_;
   std::int64_t bucketCount_;
   std::int64_t bucketMask_;
-  std::int64_t current_ = 0;              // absolute bucket being consumed (and all before)
-  std::vector<QueuedEvent> run_;          // sorted events of bucket <= current_
-  std::vector<QueuedEvent> scratch_;      // radix sort's second buffer
+  std::int64_t current_ = 0;          // absolute bucket being consumed (and all before)
+  std::vector<QueuedEvent> run_;      // sorted events of bucket <= current_
+  std::vector<QueuedEvent> scratch_;  // radix sort's second buffer
   std::size_t runPos_ = 0;
-  std::vector<QueuedEvent> late_;         // heap: pushed into bucket <= current_ after sorting
-  std::vector<Chunk*> buckets_;           // current_ < bucket < current_ + count
-  std::vector<QueuedEvent> far_;          // heap: bucket >= current_ + count
+  std::vector<QueuedEvent> late_;  // heap: pushed into bucket <= current_ after sorting
+  std::vector<Chunk*> buckets_;    // current_ < bucket < current_ + count
+  std::vector<QueuedEvent> far_;   // heap: bucket >= current_ + count
   Chunk* freeChunks_ = nullptr;
   std::size_t chunks_ = 0;
   std::size_t inBuckets_ = 0;

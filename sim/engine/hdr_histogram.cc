@@ -99,7 +99,8 @@ HdrHistogram HdrHistogram::fromCells(const Cells& c) {
     h.record(value, n);
   }
   if (h.total_ == 0) return h;
-  if (c.min > c.max || c.saturated > h.total_) throw ConfigError("histogram", "min", "min above max, or more saturated than recorded");
+  if (c.min > c.max || c.saturated > h.total_)
+    throw ConfigError("histogram", "min", "min above max, or more saturated than recorded");
   h.min_ = c.min;
   h.max_ = c.max;
   h.saturated_ = c.saturated;
@@ -111,8 +112,7 @@ std::uint64_t HdrHistogram::quantile(double q) const {
   if (total_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);
   // The rank of the sample at quantile q (nearest-rank definition, 1-based).
-  const auto rank = std::max<std::uint64_t>(
-      1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total_))));
+  const auto rank = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(total_))));
   std::uint64_t seen = 0;
   for (std::size_t i = 0; i < cells_; ++i) {
     seen += counts_[i];

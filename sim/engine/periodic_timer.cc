@@ -13,8 +13,7 @@ void validate(Duration period, Duration jitter) {
 
 }  // namespace
 
-PeriodicTimer::PeriodicTimer(Simulator& sim, Action action, Duration period, Duration jitter,
-                             std::uint64_t jitterSeed)
+PeriodicTimer::PeriodicTimer(Simulator& sim, Action action, Duration period, Duration jitter, std::uint64_t jitterSeed)
     : sim_(&sim), action_(action), period_(period.count()), jitter_(jitter.count()), rng_(jitterSeed) {
   validate(period, jitter);
   if (action.fn == nullptr) throw ConfigError("PeriodicTimer", "action", "must be set");

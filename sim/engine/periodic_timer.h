@@ -62,9 +62,9 @@ class PeriodicTimer {
   static constexpr std::uint32_t kNoSlot = ~std::uint32_t{0};
   // The delay from one scheduled fire to the next.
   std::int64_t nextGap() {
-    return jitter_ == 0 ? period_
-                        : period_ + static_cast<std::int64_t>(toUnitInterval(rng_.next()) *
-                                                              static_cast<double>(jitter_));
+    return jitter_ == 0
+               ? period_
+               : period_ + static_cast<std::int64_t>(toUnitInterval(rng_.next()) * static_cast<double>(jitter_));
   }
 
   Simulator* sim_;

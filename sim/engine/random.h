@@ -54,8 +54,7 @@ class RandomStream {
     SplitMix64 m(seed);
     for (auto& w : s_) w = m.next();
   }
-  RandomStream(std::uint64_t runSeed, std::string_view actorId)
-      : RandomStream(streamSeed(runSeed, actorId)) {}
+  RandomStream(std::uint64_t runSeed, std::string_view actorId) : RandomStream(streamSeed(runSeed, actorId)) {}
 
   result_type operator()() { return next(); }
   std::uint64_t next() {

@@ -35,9 +35,9 @@ enum class SimulatorMode { kVirtual, kPaced };
 // What the engine did. Lag is actual run time minus scheduled time, in ns: always 0
 // in virtual mode unless something else moved the clock (a slow fake generator).
 struct SimulatorStats {
-  std::uint64_t eventsRun = 0;   // one-shot callbacks and timer fires
+  std::uint64_t eventsRun = 0;  // one-shot callbacks and timer fires
   std::uint64_t timerFires = 0;
-  std::uint64_t cancelled = 0;   // cancel() calls that hit a pending event
+  std::uint64_t cancelled = 0;  // cancel() calls that hit a pending event
   HdrHistogram lag;
 };
 

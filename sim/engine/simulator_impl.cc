@@ -76,8 +76,7 @@ void SimulatorBase::disarmTimer(PeriodicTimer& timer) {
 bool SimulatorBase::dropStale() {
   while (!queue_.empty()) {
     const QueuedEvent& e = queue_.top();
-    const bool live = (e.ref & kTimerRef) ? timers_[e.ref & ~kTimerRef].gen == e.gen
-                                          : oneShots_[e.ref].gen == e.gen;
+    const bool live = (e.ref & kTimerRef) ? timers_[e.ref & ~kTimerRef].gen == e.gen : oneShots_[e.ref].gen == e.gen;
     if (live) return true;
     queue_.pop();
   }
@@ -168,8 +167,7 @@ void SimulatorBase::loop(bool bounded, TimePoint until) {
 }
 
 std::size_t SimulatorBase::memoryBytes() const {
-  return queue_.memoryBytes() + oneShots_.capacity() * sizeof(OneShotSlot) +
-         timers_.capacity() * sizeof(TimerSlot);
+  return queue_.memoryBytes() + oneShots_.capacity() * sizeof(OneShotSlot) + timers_.capacity() * sizeof(TimerSlot);
 }
 
 VirtualSimulator::VirtualSimulator(EventQueueOptions queue) : SimulatorBase(virtualClock_, TimePoint{}, queue) {}
@@ -179,8 +177,7 @@ bool VirtualSimulator::reach(TimePoint t) {
   return true;
 }
 
-PacedSimulator::PacedSimulator(Clock& clock, EventQueueOptions queue)
-    : SimulatorBase(clock, clock.now(), queue) {}
+PacedSimulator::PacedSimulator(Clock& clock, EventQueueOptions queue) : SimulatorBase(clock, clock.now(), queue) {}
 
 bool PacedSimulator::reach(TimePoint t) {
   if (clock_.now() >= t) return true;

@@ -406,7 +406,7 @@ struct ApiClient::Call {
   int attempts = 0;
   engine::TimePoint started{};
   engine::TimePoint intended{};
-  RequestId inTransport = 0;      // the attempt on the wire, 0 if none
+  RequestId inTransport = 0;       // the attempt on the wire, 0 if none
   engine::EventId retryEvent = 0;  // the scheduled retry, 0 if none
   std::optional<HttpResponse> lastResponse;
   RetryDecision lastRetry;  // why and after how long the attempt on the wire was retried
@@ -424,13 +424,15 @@ struct ApiClient::Watch {
 };
 
 ApiClient::ApiClient(Transport& transport, engine::Clock& clock, ApiClientOptions options)
-    : transport_(transport), clock_(clock), scheduler_(nullptr), options_(std::move(options)),
+    : transport_(transport),
+      clock_(clock),
+      scheduler_(nullptr),
+      options_(std::move(options)),
       retry_(options_.retry, options_.seed) {
   if (options_.userAgent.empty()) options_.userAgent = std::string("cpscale/") + CPSCALE_VERSION;
 }
 
-ApiClient::ApiClient(Transport& transport, engine::Clock& clock, engine::Scheduler& scheduler,
-                     ApiClientOptions options)
+ApiClient::ApiClient(Transport& transport, engine::Clock& clock, engine::Scheduler& scheduler, ApiClientOptions options)
     : ApiClient(transport, clock, std::move(options)) {
   scheduler_ = &scheduler;
 }
@@ -503,8 +505,10 @@ ApiResult ApiClient::toResult(const ApiRequest& r, HttpResponse&& resp, int atte
   const bool success = resp.outcome == TransportOutcome::kOk && resp.status >= 200 && resp.status < 300;
   if (!success) res.what = describeRef(r);
   if (success && !resp.body.empty() && r.decode != Decode::kObject) {
-    if (r.decode == Decode::kMetadata) res.body = decodeMetadata(resp.body);
-    else if (r.decode == Decode::kResourceVersion) res.resourceVersion = decodeResourceVersion(resp.body);
+    if (r.decode == Decode::kMetadata)
+      res.body = decodeMetadata(resp.body);
+    else if (r.decode == Decode::kResourceVersion)
+      res.resourceVersion = decodeResourceVersion(resp.body);
   } else if (!resp.body.empty()) {
     res.body = nlohmann::json::parse(resp.body, nullptr, /*allow_exceptions=*/false);
     if (res.body.is_discarded()) {
@@ -531,8 +535,8 @@ ApiResult ApiClient::call(ApiRequest request) {
     transport_.submit(toHttp(request, attempt == 1 ? request.intendedAt : intended, attempt, retried),
                       [&resp](HttpResponse r) { resp = std::move(r); });
     while (!resp) transport_.poll(options_.pollSlice);
-    AttemptOutcome a{httpMethod(request.verb), resp->outcome, resp->status, resp->header("retry-after"),
-                     attempt, clock_.now() - started};
+    AttemptOutcome a{httpMethod(request.verb),    resp->outcome, resp->status,
+                     resp->header("retry-after"), attempt,       clock_.now() - started};
     RetryDecision d = retry_.decide(a);
     if (!d.retry) return toResult(request, std::move(*resp), attempt, clock_.now() - intended);
     retried = d;
@@ -583,8 +587,8 @@ void ApiClient::onAttemptDone(CallId id, HttpResponse&& resp) {
   Call* c = findCall(id);
   if (c == nullptr) return;
   c->inTransport = 0;
-  AttemptOutcome a{httpMethod(c->request.verb), resp.outcome, resp.status, resp.header("retry-after"),
-                   c->attempts, clock_.now() - c->started};
+  AttemptOutcome a{httpMethod(c->request.verb), resp.outcome, resp.status,
+                   resp.header("retry-after"),  c->attempts,  clock_.now() - c->started};
   RetryDecision d = retry_.decide(a);
   if (!d.retry) {
     finish(id, toResult(c->request, std::move(resp), c->attempts, clock_.now() - c->intended));
@@ -660,7 +664,9 @@ ApiResult ApiClient::deleteCollection(const ResourceRef& c, const ListOptions& s
 CallId ApiClient::createAsync(const ResourceRef& c, const nlohmann::json& o, ResultHandler d, const WriteOptions& w) {
   return callAsync(ApiRequest::create(c, o, w), std::move(d));
 }
-CallId ApiClient::getAsync(const ResourceRef& r, ResultHandler d) { return callAsync(ApiRequest::get(r), std::move(d)); }
+CallId ApiClient::getAsync(const ResourceRef& r, ResultHandler d) {
+  return callAsync(ApiRequest::get(r), std::move(d));
+}
 CallId ApiClient::updateAsync(const ResourceRef& r, const nlohmann::json& o, ResultHandler d, const WriteOptions& w) {
   return callAsync(ApiRequest::update(r, o, w), std::move(d));
 }
@@ -679,7 +685,7 @@ CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& option
   // A watch lasts as long as the server keeps it: the per-request timeout would cut it.
   h.timeout = options.timeoutSeconds ? std::chrono::seconds(*options.timeoutSeconds + 30)
                                      : std::chrono::duration_cast<engine::Duration>(std::chrono::hours(24 * 365));
-  h.stream = true;  // outside the open-loop budget, on connections of its own
+  h.stream = true;       // outside the open-loop budget, on connections of its own
   Watch* raw = w.get();  // owned by watches_ until the close handler runs
   h.onBodyChunk = [raw](std::string_view chunk) {
     if (raw->cancelled) return false;

@@ -44,8 +44,8 @@ struct ApiStatus {
 
 struct ApiResult {
   TransportOutcome outcome = TransportOutcome::kOk;
-  std::string detail;  // transport detail for non-kOk outcomes; never credentials
-  int status = 0;      // HTTP status of the last attempt, 0 if none arrived
+  std::string detail;   // transport detail for non-kOk outcomes; never credentials
+  int status = 0;       // HTTP status of the last attempt, 0 if none arrived
   nlohmann::json body;  // the decoded JSON body (null if empty or not JSON)
   std::string raw;      // the body when it was not JSON
   ApiStatus apiStatus;  // filled when the body is a metav1.Status
@@ -63,9 +63,13 @@ struct ApiResult {
   bool ok() const { return outcome == TransportOutcome::kOk && status >= 200 && status < 300; }
   bool notFound() const { return outcome == TransportOutcome::kOk && status == 404; }
   // 409 from an update/patch: the object changed since it was read.
-  bool conflict() const { return outcome == TransportOutcome::kOk && status == 409 && apiStatus.reason != "AlreadyExists"; }
+  bool conflict() const {
+    return outcome == TransportOutcome::kOk && status == 409 && apiStatus.reason != "AlreadyExists";
+  }
   // 409 from a create.
-  bool alreadyExists() const { return outcome == TransportOutcome::kOk && status == 409 && apiStatus.reason == "AlreadyExists"; }
+  bool alreadyExists() const {
+    return outcome == TransportOutcome::kOk && status == 409 && apiStatus.reason == "AlreadyExists";
+  }
   bool tooManyRequests() const { return outcome == TransportOutcome::kOk && status == 429; }
   // 410: the resourceVersion is too old (relist).
   bool gone() const { return outcome == TransportOutcome::kOk && status == 410; }
@@ -97,7 +101,7 @@ struct DeleteOptions {
 // How much of a successful answer's body the caller needs. Error bodies are always
 // decoded in full (for the Status reason).
 enum class Decode : std::uint8_t {
-  kObject,    // ApiResult::body is the whole object
+  kObject,  // ApiResult::body is the whole object
   // ApiResult::body is {"metadata": {...}} with only metadata's name, namespace, uid
   // and resourceVersion (those present); parsing stops once metadata has been read, so
   // a Node's status or a Lease's managedFields are never decoded.
@@ -134,8 +138,8 @@ struct ApiRequest {
 
 struct ApiClientOptions {
   RetryConfig retry{};
-  std::uint64_t seed = 1;  // jitter RNG seed: same seed, same retry schedule
-  std::string userAgent{};   // default "cpscale/<version>"
+  std::uint64_t seed = 1;              // jitter RNG seed: same seed, same retry schedule
+  std::string userAgent{};             // default "cpscale/<version>"
   engine::Duration requestTimeout{0};  // per attempt; 0: the transport's default
   // How long one transport poll may block in a synchronous call.
   engine::Duration pollSlice = std::chrono::milliseconds(50);
@@ -155,8 +159,7 @@ class ApiClient {
   ApiClient(Transport& transport, engine::Clock& clock, ApiClientOptions options = {});
   // Synchronous and asynchronous calls; asynchronous retries are scheduled on
   // `scheduler`, whose time should be `clock`'s.
-  ApiClient(Transport& transport, engine::Clock& clock, engine::Scheduler& scheduler,
-            ApiClientOptions options = {});
+  ApiClient(Transport& transport, engine::Clock& clock, engine::Scheduler& scheduler, ApiClientOptions options = {});
   // Cancels what is still in flight; its handlers run with kAborted.
   ~ApiClient();
   ApiClient(const ApiClient&) = delete;

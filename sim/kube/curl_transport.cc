@@ -7,11 +7,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <iterator>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 #include "sim/common/error.h"
@@ -38,10 +38,10 @@ constexpr std::uint64_t kWakeTag = ~std::uint64_t{0};
 namespace curlmem {
 
 constexpr std::size_t kHeader = 16;
-constexpr std::size_t kPooledMin = 1024;                    // above this, up to
+constexpr std::size_t kPooledMin = 1024;                                 // above this, up to
 constexpr std::size_t kClassSize[] = {2048, 4096, 8192, 16 * 1024 + 1};  // the receive buffer
 constexpr std::size_t kClasses = std::size(kClassSize);
-constexpr std::size_t kMaxFree = 128;     // per class and thread: at most ~4 MiB idle
+constexpr std::size_t kMaxFree = 128;  // per class and thread: at most ~4 MiB idle
 constexpr std::uint64_t kPlain = ~std::uint64_t{0};
 
 struct FreeLists {
@@ -193,9 +193,9 @@ struct CurlTransport::Active {
   ResponseHandler done;
   HttpResponse response;
   curl_slist* headers = nullptr;
-  bool ownsHeaders = false;      // headers is this request's own, not a shared list
-  bool added = false;            // to its multi handle
-  bool stream = false;           // in the stream multi handle
+  bool ownsHeaders = false;  // headers is this request's own, not a shared list
+  bool added = false;        // to its multi handle
+  bool stream = false;       // in the stream multi handle
   std::size_t replica = 0;
   bool cancelRequested = false;  // cancel() from inside a curl callback
   bool consumerStopped = false;  // onBodyChunk returned false
@@ -389,8 +389,9 @@ void* CurlTransport::acquireEasy() {
   // Everything below is the same for every request, so it is set once per handle
   // and survives reuse; per-request options are all overwritten in submit().
   curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_HTTP_VERSION,
-                   options_.http2 ? static_cast<long>(CURL_HTTP_VERSION_2TLS) : static_cast<long>(CURL_HTTP_VERSION_1_1));
+  curl_easy_setopt(
+      e, CURLOPT_HTTP_VERSION,
+      options_.http2 ? static_cast<long>(CURL_HTTP_VERSION_2TLS) : static_cast<long>(CURL_HTTP_VERSION_1_1));
   // Wait for a stream on an existing connection instead of opening a new one when
   // many requests start together: this is what makes HTTP/2 reuse actually happen.
   curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
@@ -658,8 +659,9 @@ std::optional<engine::Duration> CurlTransport::runTimers() {
       action(*m, CURL_SOCKET_TIMEOUT, 0);
     }
     if (m->timerAt) {
-      auto left = std::max<engine::Duration>(engine::Duration::zero(), std::chrono::duration_cast<engine::Duration>(
-                                                                           *m->timerAt - std::chrono::steady_clock::now()));
+      auto left = std::max<engine::Duration>(
+          engine::Duration::zero(),
+          std::chrono::duration_cast<engine::Duration>(*m->timerAt - std::chrono::steady_clock::now()));
       next = next ? std::min(*next, left) : left;
     }
   }

@@ -88,7 +88,7 @@ class CurlTransport final : public Transport {
   struct Active;
   struct Replica {
     std::string server;
-    std::string baseUrl;    // what request paths are appended to
+    std::string baseUrl;        // what request paths are appended to
     void* connectTo = nullptr;  // curl_slist*: host:port:realhost:port when tls-server-name is set
   };
   // One libcurl multi handle and the timer it asked for; its sockets are in epollFd_.

@@ -47,14 +47,14 @@ YAML::Mark keyMark(const YAML::Node& parent, const std::string& key) {
   return parent.Mark();
 }
 
-std::string readFileOrThrow(const std::string& path, const std::string& where,
-                            const std::string& field, const char* what) {
+std::string readFileOrThrow(const std::string& path, const std::string& where, const std::string& field,
+                            const char* what) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int err = errno;
-    throw ConfigError(where, field,
-                      std::string("cannot read ") + what + " '" + path + "': " +
-                          (err ? std::strerror(err) : "unreadable"));
+    throw ConfigError(
+        where, field,
+        std::string("cannot read ") + what + " '" + path + "': " + (err ? std::strerror(err) : "unreadable"));
   }
   std::ostringstream ss;
   ss << in.rdbuf();
@@ -67,9 +67,8 @@ File parseFile(const std::string& path) {
   try {
     f.root = YAML::Load(text);
   } catch (const YAML::ParserException& e) {
-    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" +
-                          std::to_string(e.mark.column + 1),
-                      "", "malformed YAML: " + e.msg);
+    throw ConfigError(path + ":" + std::to_string(e.mark.line + 1) + ":" + std::to_string(e.mark.column + 1), "",
+                      "malformed YAML: " + e.msg);
   }
   // An empty file is a valid, empty kubeconfig (kubectl accepts it too).
   if (!f.root.IsNull() && !f.root.IsMap()) {
@@ -105,8 +104,8 @@ std::string resolvePath(const File& f, const std::string& p) {
 }
 
 // "<x>-data" (base64) wins over "<x>" (a file), as in client-go.
-std::string dataOrFile(const File& f, const YAML::Node& parent, const char* fileKey,
-                       const std::string& fieldPrefix, const char* what) {
+std::string dataOrFile(const File& f, const YAML::Node& parent, const char* fileKey, const std::string& fieldPrefix,
+                       const char* what) {
   const std::string dataKey = std::string(fileKey) + "-data";
   if (auto data = optString(f, parent, dataKey.c_str(), fieldPrefix + dataKey)) {
     auto decoded = base64Decode(*data);
@@ -117,8 +116,7 @@ std::string dataOrFile(const File& f, const YAML::Node& parent, const char* file
     return std::move(*decoded);
   }
   if (auto file = optString(f, parent, fileKey, fieldPrefix + fileKey)) {
-    return readFileOrThrow(resolvePath(f, *file), at(f.path, keyMark(parent, fileKey)),
-                           fieldPrefix + fileKey, what);
+    return readFileOrThrow(resolvePath(f, *file), at(f.path, keyMark(parent, fileKey)), fieldPrefix + fileKey, what);
   }
   return {};
 }
@@ -223,9 +221,9 @@ RestConfig loadKubeconfig(const LoadOptions& options) {
   }
   auto ctxIt = contexts.find(contextName);
   if (ctxIt == contexts.end()) {
-    throw ConfigError(contextWhere, options.context.empty() ? "current-context" : "",
-                      "context '" + contextName + "' not found in " + filesList +
-                          " (available: " + joinNames(contexts) + ")");
+    throw ConfigError(
+        contextWhere, options.context.empty() ? "current-context" : "",
+        "context '" + contextName + "' not found in " + filesList + " (available: " + joinNames(contexts) + ")");
   }
   const Entry& ctx = ctxIt->second;
   const File& cf = *ctx.file;
@@ -246,9 +244,9 @@ RestConfig loadKubeconfig(const LoadOptions& options) {
   auto clIt = clusters.find(rc.clusterName);
   if (rc.clusterName.empty() || clIt == clusters.end()) {
     throw ConfigError(at(cf.path, keyMark(ctxBody, "cluster")), ctxPath + ".cluster",
-                      rc.clusterName.empty() ? "missing"
-                                             : "cluster '" + rc.clusterName + "' not found (available: " +
-                                                   joinNames(clusters) + ")");
+                      rc.clusterName.empty()
+                          ? "missing"
+                          : "cluster '" + rc.clusterName + "' not found (available: " + joinNames(clusters) + ")");
   }
   {
     const File& f = *clIt->second.file;
@@ -314,8 +312,8 @@ RestConfig loadKubeconfig(const LoadOptions& options) {
       } else {
         for (const char* key : {"tokenFile", "token-file"}) {
           if (auto tf = optString(f, body, key, path + "." + key)) {
-            std::string t = trimRight(readFileOrThrow(resolvePath(f, *tf), at(f.path, keyMark(body, key)),
-                                                      path + "." + key, "token file"));
+            std::string t = trimRight(
+                readFileOrThrow(resolvePath(f, *tf), at(f.path, keyMark(body, key)), path + "." + key, "token file"));
             if (t.empty()) {
               throw ConfigError(at(f.path, keyMark(body, key)), path + "." + key, "token file '" + *tf + "' is empty");
             }
@@ -344,7 +342,8 @@ RestConfig loadInCluster(const InClusterOptions& options) {
   bool numeric = !port.empty() && port.size() <= 5;
   for (char c : port) numeric = numeric && c >= '0' && c <= '9';
   if (!numeric || std::stoul(port) < 1 || std::stoul(port) > 65535)
-    throw ConfigError("environment", "KUBERNETES_SERVICE_PORT", "expected a port number from 1 to 65535, got '" + port + "'");
+    throw ConfigError("environment", "KUBERNETES_SERVICE_PORT",
+                      "expected a port number from 1 to 65535, got '" + port + "'");
 
   const fs::path dir(options.dir);
   // What the service account volume holds. A required file missing means no token
@@ -354,8 +353,9 @@ RestConfig loadInCluster(const InClusterOptions& options) {
     std::error_code ec;
     if (!fs::exists(path, ec)) {
       if (!required) return {};
-      throw ConfigError(path, name,
-                        "missing: the pod has no service account credentials here (automountServiceAccountToken: false?)");
+      throw ConfigError(
+          path, name,
+          "missing: the pod has no service account credentials here (automountServiceAccountToken: false?)");
     }
     std::string text = readFileOrThrow(path, path, name, "service account file");
     if (required && trimRight(text).empty()) throw ConfigError(path, name, "is empty");
@@ -381,11 +381,9 @@ std::string describe(const RestConfig& c) {
   } else if (!c.bearerToken.empty()) {
     auth = "bearer token";
   }
-  std::string tls = c.insecureSkipTlsVerify ? "TLS verification OFF"
-                    : c.caPem.empty()       ? "system CA"
-                                            : "custom CA";
-  std::string s = "server " + c.server + " (context '" + c.contextName + "', cluster '" + c.clusterName +
-                  "', user '" + c.userName + "', auth: " + auth + ", " + tls;
+  std::string tls = c.insecureSkipTlsVerify ? "TLS verification OFF" : c.caPem.empty() ? "system CA" : "custom CA";
+  std::string s = "server " + c.server + " (context '" + c.contextName + "', cluster '" + c.clusterName + "', user '" +
+                  c.userName + "', auth: " + auth + ", " + tls;
   if (!c.tlsServerName.empty()) s += ", tls-server-name " + c.tlsServerName;
   if (!c.sourceFile.empty()) s += ", from " + c.sourceFile;
   return s + ")";

@@ -108,12 +108,18 @@ RequestAttributes requestAttributes(const std::string& method, const std::string
     watchInPath = true;
     ++at;
   }
-  if (method == "POST") a.verb = "create";
-  else if (method == "GET" || method == "HEAD") a.verb = "get";
-  else if (method == "PUT") a.verb = "update";
-  else if (method == "PATCH") a.verb = "patch";
-  else if (method == "DELETE") a.verb = "delete";
-  else a.verb = "";
+  if (method == "POST")
+    a.verb = "create";
+  else if (method == "GET" || method == "HEAD")
+    a.verb = "get";
+  else if (method == "PUT")
+    a.verb = "update";
+  else if (method == "PATCH")
+    a.verb = "patch";
+  else if (method == "DELETE")
+    a.verb = "delete";
+  else
+    a.verb = "";
   std::vector<std::string> rest(parts.begin() + static_cast<std::ptrdiff_t>(at), parts.end());
   if (!rest.empty() && rest[0] == "namespaces" && rest.size() > 1) {
     a.ns = rest[1];

@@ -32,13 +32,12 @@ inline const GroupVersionResource kSecrets{"", "v1", "secrets", true};
 inline const GroupVersionResource kServiceAccounts{"", "v1", "serviceaccounts", true};
 inline const GroupVersionResource kEvents{"", "v1", "events", true};
 inline const GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
-inline const GroupVersionResource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1",
-                                                            "customresourcedefinitions", false};
+inline const GroupVersionResource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                                             false};
 inline const GroupVersionResource kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};
 inline const GroupVersionResource kRoleBindings{"rbac.authorization.k8s.io", "v1", "rolebindings", true};
 inline const GroupVersionResource kClusterRoles{"rbac.authorization.k8s.io", "v1", "clusterroles", false};
-inline const GroupVersionResource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1",
-                                                      "clusterrolebindings", false};
+inline const GroupVersionResource kClusterRoleBindings{"rbac.authorization.k8s.io", "v1", "clusterrolebindings", false};
 }  // namespace gvr
 
 // One object (name set) or a collection (name empty), optionally a subresource of it.
@@ -51,11 +50,28 @@ struct ResourceRef {
 
   ResourceRef() = default;
   explicit ResourceRef(GroupVersionResource g) : gvr(std::move(g)) {}
-  ResourceRef in(std::string n) const& { ResourceRef r = *this; r.ns = std::move(n); return r; }
-  ResourceRef named(std::string n) const& { ResourceRef r = *this; r.name = std::move(n); return r; }
-  ResourceRef sub(std::string s) const& { ResourceRef r = *this; r.subresource = std::move(s); return r; }
+  ResourceRef in(std::string n) const& {
+    ResourceRef r = *this;
+    r.ns = std::move(n);
+    return r;
+  }
+  ResourceRef named(std::string n) const& {
+    ResourceRef r = *this;
+    r.name = std::move(n);
+    return r;
+  }
+  ResourceRef sub(std::string s) const& {
+    ResourceRef r = *this;
+    r.subresource = std::move(s);
+    return r;
+  }
   // The collection this object belongs to (what a create is POSTed to).
-  ResourceRef collection() const& { ResourceRef r = *this; r.name.clear(); r.subresource.clear(); return r; }
+  ResourceRef collection() const& {
+    ResourceRef r = *this;
+    r.name.clear();
+    r.subresource.clear();
+    return r;
+  }
 
   // For statistics: "leases", "nodes/status".
   std::string statsName() const { return subresource.empty() ? gvr.resource : gvr.resource + "/" + subresource; }

@@ -54,17 +54,14 @@ RetryDecision RetryPolicy::decide(const AttemptOutcome& a) {
         return no;  // success, 409 and every other status go back to the caller
       }
       break;
-    case TransportOutcome::kConnectFailed:
-      reason = "connect failed";
-      break;
+    case TransportOutcome::kConnectFailed: reason = "connect failed"; break;
     case TransportOutcome::kTimeout:
     case TransportOutcome::kProtocolError:
       if (!idempotent(a.method)) return no;
       reason = a.transport == TransportOutcome::kTimeout ? "timeout" : "protocol error";
       break;
     case TransportOutcome::kTlsFailed:
-    case TransportOutcome::kAborted:
-      return no;
+    case TransportOutcome::kAborted: return no;
   }
   if (a.attempt >= config_.maxAttempts) return no;
 

@@ -39,8 +39,8 @@ struct AttemptOutcome {
   TransportOutcome transport = TransportOutcome::kOk;
   int status = 0;
   std::optional<std::string_view> retryAfter;  // the raw Retry-After header
-  int attempt = 1;                              // 1-based number of the attempt that just ended
-  engine::Duration elapsed{0};                  // since the first attempt started
+  int attempt = 1;                             // 1-based number of the attempt that just ended
+  engine::Duration elapsed{0};                 // since the first attempt started
 };
 
 struct RetryDecision {

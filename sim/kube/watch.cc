@@ -67,8 +67,8 @@ bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
     nonEvent_ = std::move(j);
     return true;
   }
-  std::optional<WatchEventType> t = type->is_string() ? parseWatchEventType(type->get_ref<const std::string&>())
-                                                      : std::nullopt;
+  std::optional<WatchEventType> t =
+      type->is_string() ? parseWatchEventType(type->get_ref<const std::string&>()) : std::nullopt;
   if (!t) {
     error_ = "watch event has an unknown type";
     return false;

@@ -58,8 +58,7 @@ kube::RequestId OpenLoopDriver::openStream(kube::HttpRequest req, kube::Response
   return id;
 }
 
-void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done,
-                          TimePoint submitted) {
+void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::ResponseHandler done, TimePoint submitted) {
   const TimePoint now = clock_.now();
   const TimePoint intended = *req.intendedAt;
   if (req.attempt > 1) {
@@ -69,7 +68,8 @@ void OpenLoopDriver::send(kube::RequestId id, kube::HttpRequest req, kube::Respo
     inWindow(intended, [&](RequestStats& w) { w.recordRetry(req.retryReason, req.retryWait); });
   } else {
     statsFor(intended).recordSend(std::max(Duration{0}, submitted - intended), now - submitted);
-    inWindow(intended, [&](RequestStats& w) { w.recordSend(std::max(Duration{0}, submitted - intended), now - submitted); });
+    inWindow(intended,
+             [&](RequestStats& w) { w.recordSend(std::max(Duration{0}, submitted - intended), now - submitted); });
   }
   Flight& f = flights_[id];
   f.intended = intended;

@@ -12,12 +12,12 @@
 // no latency; it is counted in StreamStats instead.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
-#include <limits>
 #include <cstdint>
-#include <array>
 #include <deque>
+#include <limits>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -127,8 +127,7 @@ class OpenLoopDriver final : public kube::Transport {
   std::unordered_map<kube::RequestId, Flight> flights_;
   bool admitting_ = false;
   RequestStats& statsFor(TimePoint intended) {
-    return intended.time_since_epoch().count() >= steadyStartNs_.load(std::memory_order_relaxed) ? stats_
-                                                                                                   : setupStats_;
+    return intended.time_since_epoch().count() >= steadyStartNs_.load(std::memory_order_relaxed) ? stats_ : setupStats_;
   }
 
   // The window `intended` belongs to, or -1.

@@ -85,9 +85,8 @@ GeneratorLimit generatorLimit(const RequestStats& stats, double quantile, Durati
   if (stats.sent() == 0) return GeneratorLimit::kNone;
   const auto limit = static_cast<std::uint64_t>(threshold.count());
   if (stats.scheduleLag().quantile(quantile) <= limit) return GeneratorLimit::kNone;
-  return stats.submitLag().quantile(quantile) >= stats.queueWait().quantile(quantile)
-             ? GeneratorLimit::kSchedule
-             : GeneratorLimit::kConcurrency;
+  return stats.submitLag().quantile(quantile) >= stats.queueWait().quantile(quantile) ? GeneratorLimit::kSchedule
+                                                                                      : GeneratorLimit::kConcurrency;
 }
 
 }  // namespace cpscale::engine

@@ -65,7 +65,9 @@ class RequestStats {
     std::map<int, std::uint64_t> statusCounts;
     std::map<std::string, std::uint64_t, std::less<>> retries;
   };
-  Parts parts() const { return {latency_, scheduleLag_, submitLag_, queueWait_, retryWait_, completed_, statusCounts_, retries_}; }
+  Parts parts() const {
+    return {latency_, scheduleLag_, submitLag_, queueWait_, retryWait_, completed_, statusCounts_, retries_};
+  }
   static RequestStats fromParts(Parts p);
 
   const std::map<RequestKey, RequestLatency>& latency() const { return latency_; }

@@ -80,7 +80,8 @@ void writePressures(std::vector<Figure>& out, std::span<const Figure> figures, W
     if (!isBuiltinGroup(group)) custom += *f.value;
   }
   auto unavailable = [&](std::string name, Labels labels, std::string unit, std::string why) {
-    Figure f = Figure::unavailable(std::move(name), std::move(labels), std::move(unit), Source::kApiserver, std::move(why));
+    Figure f =
+        Figure::unavailable(std::move(name), std::move(labels), std::move(unit), Source::kApiserver, std::move(why));
     f.window = window;
     out.push_back(std::move(f));
   };
@@ -90,8 +91,10 @@ void writePressures(std::vector<Figure>& out, std::span<const Figure> figures, W
     out.push_back(std::move(f));
   };
   std::string why;
-  if (!total) why = "no write_qps{} among the figures (write rates were not measured over this window)";
-  else if (!total->available()) why = "write_qps{} is unavailable: " + total->unavailableReason;
+  if (!total)
+    why = "no write_qps{} among the figures (write rates were not measured over this window)";
+  else if (!total->available())
+    why = "write_qps{} is unavailable: " + total->unavailableReason;
   if (!why.empty()) {
     unavailable("axis_pressure", axisLabel("node"), "1/s", why);
     unavailable("axis_pressure", axisLabel("churn"), "1/s", why);
@@ -105,7 +108,7 @@ void writePressures(std::vector<Figure>& out, std::span<const Figure> figures, W
   measured("axis_pressure", axisLabel("churn"), churn, "1/s");
   if (churn <= 0 || churnByResource.empty()) {
     std::string none = churn <= 0 ? "no writes but liveness writes in the window"
-                                   : "write_qps has no per-resource figures beside write_qps{}";
+                                  : "write_qps has no per-resource figures beside write_qps{}";
     unavailable("churn_custom_resource_share", {}, "ratio", none);
     unavailable("churn_top_write_qps", {}, "1/s", none);
     return;
@@ -118,8 +121,8 @@ void writePressures(std::vector<Figure>& out, std::span<const Figure> figures, W
 }
 
 void statePressure(std::vector<Figure>& out, std::span<const Figure> figures, Window window) {
-  std::map<std::string, double> perReplica;     // apiserver -> objects it holds
-  std::map<std::string, std::string> missing;   // apiserver -> why its count is unknown
+  std::map<std::string, double> perReplica;    // apiserver -> objects it holds
+  std::map<std::string, std::string> missing;  // apiserver -> why its count is unknown
   std::optional<Source> source;
   for (const Figure& f : figures) {
     if (f.name != "apiserver_objects" || f.window != window) continue;

@@ -113,8 +113,7 @@ Estimate estimate(const Points& p, const BytesPerObjectOptions& o, const std::st
 }
 
 // The figures of one estimate, named bytes_per_object*, with `labels` (plus heap).
-void emit(std::vector<Figure>& out, const Estimate& e, const Points& p, Labels labels, Window window,
-          bool withBase) {
+void emit(std::vector<Figure>& out, const Estimate& e, const Points& p, Labels labels, Window window, bool withBase) {
   labels.push_back(Label{"heap", std::string(p.heap)});
   std::sort(labels.begin(), labels.end(), [](const Label& a, const Label& b) { return a.name < b.name; });
   auto add = [&](Figure f) {
@@ -151,7 +150,8 @@ std::string unscraped(const TargetScrapes& t) {
 
 }  // namespace
 
-std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets, const BytesPerObjectOptions& options) {
+std::vector<Figure> bytesPerObjectFigures(std::span<const TargetScrapes> targets,
+                                          const BytesPerObjectOptions& options) {
   std::vector<Figure> out;
   const Window window = options.from || options.to ? Window::kSetup : Window::kRun;
   std::string allWhy;

@@ -21,11 +21,15 @@ void quantileFigures(std::vector<Figure>& out, const std::string& prefix, const 
   const std::pair<const char*, double> qs[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
   for (const auto& [suffix, q] : qs) {
     std::string name = prefix + suffix;
-    if (h.count() == 0) out.push_back(Figure::unavailable(name, labels, "s", Source::kClient, "no samples"));
-    else out.push_back(Figure::measured(name, labels, nsToSeconds(h.quantile(q)), "s", Source::kClient));
+    if (h.count() == 0)
+      out.push_back(Figure::unavailable(name, labels, "s", Source::kClient, "no samples"));
+    else
+      out.push_back(Figure::measured(name, labels, nsToSeconds(h.quantile(q)), "s", Source::kClient));
   }
-  if (h.count() == 0) out.push_back(Figure::unavailable(prefix + "max", labels, "s", Source::kClient, "no samples"));
-  else out.push_back(Figure::measured(prefix + "max", labels, nsToSeconds(h.max()), "s", Source::kClient));
+  if (h.count() == 0)
+    out.push_back(Figure::unavailable(prefix + "max", labels, "s", Source::kClient, "no samples"));
+  else
+    out.push_back(Figure::measured(prefix + "max", labels, nsToSeconds(h.max()), "s", Source::kClient));
 }
 
 }  // namespace
@@ -66,8 +70,9 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   for (const auto& [key, lat] : stats.latency()) {
     double n = static_cast<double>(lat.fromSent.count());
     std::string outcome(engine::toString(key.outcome));
-    out.push_back(Figure::measured("client_requests", sorted({{"resource", key.resource}, {"verb", key.verb}, {"outcome", outcome}}),
-                                   n, "count", Source::kClient));
+    out.push_back(Figure::measured("client_requests",
+                                   sorted({{"resource", key.resource}, {"verb", key.verb}, {"outcome", outcome}}), n,
+                                   "count", Source::kClient));
     if (isWriteVerb(key.verb)) writes[{key.resource, key.verb}] += n;
     if (key.outcome != engine::OutcomeClass::kSuccess) errors[outcome] += n;
   }
@@ -75,8 +80,10 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   for (const auto& [rv, n] : writes) {
     Labels l = sorted({{"resource", rv.first}, {"verb", rv.second}});
     out.push_back(Figure::measured("client_write_requests", l, n, "count", Source::kClient));
-    if (secs > 0) out.push_back(Figure::measured("client_write_qps", l, n / secs, "1/s", Source::kClient));
-    else out.push_back(Figure::unavailable("client_write_qps", l, "1/s", Source::kClient, "the measured window is empty"));
+    if (secs > 0)
+      out.push_back(Figure::measured("client_write_qps", l, n / secs, "1/s", Source::kClient));
+    else
+      out.push_back(Figure::unavailable("client_write_qps", l, "1/s", Source::kClient, "the measured window is empty"));
   }
   for (const auto& [outcome, n] : errors) {
     out.push_back(Figure::measured("client_errors", {{"outcome", outcome}}, n, "count", Source::kClient));
@@ -89,14 +96,18 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
     if (key.verb == "WATCH") continue;
     const double n = static_cast<double>(lat.fromSent.count());
     all += n;
-    if (key.outcome == engine::OutcomeClass::kServerError || key.outcome == engine::OutcomeClass::kTransportError) failed += n;
+    if (key.outcome == engine::OutcomeClass::kServerError || key.outcome == engine::OutcomeClass::kTransportError)
+      failed += n;
   }
-  if (all > 0) out.push_back(Figure::measured("client_error_ratio", {}, failed / all, "ratio", Source::kClient));
-  else out.push_back(Figure::unavailable("client_error_ratio", {}, "ratio", Source::kClient, "no request was answered"));
+  if (all > 0)
+    out.push_back(Figure::measured("client_error_ratio", {}, failed / all, "ratio", Source::kClient));
+  else
+    out.push_back(Figure::unavailable("client_error_ratio", {}, "ratio", Source::kClient, "no request was answered"));
   // Retries the client sent by itself, by why, and the time they waited first.
   std::uint64_t retries = 0;
   for (const auto& [reason, n] : stats.retries()) {
-    out.push_back(Figure::measured("client_retries", {{"reason", reason}}, static_cast<double>(n), "count", Source::kClient));
+    out.push_back(
+        Figure::measured("client_retries", {{"reason", reason}}, static_cast<double>(n), "count", Source::kClient));
     retries += n;
   }
   out.push_back(Figure::measured("client_retries_total", {}, static_cast<double>(retries), "count", Source::kClient));
@@ -108,8 +119,8 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
     out.push_back(Figure::measured("client_retry_wait_seconds_total", {}, 0, "s", Source::kClient));
     out.push_back(Figure::measured("client_retry_wait_max", {}, 0, "s", Source::kClient));
   } else {
-    out.push_back(Figure::measured("client_retry_wait_seconds_total", {}, wait.mean() * static_cast<double>(wait.count()) / 1e9,
-                                   "s", Source::kClient));
+    out.push_back(Figure::measured("client_retry_wait_seconds_total", {},
+                                   wait.mean() * static_cast<double>(wait.count()) / 1e9, "s", Source::kClient));
     out.push_back(Figure::measured("client_retry_wait_max", {}, nsToSeconds(wait.max()), "s", Source::kClient));
   }
   // Errors by exact code (409, 429, 503, ...; "none" when no response came back).
@@ -137,8 +148,8 @@ std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, co
   engine::GeneratorLimit limit = engine::generatorLimit(stats, options.quantile, options.lagThreshold);
   // Unlabelled so that two runs compare figure by figure whatever the cause; the
   // cause has figures of its own.
-  out.push_back(Figure::measured("generator_limited", {}, limit == engine::GeneratorLimit::kNone ? 0 : 1, "",
-                                 Source::kClient));
+  out.push_back(
+      Figure::measured("generator_limited", {}, limit == engine::GeneratorLimit::kNone ? 0 : 1, "", Source::kClient));
   out.push_back(Figure::measured("generator_limited_by_schedule", {},
                                  limit == engine::GeneratorLimit::kSchedule ? 1 : 0, "", Source::kClient));
   out.push_back(Figure::measured("generator_limited_by_concurrency", {},

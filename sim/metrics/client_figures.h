@@ -14,8 +14,8 @@ namespace cpscale::metrics {
 
 // client_latency_{p50,p90,p99,p99.9,max}{resource, verb, measured_from="scheduled"|"sent"}
 // in seconds, over every response whatever its status (transport errors excluded:
-// they have no server latency; so are watches, whose duration is the stream's life). A (resource, verb) with only transport errors gets
-// unavailable latency figures saying so.
+// they have no server latency; so are watches, whose duration is the stream's life). A (resource, verb) with only
+// transport errors gets unavailable latency figures saying so.
 std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats);
 
 // client_requests{resource, verb, outcome} (count) per outcome class ("2xx", "4xx",
@@ -33,6 +33,7 @@ struct GeneratorHealthOptions {
 // schedule_lag_{p50,p99,max} (s), generator_limited (1 or 0): whether the generator,
 // not the server, set the pace (engine::generatorLimit), and its cause as
 // generator_limited_by_schedule / generator_limited_by_concurrency (1 or 0). Unavailable when nothing was sent.
-std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, const GeneratorHealthOptions& options = {});
+std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats,
+                                           const GeneratorHealthOptions& options = {});
 
 }  // namespace cpscale::metrics

@@ -23,8 +23,8 @@ constexpr std::string_view kLeader = "leader_election_master_status";
 Source sourceOf(TargetRole r) { return r == TargetRole::kScheduler ? Source::kScheduler : Source::kControllerManager; }
 
 std::string notExposed(std::string_view metric, const std::vector<const TargetScrapes*>& ts) {
-  if (ts.size() == 1) return std::string(metric) + " is not exposed by " + roleName(ts.front()->info.role) + " " +
-                             ts.front()->info.name;
+  if (ts.size() == 1)
+    return std::string(metric) + " is not exposed by " + roleName(ts.front()->info.role) + " " + ts.front()->info.name;
   return std::string(metric) + " is not exposed by any " + roleName(ts.front()->info.role) + " target";
 }
 

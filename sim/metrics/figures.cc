@@ -250,8 +250,8 @@ std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
   double span = seconds(d.window->second - d.window->first);
   auto add = [&](Labels labels, const std::vector<TimeSeries>& counters) {
     double total = sumTotals(counters);
-    out.push_back(Figure::measured("write_qps", labels, total / span, "1/s", Source::kApiserver,
-                                   sumCounterRates(counters)));
+    out.push_back(
+        Figure::measured("write_qps", labels, total / span, "1/s", Source::kApiserver, sumCounterRates(counters)));
     out.push_back(Figure::measured("write_requests", std::move(labels), total, "count", Source::kApiserver));
   };
   add({}, d.all);
@@ -263,16 +263,16 @@ std::vector<Figure> writeFigures(std::span<const TargetScrapes> targets) {
   // first increment, so 0 is measured, not assumed.
   for (const char* cls : {"2xx", "3xx", "4xx", "5xx"}) d.byClass.try_emplace(cls);
   for (const auto& [cls, counters] : d.byClass) {
-    out.push_back(Figure::measured("write_qps_by_class", sortedLabels({{"code_class", cls}}), sumTotals(counters) / span,
-                                   "1/s", Source::kApiserver, sumCounterRates(counters)));
+    out.push_back(Figure::measured("write_qps_by_class", sortedLabels({{"code_class", cls}}),
+                                   sumTotals(counters) / span, "1/s", Source::kApiserver, sumCounterRates(counters)));
   }
   double rejected = sumTotals(d.rejected);
   out.push_back(Figure::measured("rejected_write_qps", {}, rejected / span, "1/s", Source::kApiserver,
                                  sumCounterRates(d.rejected)));
   out.push_back(Figure::measured("rejected_write_requests", {}, rejected, "count", Source::kApiserver));
   for (const auto& [code, counters] : d.rejectedByCode) {
-    out.push_back(Figure::measured("rejected_write_requests", sortedLabels({{"code", code}}), sumTotals(counters), "count",
-                                   Source::kApiserver));
+    out.push_back(Figure::measured("rejected_write_requests", sortedLabels({{"code", code}}), sumTotals(counters),
+                                   "count", Source::kApiserver));
   }
   return out;
 }
@@ -292,9 +292,9 @@ std::vector<Figure> apiserverRequestFigures(std::span<const TargetScrapes> targe
   for (const TargetScrapes* t : apis) {
     const ScrapeHistory& h = t->history;
     Labels self = sortedLabels({{"apiserver", t->info.name}});
-    std::string why = h.scrapes() < 2                ? tooFewScrapes(*t, 2)
+    std::string why = h.scrapes() < 2               ? tooFewScrapes(*t, 2)
                       : !h.hasFamily(kRequestTotal) ? std::string(kRequestTotal) + " is not exposed by " + t->info.name
-                                                     : "";
+                                                    : "";
     if (!why.empty()) {
       out.push_back(Figure::unavailable("apiserver_requests", self, "count", Source::kApiserver, why));
       out.push_back(Figure::unavailable("apiserver_request_qps", self, "1/s", Source::kApiserver, why));
@@ -320,8 +320,8 @@ std::vector<Figure> apiserverRequestFigures(std::span<const TargetScrapes> targe
                                    sumCounterRates(requests)));
     out.push_back(Figure::measured("apiserver_write_qps", self, sumTotals(writes) / span, "1/s", Source::kApiserver,
                                    sumCounterRates(writes)));
-    out.push_back(Figure::measured("apiserver_long_running_requests", self, sumTotals(longRunning), "count",
-                                   Source::kApiserver));
+    out.push_back(
+        Figure::measured("apiserver_long_running_requests", self, sumTotals(longRunning), "count", Source::kApiserver));
   }
   return out;
 }
@@ -338,8 +338,8 @@ std::vector<Figure> leaseShareFigures(std::span<const TargetScrapes> targets) {
                                         "no write requests were counted in the scraped window"));
     } else {
       TimeSeries overTime = ratio(sumCounterRates(d.leases), sumCounterRates(d.all));
-      out.push_back(Figure::measured("lease_write_share", {}, sumTotals(d.leases) / all, "ratio",
-                                     Source::kApiserver, std::move(overTime)));
+      out.push_back(Figure::measured("lease_write_share", {}, sumTotals(d.leases) / all, "ratio", Source::kApiserver,
+                                     std::move(overTime)));
     }
   }
 
@@ -450,8 +450,8 @@ std::string runSeconds(engine::TimePoint t) {
 // target that stopped answering (missed staleAfter rounds by the last one) drops out
 // of the total from then on, and its own figures say since when.
 void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const TargetScrapes*>& ts,
-                            std::string_view metric, const std::string& figure, const std::string& unit,
-                            Source source, const std::string& targetLabel, std::span<const engine::TimePoint> rounds,
+                            std::string_view metric, const std::string& figure, const std::string& unit, Source source,
+                            const std::string& targetLabel, std::span<const engine::TimePoint> rounds,
                             std::size_t staleAfter) {
   std::vector<TimeSeries> all;
   std::string totalWhy;
@@ -474,7 +474,8 @@ void gaugePerTargetAndTotal(std::vector<Figure>& out, const std::vector<const Ta
     all.push_back(std::move(g.series));
   }
   std::string total = figure + "_all_replicas";
-  if (ts.empty()) totalWhy = "no " + std::string(source == Source::kEtcd ? "etcd" : "kube-apiserver") + " target was scraped";
+  if (ts.empty())
+    totalWhy = "no " + std::string(source == Source::kEtcd ? "etcd" : "kube-apiserver") + " target was scraped";
   if (!totalWhy.empty()) {
     out.push_back(Figure::unavailable(total, {}, unit, source, totalWhy));
     out.push_back(Figure::unavailable(total + "_peak", {}, unit, source, totalWhy));
@@ -509,7 +510,8 @@ void watchCacheEventsHeld(std::vector<Figure>& out, const TargetScrapes& t) {
   const auto& received = h.seriesNamed("apiserver_watch_cache_events_received_total");
   for (ScrapeHistory::SeriesId cap : h.seriesNamed("watch_cache_capacity")) {
     const Labels& l = h.key(cap).labels;
-    auto rid = std::find_if(received.begin(), received.end(), [&](ScrapeHistory::SeriesId r) { return h.key(r).labels == l; });
+    auto rid =
+        std::find_if(received.begin(), received.end(), [&](ScrapeHistory::SeriesId r) { return h.key(r).labels == l; });
     TimeSeries held;
     std::optional<double> total;
     double n = 0;
@@ -612,8 +614,8 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
   std::vector<Figure> out;
   auto apis = ofRole(targets, TargetRole::kApiserver);
   std::vector<engine::TimePoint> rounds = roundsOf(targets);
-  gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
-                         replicas.staleAfterMissedScrapes);
+  gaugePerTargetAndTotal(out, apis, kHeap, "apiserver_heap_inuse_bytes", "bytes", Source::kApiserver, "apiserver",
+                         rounds, replicas.staleAfterMissedScrapes);
   // The heap after a forced GC is in the scrapes only where the scraper read the
   // target's heap profile (the local plane): elsewhere one figure says so.
   const bool afterGc = std::any_of(apis.begin(), apis.end(), [](const TargetScrapes* t) {
@@ -634,28 +636,30 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
     const ScrapeHistory& h = t->history;
     Labels self = sortedLabels({{"apiserver", t->info.name}});
     if (h.scrapes() == 0) {
-      out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver, tooFewScrapes(*t, 1)));
+      out.push_back(
+          Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver, tooFewScrapes(*t, 1)));
       continue;
     }
     std::string_view metric = objectCountMetric(h);
     const auto& ids = h.seriesNamed(metric);
     if (ids.empty()) {
-      out.push_back(Figure::unavailable("apiserver_objects", self, "objects", Source::kApiserver,
-                                        "neither apiserver_resource_objects nor apiserver_storage_objects is exposed by " +
-                                            t->info.name));
+      out.push_back(Figure::unavailable(
+          "apiserver_objects", self, "objects", Source::kApiserver,
+          "neither apiserver_resource_objects nor apiserver_storage_objects is exposed by " + t->info.name));
     }
     std::vector<TimeSeries> perResource;
     for (ScrapeHistory::SeriesId id : ids) {
       auto [group, resource] = objectKind(h.key(id));
       TimeSeries g = h.gauge(id);
-      out.push_back(Figure::measured("apiserver_objects",
-                                     sortedLabels({{"apiserver", t->info.name}, {"group", group}, {"resource", resource}}),
-                                     g.values.back(), "objects", Source::kApiserver, g));
+      out.push_back(Figure::measured(
+          "apiserver_objects", sortedLabels({{"apiserver", t->info.name}, {"group", group}, {"resource", resource}}),
+          g.values.back(), "objects", Source::kApiserver, g));
       perResource.push_back(std::move(g));
     }
     if (!ids.empty()) {
       TimeSeries sum = sumGauges(perResource);
-      out.push_back(Figure::measured("apiserver_objects_total", self, sum.values.back(), "objects", Source::kApiserver, sum));
+      out.push_back(
+          Figure::measured("apiserver_objects_total", self, sum.values.back(), "objects", Source::kApiserver, sum));
     }
     storedBytesFigures(out, *t);
     watchCacheFigures(out, *t);
@@ -681,7 +685,8 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
                           {"etcd_server_has_leader", "etcd_has_leader", ""}};
   if (etcds.empty()) {
     std::string why = whyNoRoleData(etcds, TargetRole::kEtcd, 1);
-    for (const Rate& r : rates) out.push_back(Figure::unavailable(std::string(r.figure), {}, "1/s", Source::kEtcd, why));
+    for (const Rate& r : rates)
+      out.push_back(Figure::unavailable(std::string(r.figure), {}, "1/s", Source::kEtcd, why));
     out.push_back(Figure::unavailable("etcd_lease_renewals", {}, "count", Source::kEtcd, why));
     out.push_back(Figure::unavailable("etcd_wal_fsync_seconds_mean", {}, "s", Source::kEtcd, why));
     for (const Gauge& g : gauges) {
@@ -698,8 +703,8 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
       std::string figure(r.figure);
       const auto& ids = h.seriesNamed(r.metric);
       std::string why = h.scrapes() < 2 ? tooFewScrapes(*t, 2)
-                        : ids.empty()    ? std::string(r.metric) + " is not exposed by etcd " + t->info.name
-                                         : "";
+                        : ids.empty()   ? std::string(r.metric) + " is not exposed by etcd " + t->info.name
+                                        : "";
       bool renewals = r.metric == "etcd_debugging_lease_renewed_total";
       if (!why.empty()) {
         out.push_back(Figure::unavailable(figure, self, "1/s", Source::kEtcd, why));
@@ -716,12 +721,14 @@ std::vector<Figure> etcdFigures(std::span<const TargetScrapes> targets, const Re
       // Mean WAL fsync over the window: increase of the histogram's _sum over its _count.
       const auto& sums = h.seriesNamed(kFsyncSum);
       const auto& counts = h.seriesNamed(kFsyncCount);
-      std::string why = h.scrapes() < 2                    ? tooFewScrapes(*t, 2)
-                        : sums.empty() || counts.empty() ? std::string(kFsync) + " is not exposed by etcd " + t->info.name
-                                                         : "";
+      std::string why = h.scrapes() < 2 ? tooFewScrapes(*t, 2)
+                        : sums.empty() || counts.empty()
+                            ? std::string(kFsync) + " is not exposed by etcd " + t->info.name
+                            : "";
       double n = why.empty() ? totalIncrease(h.counter(counts.front())) : 0;
       if (why.empty() && n <= 0) why = "etcd " + t->info.name + " did not fsync its WAL in the window";
-      if (!why.empty()) out.push_back(Figure::unavailable("etcd_wal_fsync_seconds_mean", self, "s", Source::kEtcd, why));
+      if (!why.empty())
+        out.push_back(Figure::unavailable("etcd_wal_fsync_seconds_mean", self, "s", Source::kEtcd, why));
       else
         out.push_back(Figure::measured("etcd_wal_fsync_seconds_mean", self, totalIncrease(h.counter(sums.front())) / n,
                                        "s", Source::kEtcd));
@@ -807,14 +814,18 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
       if (verb == "WATCH" || verb == "WATCHLIST" || verb == "CONNECT") continue;
       double le;
       std::string_view leText = labelValue(l, "le");
-      if (leText == "+Inf") le = HUGE_VAL;
-      else le = std::strtod(std::string(leText).c_str(), nullptr);
-      buckets[{std::string(labelValue(l, "group")), resourceOf(l), std::string(verb)}][le] += totalIncrease(h.counter(id));
+      if (leText == "+Inf")
+        le = HUGE_VAL;
+      else
+        le = std::strtod(std::string(leText).c_str(), nullptr);
+      buckets[{std::string(labelValue(l, "group")), resourceOf(l), std::string(verb)}][le] +=
+          totalIncrease(h.counter(id));
     }
   }
   if (buckets.empty()) {
-    out.push_back(Figure::unavailable("server_latency_p99", {}, "s", Source::kApiserver,
-                                      "apiserver_request_duration_seconds is not exposed by any kube-apiserver target"));
+    out.push_back(
+        Figure::unavailable("server_latency_p99", {}, "s", Source::kApiserver,
+                            "apiserver_request_duration_seconds is not exposed by any kube-apiserver target"));
   }
   const std::pair<const char*, double> quantiles[] = {{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"p99.9", 0.999}};
   for (const auto& [key, byLe] : buckets) {
@@ -826,8 +837,10 @@ std::vector<Figure> serverLatencyFigures(std::span<const TargetScrapes> targets)
     for (const auto& [suffix, q] : quantiles) {
       double v = histogramQuantile(q, bs);
       std::string name = std::string("server_latency_") + suffix;
-      if (std::isnan(v)) out.push_back(Figure::unavailable(name, l, "s", Source::kApiserver, "buckets are not cumulative up to +Inf"));
-      else out.push_back(Figure::measured(name, l, v, "s", Source::kApiserver));
+      if (std::isnan(v))
+        out.push_back(Figure::unavailable(name, l, "s", Source::kApiserver, "buckets are not cumulative up to +Inf"));
+      else
+        out.push_back(Figure::measured(name, l, v, "s", Source::kApiserver));
     }
     // The max is only known to within a bucket: report the bucket's upper bound.
     double total = bs.back().cumulativeCount;
@@ -846,13 +859,17 @@ std::vector<Figure> scrapeHealthFigures(std::span<const TargetScrapes> targets) 
   std::vector<Figure> out;
   for (const TargetScrapes& t : targets) {
     Labels l = sortedLabels({{"target", t.info.name}, {"role", toString(t.info.role)}});
-    out.push_back(Figure::measured("scrape_attempts", l, static_cast<double>(t.status.attempts), "count", Source::kClient));
-    out.push_back(Figure::measured("scrape_failures", l, static_cast<double>(t.status.failures), "count", Source::kClient));
-    out.push_back(Figure::measured("scrape_overruns", l, static_cast<double>(t.status.overruns), "count", Source::kClient));
+    out.push_back(
+        Figure::measured("scrape_attempts", l, static_cast<double>(t.status.attempts), "count", Source::kClient));
+    out.push_back(
+        Figure::measured("scrape_failures", l, static_cast<double>(t.status.failures), "count", Source::kClient));
+    out.push_back(
+        Figure::measured("scrape_overruns", l, static_cast<double>(t.status.overruns), "count", Source::kClient));
     if (t.history.scrapes() == 0) {
       out.push_back(Figure::unavailable("scrape_successes", l, "count", Source::kClient, tooFewScrapes(t, 1)));
     } else {
-      out.push_back(Figure::measured("scrape_successes", l, static_cast<double>(t.history.scrapes()), "count", Source::kClient));
+      out.push_back(
+          Figure::measured("scrape_successes", l, static_cast<double>(t.history.scrapes()), "count", Source::kClient));
     }
   }
   return out;

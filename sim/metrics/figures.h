@@ -32,10 +32,10 @@ enum class Window { kSteady, kSetup, kRun };
 std::string_view toString(Window w);  // "steady" | "setup" | "run"
 
 struct Figure {
-  std::string name;   // e.g. "write_qps", "apiserver_heap_inuse_bytes"
-  Labels labels;      // e.g. {group, resource, verb} or {apiserver}; sorted by name
+  std::string name;             // e.g. "write_qps", "apiserver_heap_inuse_bytes"
+  Labels labels;                // e.g. {group, resource, verb} or {apiserver}; sorted by name
   std::optional<double> value;  // nullopt: unavailable
-  std::string unit;   // "1/s", "bytes", "ratio", "s", "objects", "count"
+  std::string unit;             // "1/s", "bytes", "ratio", "s", "objects", "count"
   Source source = Source::kApiserver;
   Window window = Window::kSteady;
   std::string unavailableReason;  // set exactly when !value
@@ -44,8 +44,7 @@ struct Figure {
   bool available() const { return value.has_value(); }
   static Figure measured(std::string name, Labels labels, double value, std::string unit, Source source,
                          TimeSeries overTime = {});
-  static Figure unavailable(std::string name, Labels labels, std::string unit, Source source,
-                            std::string reason);
+  static Figure unavailable(std::string name, Labels labels, std::string unit, Source source, std::string reason);
 };
 
 // The first figure with this name whose labels include every given (name, value);
@@ -107,8 +106,7 @@ struct ReplicaOptions {
 // the deprecated apiserver_storage_objects when it is all there is); watch-cache
 // capacity and event rates (apiserver_watch_cache_*, watch_cache_capacity,
 // apiserver_watch_events_total).
-std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets,
-                                           const ReplicaOptions& replicas = {});
+std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> targets, const ReplicaOptions& replicas = {});
 
 // (Then bytesPerObjectFigures, in sim/metrics/bytes_per_object.h.)
 

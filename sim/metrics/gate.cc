@@ -58,10 +58,11 @@ std::optional<double> parseThreshold(const std::string& text) {
   if (errno == ERANGE || end != number.c_str() + number.size() || !std::isfinite(v)) return std::nullopt;
   std::string unit = m[2];
   static const std::pair<const char*, double> units[] = {
-      {"", 1},        {"ns", 1e-9},         {"us", 1e-6},        {"ms", 1e-3},           {"s", 1},
-      {"m", 60},      {"%", 0.01},          {"K", 1e3},          {"M", 1e6},             {"G", 1e9},
-      {"KB", 1e3},    {"MB", 1e6},          {"GB", 1e9},         {"KiB", 1024.0},        {"MiB", 1048576.0},
-      {"GiB", 1073741824.0}, {"k", 1e3},
+      {"", 1},     {"ns", 1e-9},    {"us", 1e-6},       {"ms", 1e-3},
+      {"s", 1},    {"m", 60},       {"%", 0.01},        {"K", 1e3},
+      {"M", 1e6},  {"G", 1e9},      {"KB", 1e3},        {"MB", 1e6},
+      {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0},
+      {"k", 1e3},
   };
   for (const auto& [name, scale] : units)
     if (unit == name) return std::isfinite(v * scale) ? std::optional<double>(v * scale) : std::nullopt;
@@ -74,8 +75,7 @@ bool additive(const std::string& unit) {
 
 std::string labelsText(const metrics::Labels& labels) {
   std::string s = "{";
-  for (std::size_t i = 0; i < labels.size(); ++i)
-    s += (i ? "," : "") + labels[i].name + "=" + labels[i].value;
+  for (std::size_t i = 0; i < labels.size(); ++i) s += (i ? "," : "") + labels[i].name + "=" + labels[i].value;
   return s + "}";
 }
 
@@ -120,9 +120,11 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
       R"(^\s*(?:(max|min|sum)\s*\(\s*)?([a-zA-Z_:][a-zA-Z0-9_:.]*)\s*(\{[^}]*\})?\s*(\))?\s*(<=|>=|==|!=|<|>)\s*(.+?)\s*$)");
   std::smatch m;
   if (!std::regex_match(text, m, re) || m[1].matched != m[4].matched)
-    throw ConfigError(where, field,
-                      "expected 'figure{label=value,...} OP threshold' or 'max|min|sum(figure{...}) OP threshold' (OP one "
-                      "of < <= > >= == !=), found '" + text + "'");
+    throw ConfigError(
+        where, field,
+        "expected 'figure{label=value,...} OP threshold' or 'max|min|sum(figure{...}) OP threshold' (OP one "
+        "of < <= > >= == !=), found '" +
+            text + "'");
   Gate g;
   g.text = trim(text);
   g.where = where;
@@ -150,8 +152,12 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
     std::sort(g.selector.begin(), g.selector.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   }
   std::string op = m[5];
-  g.op = op == "<" ? GateOp::kLt : op == "<=" ? GateOp::kLe : op == ">" ? GateOp::kGt
-       : op == ">=" ? GateOp::kGe : op == "==" ? GateOp::kEq : GateOp::kNe;
+  g.op = op == "<"    ? GateOp::kLt
+         : op == "<=" ? GateOp::kLe
+         : op == ">"  ? GateOp::kGt
+         : op == ">=" ? GateOp::kGe
+         : op == "==" ? GateOp::kEq
+                      : GateOp::kNe;
   g.thresholdText = m[6];
   auto t = parseThreshold(g.thresholdText);
   if (!t)
@@ -169,8 +175,10 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
   std::string window;
   metrics::Labels selector;
   for (const auto& l : gate.selector) {
-    if (l.name == "window") window = l.value;
-    else selector.push_back(l);
+    if (l.name == "window")
+      window = l.value;
+    else
+      selector.push_back(l);
   }
   auto inWindow = [&](const metrics::Figure& f) {
     return window.empty() ? f.window != metrics::Window::kSetup : metrics::toString(f.window) == window;
@@ -215,10 +223,10 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
       return r;
     }
     const double v = *f->value;
-    folded = i == 0                           ? v
-             : gate.fold == GateFold::kMax    ? std::max(folded, v)
-             : gate.fold == GateFold::kMin    ? std::min(folded, v)
-                                              : folded + v;
+    folded = i == 0                        ? v
+             : gate.fold == GateFold::kMax ? std::max(folded, v)
+             : gate.fold == GateFold::kMin ? std::min(folded, v)
+                                           : folded + v;
   }
   r.measured = folded;
   r.passed = compare(folded, gate.op, gate.threshold);

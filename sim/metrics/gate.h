@@ -27,13 +27,13 @@ enum class GateFold { kNone, kMax, kMin, kSum };
 std::string_view toString(GateFold fold);
 
 struct Gate {
-  std::string text;            // as written
-  std::string figure;          // figure name
-  metrics::Labels selector;    // labels the figure must have (sorted by name)
+  std::string text;          // as written
+  std::string figure;        // figure name
+  metrics::Labels selector;  // labels the figure must have (sorted by name)
   GateOp op = GateOp::kLe;
   double threshold = 0;
-  std::string thresholdText;   // as written, for reports
-  std::string where, field;    // where it was written (file:line, field), for errors
+  std::string thresholdText;        // as written, for reports
+  std::string where, field;         // where it was written (file:line, field), for errors
   GateFold fold = GateFold::kNone;  // max(...), min(...), sum(...) around the figure
 };
 

@@ -162,12 +162,18 @@ class Parser {
       std::string_view extra = nextToken(rest);
       if (!extra.empty()) return fail("unexpected " + quote(extra) + " after the type in TYPE line");
       MetricType t;
-      if (typeTok == "counter") t = MetricType::kCounter;
-      else if (typeTok == "gauge") t = MetricType::kGauge;
-      else if (typeTok == "histogram") t = MetricType::kHistogram;
-      else if (typeTok == "summary") t = MetricType::kSummary;
-      else if (typeTok == "untyped") t = MetricType::kUntyped;
-      else return fail("unknown metric type " + quote(typeTok) + " for " + std::string(name));
+      if (typeTok == "counter")
+        t = MetricType::kCounter;
+      else if (typeTok == "gauge")
+        t = MetricType::kGauge;
+      else if (typeTok == "histogram")
+        t = MetricType::kHistogram;
+      else if (typeTok == "summary")
+        t = MetricType::kSummary;
+      else if (typeTok == "untyped")
+        t = MetricType::kUntyped;
+      else
+        return fail("unknown metric type " + quote(typeTok) + " for " + std::string(name));
       if (st.typed) return fail("second TYPE line for " + std::string(name));
       if (st.hasSamples) return fail("TYPE line for " + std::string(name) + " after its samples");
       st.typed = true;
@@ -268,9 +274,12 @@ class Parser {
         if (c == '\\') {
           if (i + 1 >= s.size()) break;
           char e = s[i + 1];
-          if (e == '\\' || e == '"') l.value += e;
-          else if (e == 'n') l.value += '\n';
-          else return fail("invalid escape sequence '\\" + std::string(1, e) + "' in the value of label " + quote(lname));
+          if (e == '\\' || e == '"')
+            l.value += e;
+          else if (e == 'n')
+            l.value += '\n';
+          else
+            return fail("invalid escape sequence '\\" + std::string(1, e) + "' in the value of label " + quote(lname));
           i += 2;
           continue;
         }
@@ -292,7 +301,8 @@ class Parser {
     s.remove_prefix(i);
     // Sort (insertion sort: label sets are small) and reject duplicates.
     for (std::size_t a = 1; a < n; ++a) {
-      for (std::size_t b = a; b > 0 && labels_[b].name < labels_[b - 1].name; --b) std::swap(labels_[b], labels_[b - 1]);
+      for (std::size_t b = a; b > 0 && labels_[b].name < labels_[b - 1].name; --b)
+        std::swap(labels_[b], labels_[b - 1]);
     }
     for (std::size_t a = 1; a < n; ++a) {
       if (labels_[a].name == labels_[a - 1].name) return fail("duplicate label " + quote(labels_[a].name));
@@ -338,7 +348,8 @@ class Parser {
       const std::string* le = findLabel("le");
       double bound;
       if (!le) return fail("histogram bucket " + std::string(name) + " without an 'le' label");
-      if (!parseDouble(*le, bound)) return fail("histogram bucket " + std::string(name) + " has a non-numeric le=" + quote(*le));
+      if (!parseDouble(*le, bound))
+        return fail("histogram bucket " + std::string(name) + " has a non-numeric le=" + quote(*le));
     } else if (st.type == MetricType::kHistogram && name == familyName) {
       return fail("sample " + std::string(name) + " of histogram " + std::string(familyName) +
                   " must end in _bucket, _sum or _count");
@@ -346,7 +357,8 @@ class Parser {
       const std::string* q = findLabel("quantile");
       double qv;
       if (!q) return fail("summary sample " + std::string(name) + " without a 'quantile' label");
-      if (!parseDouble(*q, qv)) return fail("summary sample " + std::string(name) + " has a non-numeric quantile=" + quote(*q));
+      if (!parseDouble(*q, qv))
+        return fail("summary sample " + std::string(name) + " has a non-numeric quantile=" + quote(*q));
     }
     st.hasSamples = true;
     current_ = &st;
@@ -377,8 +389,6 @@ class Parser {
 
 }  // namespace
 
-ParseResult parsePrometheusText(std::string_view body, const FamilyFilter& keep) {
-  return Parser(body, keep).run();
-}
+ParseResult parsePrometheusText(std::string_view body, const FamilyFilter& keep) { return Parser(body, keep).run(); }
 
 }  // namespace cpscale::metrics

@@ -4,10 +4,10 @@
 // partial result, so a figure is never computed from half a scrape.
 #pragma once
 
+#include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <compare>
 #include <map>
 #include <optional>
 #include <string>

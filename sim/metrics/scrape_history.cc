@@ -102,8 +102,10 @@ void ScrapeHistory::record(engine::TimePoint at, const FamilyMap& families) {
   const ScrapeIdentity& id = identities_.back();
   bool sameProcess = !processes_.ofScrape.empty() && (!id.startTime || id.startTime == lastFilled_.startTime) &&
                      (id.replica.empty() || id.replica == lastFilled_.replica);
-  if (sameProcess) processes_.ofScrape.push_back(processes_.ofScrape.back());
-  else recomputeProcesses();
+  if (sameProcess)
+    processes_.ofScrape.push_back(processes_.ofScrape.back());
+  else
+    recomputeProcesses();
   rows_.push_back(std::move(row));
 }
 
@@ -206,9 +208,12 @@ TimeSeries ScrapeHistory::counter(SeriesId id) const {
     // this process' previous scrape. Its interval starts at the previous scrape.
     bool fromZero = firstOfProcess ? procs.startedWithin[k] : !before;
     double increase;
-    if (fromZero) increase = *v;
-    else if (firstOfProcess) increase = 0;  // a baseline
-    else increase = *v >= *before ? *v - *before : *v;
+    if (fromZero)
+      increase = *v;
+    else if (firstOfProcess)
+      increase = 0;  // a baseline
+    else
+      increase = *v >= *before ? *v - *before : *v;
     if (fromZero && r > 0 && (out.empty() || out.times.back() != times_[r - 1])) out.push(times_[r - 1], total);
     total += increase;
     out.push(times_[r], total);

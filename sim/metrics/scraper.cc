@@ -61,8 +61,8 @@ bool isFigureFamily(std::string_view family) {
   // The only kube-apiserver families naming the replica (label apiserver_id_hash),
   // exposed when it runs with an authentication, authorization or encryption config
   // file: a handful of series that tell replicas behind a load balancer apart.
-  for (std::string_view p : {"apiserver_authentication_config_controller_", "apiserver_authorization_config_controller_",
-                             "apiserver_encryption_config_controller_"}) {
+  for (std::string_view p : {"apiserver_authentication_config_controller_",
+                             "apiserver_authorization_config_controller_", "apiserver_encryption_config_controller_"}) {
     if (family.starts_with(p)) return true;
   }
   return family.starts_with("apiserver_watch_cache_");
@@ -215,7 +215,8 @@ void Scraper::onResponse(std::size_t index, engine::TimePoint roundAt, kube::Htt
   std::weak_ptr<Scraper*> weak = self_;
   slot.request = slot.transport->submit(get(slot.heapProfilePath, options_.timeout, "debug/pprof/heap"),
                                         [weak, index, roundAt](kube::HttpResponse resp) {
-                                          if (auto self = weak.lock()) (*self)->onHeapProfile(index, roundAt, std::move(resp));
+                                          if (auto self = weak.lock())
+                                            (*self)->onHeapProfile(index, roundAt, std::move(resp));
                                         });
 }
 

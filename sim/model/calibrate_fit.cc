@@ -80,10 +80,12 @@ ProbeResult readProbe(const fs::path& dir) {
   Reader seconds = g.at("seconds"), cpu = g.at("cpuSeconds"), requests = g.at("requests"), steady = g.at("steady");
   const std::size_t n = seconds.array().size();
   for (const Reader* r : {&cpu, &requests, &steady})
-    if (r->array().size() != n) r->fail("has " + std::to_string(r->raw().size()) + " entries for " + std::to_string(n) + " samples");
+    if (r->array().size() != n)
+      r->fail("has " + std::to_string(r->raw().size()) + " entries for " + std::to_string(n) + " samples");
   for (std::size_t i = 0; i < n; ++i) {
     GeneratorSample s{seconds.at(i).num(), cpu.at(i).num(), requests.at(i).unsignedInteger(), steady.at(i).boolean()};
-    if (!p.generator.empty() && s.seconds <= p.generator.back().seconds) seconds.at(i).fail("times must strictly increase");
+    if (!p.generator.empty() && s.seconds <= p.generator.back().seconds)
+      seconds.at(i).fail("times must strictly increase");
     p.generator.push_back(s);
   }
   p.result = reports::readResult(dir / reports::kResultFile);
@@ -155,7 +157,8 @@ std::vector<const Figure*> named(const Figures& fs, std::string_view name, const
   std::vector<const Figure*> out;
   for (const Figure& f : fs) {
     if (f.name != name || !f.value || !std::isfinite(*f.value)) continue;
-    bool all = std::all_of(having.begin(), having.end(), [&](const Label& l) { return labelValue(f.labels, l.name) == l.value; });
+    bool all = std::all_of(having.begin(), having.end(),
+                           [&](const Label& l) { return labelValue(f.labels, l.name) == l.value; });
     if (all) out.push_back(&f);
   }
   return out;
@@ -279,7 +282,8 @@ Param rangeParam(const std::vector<double>& v) {
   if (v.empty()) return {};
   double sum = 0;
   for (double x : v) sum += x;
-  return {sum / static_cast<double>(v.size()), *std::min_element(v.begin(), v.end()), *std::max_element(v.begin(), v.end())};
+  return {sum / static_cast<double>(v.size()), *std::min_element(v.begin(), v.end()),
+          *std::max_element(v.begin(), v.end())};
 }
 
 // The apiserver's heap in a window: after a forced GC where the scraper read it, else
@@ -313,7 +317,8 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
     if (perReplica.empty()) continue;
     const Figure* allWrites = exact(w.figures, "write_qps", {});
     std::vector<const Figure*> leaseWrites;
-    for (const Figure* f : named(w.figures, "write_qps", labels({{"group", "coordination.k8s.io"}, {"resource", "leases"}}))) {
+    for (const Figure* f :
+         named(w.figures, "write_qps", labels({{"group", "coordination.k8s.io"}, {"resource", "leases"}}))) {
       std::string_view verb = labelValue(f->labels, "verb");
       if (verb == "PUT" || verb == "PATCH" || verb == "APPLY") leaseWrites.push_back(f);
     }
@@ -351,7 +356,8 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
     }
   }
   if (rows.empty())
-    throw FitError("apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
+    throw FitError(
+        "apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
 
   std::optional<Param> perEvent;
   {
@@ -366,8 +372,9 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
       perEvent = f.params.at("watchEvents");
       c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
-      c.notes.push_back("apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
-                        "the other costs are fitted to the CPU less it");
+      c.notes.push_back(
+          "apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
+          "the other costs are fitted to the CPU less it");
     }
   }
   Design d;
@@ -430,7 +437,8 @@ void fitGeneratorCpu(const std::vector<ProbeResult>& probes, const CalibrationFi
     c.fits.push_back(quality("generator_cpu", f.fit));
   } catch (const FitError& e) {
     c.generatorCpuPerRequest = Param::fixed(cpu / requests);
-    c.notes.push_back(std::string(e.what()) + "; generatorCpuPerRequest is the steady windows' CPU over their requests");
+    c.notes.push_back(std::string(e.what()) +
+                      "; generatorCpuPerRequest is the steady windows' CPU over their requests");
   }
 }
 
@@ -501,7 +509,8 @@ double payloadBytes(const ProbeResult& p, std::string_view workload = "dormant")
     for (const json& w : cfg["workloads"]) {
       if (!w.is_object() || w.value("kind", "") != workload) continue;
       if (w.contains("objectBytes") && w["objectBytes"].is_number()) return w["objectBytes"].get<double>();
-      throw FitError(what + ": the " + std::string(workload) + " workload's objectBytes must be a fixed size (a number)");
+      throw FitError(what + ": the " + std::string(workload) +
+                     " workload's objectBytes must be a fixed size (a number)");
     }
   }
   throw FitError(what + ": its scenario has no " + std::string(workload) + " workload");
@@ -586,7 +595,8 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
     }
   }
   if (d.y.empty())
-    throw FitError("heap per object: no state probe measured bytes_per_object{kind} (the ramps were too short or noisy)");
+    throw FitError(
+        "heap per object: no state probe measured bytes_per_object{kind} (the ramps were too short or noisy)");
   if (obs.size() == 2 && obs[0].x != obs[1].x) {
     // Two sizes (the per-kind ramps too noisy to count): the line through both, its
     // interval the extremes the two ramps' own intervals allow.
@@ -599,8 +609,9 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
     const auto [sHigh, iLow] = line(a.low, b.high);
     c.heapPerObjectByte = {std::max(0.0, slope), std::max(0.0, sLow), std::max(0.0, sHigh)};
     c.heapPerObject = {std::max(0.0, icept), std::max(0.0, iLow), std::max(0.0, iHigh)};
-    c.notes.push_back("heap per object: two payload sizes, the line through them (no residual to fit: the "
-                      "intervals are the extremes the ramps' own 95 % intervals allow)");
+    c.notes.push_back(
+        "heap per object: two payload sizes, the line through them (no residual to fit: the "
+        "intervals are the extremes the ramps' own 95 % intervals allow)");
     FitQuality q;
     q.name = "heap_per_object";
     q.observations = 2;
@@ -646,7 +657,8 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
   for (const Win& w : wins) {
     if (w.probe->kind != ProbeKind::kChurn) continue;
     ++churnWindows;
-    const double version = c.heapPerObject.value + c.heapPerObjectByte.value * (payloadBytes(*w.probe, "churn") + o.envelopeBytes);
+    const double version =
+        c.heapPerObject.value + c.heapPerObjectByte.value * (payloadBytes(*w.probe, "churn") + o.envelopeBytes);
     for (const Figure* any : named(w.figures, "apiserver_heap_inuse_bytes")) {
       std::string api(labelValue(any->labels, "apiserver"));
       if (api.empty()) continue;
@@ -661,18 +673,21 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
   if (ring.y.empty()) {
     c.heapPerCustomResourceEvent = Param::fixed(0);
     c.heapPerCustomResource = Param::fixed(0);
-    c.notes.push_back(churnWindows == 0 ? "watch cache: no churn probe; heapPerCustomResourceEvent and heapPerCustomResource held at 0"
-                                        : "watch cache: the churn probe has no watch_cache_events (watch_cache_capacity was not "
-                                          "scraped); heapPerCustomResourceEvent and heapPerCustomResource held at 0");
+    c.notes.push_back(
+        churnWindows == 0
+            ? "watch cache: no churn probe; heapPerCustomResourceEvent and heapPerCustomResource held at 0"
+            : "watch cache: the churn probe has no watch_cache_events (watch_cache_capacity was not "
+              "scraped); heapPerCustomResourceEvent and heapPerCustomResource held at 0");
   } else {
     Fitted fr = fitDesign(std::move(ring), "watch cache heap", o.confidence, c.notes);
     c.heapPerCustomResourceEvent = fr.params.at("events");
     // The session version subtracted per event is itself a fit: its interval widens
     // the event's by as much (nearly every held event is a session's).
-    const double bytes = payloadBytes(*std::find_if(wins.begin(), wins.end(), [](const Win& w) {
-                                        return w.probe->kind == ProbeKind::kChurn;
-                                      })->probe,
-                                      "churn") + o.envelopeBytes;
+    const double bytes = payloadBytes(*std::find_if(wins.begin(), wins.end(),
+                                                    [](const Win& w) { return w.probe->kind == ProbeKind::kChurn; })
+                                           ->probe,
+                                      "churn") +
+                         o.envelopeBytes;
     const double version = c.heapPerObject.value + c.heapPerObjectByte.value * bytes;
     const double versionLow = c.heapPerObject.low + c.heapPerObjectByte.low * bytes;
     const double versionHigh = c.heapPerObject.high + c.heapPerObjectByte.high * bytes;
@@ -680,11 +695,11 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
     c.heapPerCustomResourceEvent.high += version - versionLow;
     c.heapPerCustomResource = fr.params.at("intercept");
     c.fits.push_back(quality("heap_per_custom_resource_event", fr.fit));
-    c.notes.push_back("watch cache: " + numberText(c.heapPerCustomResourceEvent.value) +
-                      " B per event a custom resource's ring holds beyond its object, " +
-                      numberText(c.heapPerCustomResource.value) +
-                      " B for the custom resource served: the churn probe's heap over the base less one session version per "
-                      "held event, against watch_cache_events");
+    c.notes.push_back(
+        "watch cache: " + numberText(c.heapPerCustomResourceEvent.value) +
+        " B per event a custom resource's ring holds beyond its object, " + numberText(c.heapPerCustomResource.value) +
+        " B for the custom resource served: the churn probe's heap over the base less one session version per "
+        "held event, against watch_cache_events");
   }
 
   // Nodes: heap against the node count over the node probe's steps, the Leases' and
@@ -697,7 +712,8 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
       std::string api(labelValue(any->labels, "apiserver"));
       if (api.empty()) continue;
       const Figure* heap = heapFigure(w.figures, api);
-      const Figure* count = exact(w.figures, "apiserver_objects", labels({{"apiserver", api}, {"group", ""}, {"resource", "nodes"}}));
+      const Figure* count =
+          exact(w.figures, "apiserver_objects", labels({{"apiserver", api}, {"group", ""}, {"resource", "nodes"}}));
       if (!count || !count->value) continue;
       for (Time t : timesOf(*heap)) nodes.add({valueAt(count, t)}, valueAt(heap, t));
     }
@@ -748,8 +764,9 @@ void fitEtcdStorage(const std::vector<Win>& wins, const CalibrationFitOptions& o
     for (const Figure* f : named(w.figures, "etcd_wal_fsync_seconds_mean")) fsync.push_back(*f->value);
   if (fsync.empty()) {
     c.etcdFsyncSeconds = Param::fixed(0);
-    c.notes.push_back("etcdFsyncSeconds: not measured (no etcd_wal_fsync_seconds_mean): 0, the unloaded write "
-                      "latency includes it");
+    c.notes.push_back(
+        "etcdFsyncSeconds: not measured (no etcd_wal_fsync_seconds_mean): 0, the unloaded write "
+        "latency includes it");
   } else {
     c.etcdFsyncSeconds = rangeParam(fsync);
     c.notes.push_back("etcdFsyncSeconds: mean WAL fsync over the probe windows; the interval is their range");
@@ -837,11 +854,13 @@ void measurePlaneWatchers(const std::vector<Win>& wins, Calibration& c) {
     break;  // one idle window is the plane's own
   }
   if (c.planeWatchers.empty())
-    c.notes.push_back("planeWatchers: the idle probe has no apiserver_longrunning_requests{verb=\"WATCH\"}: the plane's "
-                      "own informers get no events in the model");
+    c.notes.push_back(
+        "planeWatchers: the idle probe has no apiserver_longrunning_requests{verb=\"WATCH\"}: the plane's "
+        "own informers get no events in the model");
   else
-    c.notes.push_back("planeWatchers: the idle plane's cluster-wide watches per resource at the end of its window "
-                      "(apiserver_longrunning_requests{verb=\"WATCH\",scope=\"cluster\"})");
+    c.notes.push_back(
+        "planeWatchers: the idle plane's cluster-wide watches per resource at the end of its window "
+        "(apiserver_longrunning_requests{verb=\"WATCH\",scope=\"cluster\"})");
   // On a custom resource: its cluster-wide watches less the probe's own informers on it
   // (a dormant workload's watchers.perKind, on each of its kinds, groups
   // op<k>.dormant.cpscale.io), in every window that has one.
@@ -862,9 +881,10 @@ void measurePlaneWatchers(const std::vector<Win>& wins, Calibration& c) {
   }
   if (perCustom.empty()) {
     c.planeWatchersPerCustomResource = 1;
-    c.notes.push_back("planeWatchersPerCustomResource: no probe served a custom resource with its watches counted: 1 "
-                      "assumed (the controller-manager's garbage collector and quota monitor share one metadata "
-                      "informer per resource)");
+    c.notes.push_back(
+        "planeWatchersPerCustomResource: no probe served a custom resource with its watches counted: 1 "
+        "assumed (the controller-manager's garbage collector and quota monitor share one metadata "
+        "informer per resource)");
   } else {
     std::sort(perCustom.begin(), perCustom.end());
     c.planeWatchersPerCustomResource = std::max(0.0, perCustom[perCustom.size() / 2]);
@@ -880,7 +900,8 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
   std::set<ProbeKind> kinds;
   for (const ProbeResult& p : probes) kinds.insert(p.kind);
   for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState})
-    if (!kinds.contains(k)) throw FitError("no " + std::string(toString(k)) + " probe among the " + std::to_string(probes.size()) + " given");
+    if (!kinds.contains(k))
+      throw FitError("no " + std::string(toString(k)) + " probe among the " + std::to_string(probes.size()) + " given");
   std::vector<Win> wins;
   for (const ProbeResult& p : probes) {
     if (p.result.status != reports::RunStatus::kCompleted)
@@ -900,13 +921,16 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
     c.measuredAt = std::max(c.measuredAt, r.environment.endedAt);
     c.sharedHost = c.sharedHost && r.target.kind == "local";
   }
-  if (c.cpus > 0) c.hostCores = c.apiserverCores = c.etcdCores = c.cpus;
-  else c.notes.push_back("the results do not record the host's CPUs: hostCores " + numberText(c.hostCores) + " assumed");
+  if (c.cpus > 0)
+    c.hostCores = c.apiserverCores = c.etcdCores = c.cpus;
+  else
+    c.notes.push_back("the results do not record the host's CPUs: hostCores " + numberText(c.hostCores) + " assumed");
   c.placement = placementOf(probes);
   if (!c.placement.empty()) {
     c.sharedHost = false;
     for (const CpuSet& set : c.placement) {
-      if (std::find(set.roles.begin(), set.roles.end(), "kube-apiserver") != set.roles.end()) c.apiserverCores = set.cores;
+      if (std::find(set.roles.begin(), set.roles.end(), "kube-apiserver") != set.roles.end())
+        c.apiserverCores = set.cores;
       if (std::find(set.roles.begin(), set.roles.end(), "etcd") != set.roles.end()) c.etcdCores = set.cores;
     }
   }
@@ -940,8 +964,8 @@ std::string renderCalibrationSummary(const Calibration& c) {
     for (const CpuSet& set : c.placement) {
       std::string roles;
       for (const auto& r : set.roles) roles += (roles.empty() ? "" : ", ") + r;
-      os << "  CPU " << set.cpus << " (" << numberText(set.cores) << " core" << (set.cores == 1 ? "" : "s") << "): " << roles
-         << "\n";
+      os << "  CPU " << set.cpus << " (" << numberText(set.cores) << " core" << (set.cores == 1 ? "" : "s")
+         << "): " << roles << "\n";
     }
   }
   os << "\n";
@@ -955,11 +979,12 @@ std::string renderCalibrationSummary(const Calibration& c) {
                   f.unit);
     os << line;
   }
-  std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", "rssOverHeap", numberText(c.rssOverHeap).c_str(), "", "ratio");
+  std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", "rssOverHeap", numberText(c.rssOverHeap).c_str(), "",
+                "ratio");
   os << line;
   for (const auto& [resource, bytes] : c.heapBytesPerObjectByResource) {
-    std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(), "",
-                  "bytes/object");
+    std::snprintf(line, sizeof line, "%-26s %12s  %-25s %s\n", ("heap " + resource).c_str(), numberText(bytes).c_str(),
+                  "", "bytes/object");
     os << line;
   }
   if (!c.planeWatchers.empty()) {
@@ -969,15 +994,15 @@ std::string renderCalibrationSummary(const Calibration& c) {
   }
   os << "\nfit                      n    k   R²      residual std\n";
   for (const FitQuality& f : c.fits) {
-    std::snprintf(line, sizeof line, "%-22s %4zu %4zu   %-7.4f %s\n", f.name.c_str(), f.observations, f.parameters, f.r2,
-                  numberText(f.residualStd).c_str());
+    std::snprintf(line, sizeof line, "%-22s %4zu %4zu   %-7.4f %s\n", f.name.c_str(), f.observations, f.parameters,
+                  f.r2, numberText(f.residualStd).c_str());
     os << line;
   }
   if (!c.background.empty()) {
     os << "\nbackground writes (idle plane)\n";
     for (const BackgroundRate& b : c.background)
-      os << "  " << b.verb << " " << (b.group.empty() ? "" : b.group + "/") << b.resource << ": " << numberText(b.perSecond)
-         << "/s\n";
+      os << "  " << b.verb << " " << (b.group.empty() ? "" : b.group + "/") << b.resource << ": "
+         << numberText(b.perSecond) << "/s\n";
   }
   if (!c.notes.empty()) {
     os << "\nnotes\n";

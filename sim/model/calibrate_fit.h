@@ -36,8 +36,8 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/result/result.h"
 #include "sim/model/calibration.h"
+#include "sim/result/result.h"
 
 namespace cpscale::model {
 

@@ -7,8 +7,8 @@
 #include <functional>
 #include <system_error>
 
-#include "sim/result/json_io.h"
 #include "sim/common/error.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::model {
 
@@ -60,7 +60,8 @@ double nonNegative(const Reader& r) {
 Param readParam(const Reader& f) {
   f.object();
   Param p{finite(f.at("value")), finite(f.at("low")), finite(f.at("high"))};
-  if (p.low > p.value) f.at("low").fail("is above value (" + std::to_string(p.low) + " > " + std::to_string(p.value) + ")");
+  if (p.low > p.value)
+    f.at("low").fail("is above value (" + std::to_string(p.low) + " > " + std::to_string(p.value) + ")");
   if (p.high < p.value)
     f.at("high").fail("is below value (" + std::to_string(p.high) + " < " + std::to_string(p.value) + ")");
   return p;
@@ -91,7 +92,8 @@ json toJson(const Calibration& c) {
       {"etcdCores", c.etcdCores},
   };
   json placement = json::array();
-  for (const CpuSet& set : c.placement) placement.push_back({{"cpus", set.cpus}, {"cores", set.cores}, {"roles", set.roles}});
+  for (const CpuSet& set : c.placement)
+    placement.push_back({{"cpus", set.cpus}, {"cores", set.cores}, {"roles", set.roles}});
   j["placement"] = std::move(placement);
   for (const ParamField& f : kParams) j[f.name] = paramJson(c.*f.member);
   json byResource = json::object();
@@ -187,8 +189,8 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
   Reader background = root.at("background");
   for (std::size_t i = 0; i < background.array().size(); ++i) {
     Reader b = background.at(i);
-    c.background.push_back({b.at("resource").str(), b.at("group").str(), b.at("verb").str(),
-                            nonNegative(b.at("perSecond"))});
+    c.background.push_back(
+        {b.at("resource").str(), b.at("group").str(), b.at("verb").str(), nonNegative(b.at("perSecond"))});
   }
   Reader fits = root.at("fits");
   for (std::size_t i = 0; i < fits.array().size(); ++i) {

@@ -35,7 +35,7 @@ struct Param {
 
 // How well one regression explains its observations.
 struct FitQuality {
-  std::string name;       // "apiserver_cpu", "etcd_cpu", "heap", "generator_cpu", ...
+  std::string name;  // "apiserver_cpu", "etcd_cpu", "heap", "generator_cpu", ...
   std::size_t observations = 0;
   std::size_t parameters = 0;
   double r2 = 0;           // coefficient of determination
@@ -54,11 +54,11 @@ struct BackgroundRate {
 // Measured disagreement between the model and the live plane on this machine, one
 // entry per compared figure: relative error |model - live| / live.
 struct ValidationEntry {
-  std::string figure;     // "write_qps{resource=leases}", "lease_write_share", ...
+  std::string figure;  // "write_qps{resource=leases}", "lease_write_share", ...
   double live = 0;
   double model = 0;
   double relativeError = 0;
-  double tolerance = 0;   // what the validation test allows
+  double tolerance = 0;  // what the validation test allows
 };
 
 // One set of CPUs the probes' processes were pinned to, and the roles that shared it
@@ -80,7 +80,7 @@ struct Calibration {
   std::string cpuModel;
   std::string kubernetesVersion;
   std::string etcdVersion;
-  std::string profile;     // the profile the probes ran on
+  std::string profile;           // the profile the probes ran on
   std::filesystem::path source;  // the file it was read from (not written)
 
   // The host the plane ran on. shared: kube-apiserver, etcd and the load generator
@@ -97,12 +97,12 @@ struct Calibration {
   std::vector<CpuSet> placement;
 
   // CPU per request served by a kube-apiserver replica, by class (core-seconds).
-  Param apiserverIdleCores;       // with no load (per replica)
-  Param apiserverCpuLeaseWrite;   // PUT/PATCH leases
-  Param apiserverCpuWrite;        // other POST/PUT/PATCH/DELETE
-  Param apiserverCpuRead;         // GET/LIST
-  Param apiserverCpuWatchEvent;   // per watch event sent to one watcher
-  Param apiserverCpuListObject;   // per object a LIST returns (encoding it; the LIST's own cost is a read)
+  Param apiserverIdleCores;      // with no load (per replica)
+  Param apiserverCpuLeaseWrite;  // PUT/PATCH leases
+  Param apiserverCpuWrite;       // other POST/PUT/PATCH/DELETE
+  Param apiserverCpuRead;        // GET/LIST
+  Param apiserverCpuWatchEvent;  // per watch event sent to one watcher
+  Param apiserverCpuListObject;  // per object a LIST returns (encoding it; the LIST's own cost is a read)
   // etcd: CPU per committed proposal, and its idle CPU.
   Param etcdIdleCores;
   Param etcdCpuPerProposal;

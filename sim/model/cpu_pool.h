@@ -83,7 +83,7 @@ class CpuPool {
 
   CpuPoolOptions options_;
   engine::RandomStream rng_;
-  std::int64_t slice_;  // ns per bucket
+  std::int64_t slice_;            // ns per bucket
   std::vector<double> demand_;    // core-seconds per bucket
   std::vector<double> requests_;  // arrivals per bucket
   double demandSum_ = 0;

@@ -129,11 +129,13 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   if (p == 0) throw FitError("nothing to fit: no regressor and no intercept");
   if (n <= p)
     throw FitError(std::to_string(n) + " observation" + (n == 1 ? "" : "s") + " cannot fit " + std::to_string(p) +
-                   " parameters (" + [&] {
+                   " parameters (" +
+                   [&] {
                      std::string s;
                      for (const auto& c : coefNames) s += (s.empty() ? "" : ", ") + c;
                      return s;
-                   }() + "): at least " + std::to_string(p + 1) + " are needed");
+                   }() +
+                   "): at least " + std::to_string(p + 1) + " are needed");
   Matrix design(n, std::vector<double>(p));
   for (std::size_t i = 0; i < n; ++i) {
     if (x[i].size() != names.size())
@@ -155,8 +157,9 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   const Ols full = solve(design, y, all);
   if (full.dependent)
     throw FitError("regressor '" + coefNames[*full.dependent] + "' " +
-                   (*full.dependent == 0 && options.intercept ? "is zero in every observation"
-                                                              : "does not vary independently of the others (or is always 0)"));
+                   (*full.dependent == 0 && options.intercept
+                        ? "is zero in every observation"
+                        : "does not vary independently of the others (or is always 0)"));
 
   double ySum = 0, yy = 0;
   for (double v : y) ySum += v, yy += v * v;
@@ -170,11 +173,13 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   for (std::size_t j = 0; j < p; ++j)
     if (constrained[j]) cIdx.push_back(j);
   if (cIdx.size() > 12)
-    throw FitError(std::to_string(cIdx.size()) + " non-negative coefficients: the exact fit enumerates their subsets "
+    throw FitError(std::to_string(cIdx.size()) +
+                   " non-negative coefficients: the exact fit enumerates their subsets "
                    "and is meant for a handful");
   std::vector<unsigned> masks(std::size_t{1} << cIdx.size());
   for (unsigned m = 0; m < masks.size(); ++m) masks[m] = m;
-  std::stable_sort(masks.begin(), masks.end(), [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
+  std::stable_sort(masks.begin(), masks.end(),
+                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
   std::optional<Ols> best;
   std::vector<std::size_t> bestFree;
   for (unsigned mask : masks) {

@@ -34,8 +34,8 @@ class FitError : public std::runtime_error {
 };
 
 struct FitOptions {
-  bool intercept = true;      // fit b0 (named "intercept", first in the result)
-  double confidence = 0.95;   // two-sided, of every coefficient's interval
+  bool intercept = true;     // fit b0 (named "intercept", first in the result)
+  double confidence = 0.95;  // two-sided, of every coefficient's interval
   // Per regressor (not the intercept), in the order of the columns; empty: none.
   std::vector<bool> nonNegative;
   bool interceptNonNegative = false;
@@ -45,7 +45,7 @@ struct Coefficient {
   std::string name;
   double value = 0;
   double standardError = 0;
-  double low = 0;   // confidence interval
+  double low = 0;  // confidence interval
   double high = 0;
   bool clamped = false;  // held at 0 by its non-negativity constraint
 };

@@ -50,8 +50,8 @@ void family(std::string& out, std::string_view name, std::string_view type, std:
 }
 
 // name{k="v",...} value
-void sample(std::string& out, std::string_view name, std::initializer_list<std::pair<std::string_view, std::string_view>> labels,
-            double value) {
+void sample(std::string& out, std::string_view name,
+            std::initializer_list<std::pair<std::string_view, std::string_view>> labels, double value) {
   out += name;
   if (labels.size() > 0) {
     out += '{';
@@ -73,8 +73,8 @@ void sample(std::string& out, std::string_view name, std::initializer_list<std::
 
 // The request labels of a series key, as label pairs in the exposition's order.
 void requestLabels(std::string& out, std::string_view key) {
-  static constexpr std::string_view kNames[] = {"component", "dry_run", "group",       "resource",
-                                                "scope",     "subresource", "verb", "version"};
+  static constexpr std::string_view kNames[] = {"component", "dry_run",     "group", "resource",
+                                                "scope",     "subresource", "verb",  "version"};
   auto parts = split(key);
   for (std::size_t i = 0; i < parts.size() && i < std::size(kNames); ++i) {
     if (i) out += ',';
@@ -217,8 +217,8 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
   family(out, "apiserver_watch_cache_events_received_total", "counter",
          "[ALPHA] Counter of events received in watch cache broken by resource type.");
   for (const auto& t : store.tables()) {
-    sample(out, "apiserver_watch_cache_events_received_total", {{"group", t->type.group}, {"resource", t->type.resource}},
-           std::round(t->recordedWeight));
+    sample(out, "apiserver_watch_cache_events_received_total",
+           {{"group", t->type.group}, {"resource", t->type.resource}}, std::round(t->recordedWeight));
   }
   family(out, "apiserver_storage_objects", "gauge",
          "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
@@ -227,8 +227,7 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
     sample(out, "apiserver_storage_objects", {{"resource", t->type.qualified()}}, std::round(t->weightedObjects));
   }
 
-  family(out, "apiserver_watch_events_total", "counter",
-         "[ALPHA] Number of events sent in watch clients");
+  family(out, "apiserver_watch_events_total", "counter", "[ALPHA] Number of events sent in watch clients");
   for (const auto& [k, v] : watchEvents_) {
     auto parts = split(k);
     sample(out, "apiserver_watch_events_total", {{"group", parts[0]}, {"resource", parts[1]}, {"version", parts[2]}},
@@ -251,8 +250,7 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
 std::string etcdExposition(const EtcdCounters& c, const EtcdExposition& e) {
   std::string out;
   out.reserve(4096);
-  family(out, "etcd_debugging_lease_renewed_total", "counter",
-         "Number of renewed leases seen by the leader.");
+  family(out, "etcd_debugging_lease_renewed_total", "counter", "Number of renewed leases seen by the leader.");
   sample(out, "etcd_debugging_lease_renewed_total", {}, 0);
   family(out, "etcd_debugging_mvcc_keys_total", "gauge", "Total number of keys.");
   sample(out, "etcd_debugging_mvcc_keys_total", {}, std::round(e.keys));
@@ -266,7 +264,8 @@ std::string etcdExposition(const EtcdCounters& c, const EtcdExposition& e) {
   sample(out, "etcd_mvcc_put_total", {}, c.puts);
   family(out, "etcd_server_has_leader", "gauge", "Whether or not a leader exists. 1 is existence, 0 is not.");
   sample(out, "etcd_server_has_leader", {}, 1);
-  family(out, "etcd_server_id", "gauge", "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.");
+  family(out, "etcd_server_id", "gauge",
+         "Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.");
   sample(out, "etcd_server_id", {{"server_id", e.serverId}}, 1);
   family(out, "etcd_server_quota_backend_bytes", "gauge", "Current backend storage quota size in bytes.");
   sample(out, "etcd_server_quota_backend_bytes", {}, e.quotaBytes);

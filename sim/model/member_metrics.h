@@ -19,17 +19,17 @@ struct RequestLabels {
   bool dryRun = false;
   std::string group;
   std::string resource;
-  std::string scope;  // "resource", "namespace", "cluster" ("" for non-resource)
+  std::string scope;        // "resource", "namespace", "cluster" ("" for non-resource)
   std::string subresource;  // "status"; the path for a non-resource request ("/readyz")
-  std::string verb;  // GET, LIST, WATCH, POST, PUT, PATCH, DELETE, DELETECOLLECTION
+  std::string verb;         // GET, LIST, WATCH, POST, PUT, PATCH, DELETE, DELETECOLLECTION
   std::string version;
   // The labels in one string, the key of their series.
   std::string key() const;
 };
 
 // kube-apiserver's request latency buckets (apiserver_request_duration_seconds).
-inline constexpr std::array<double, 23> kLatencyBuckets = {0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2,
-                                                           3,     4,     5,    6,   8,   10,  15,  20,  30,  45,  60};
+inline constexpr std::array<double, 23> kLatencyBuckets = {
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60};
 
 class ApiserverMetrics {
  public:
@@ -68,7 +68,7 @@ class ApiserverMetrics {
 struct EtcdCounters {
   double proposals = 0;  // committed (= applied)
   double puts = 0;
-  double writes = 0;     // what the db size grows with
+  double writes = 0;  // what the db size grows with
 };
 
 struct EtcdExposition {

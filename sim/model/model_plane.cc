@@ -198,11 +198,11 @@ struct Pending {
   TimePoint due{};
   engine::EventId event = 0;
   bool mutating = false;
-  bool seat = false;           // holds a seat of the max-in-flight filter
-  bool seatMutating = false;   // ... a mutating one
-  bool tooMany = false;        // refused by it: answered 429 at once
-  bool serverTimeout = false;  // answered 504 at requestTimeout
-  bool clientTimeout = false;  // the client gives up at its timeout
+  bool seat = false;                  // holds a seat of the max-in-flight filter
+  bool seatMutating = false;          // ... a mutating one
+  bool tooMany = false;               // refused by it: answered 429 at once
+  bool serverTimeout = false;         // answered 504 at requestTimeout
+  bool clientTimeout = false;         // the client gives up at its timeout
   std::unique_ptr<ModelWatch> watch;  // set once a stream is open
 };
 
@@ -238,7 +238,7 @@ class ModelPlane::Impl {
     std::string name;
     ApiserverMetrics metrics;
     CpuPool* pool = nullptr;
-    double cpu = 0;  // charged core-seconds (idle apart)
+    double cpu = 0;                               // charged core-seconds (idle apart)
     double seatsReadOnly = 0, seatsMutating = 0;  // the max-in-flight filter's, taken
   };
   struct Etcd {
@@ -309,9 +309,9 @@ class ModelPlane::Impl {
 
   // ---- the node lifecycle controller (ModelNodeLifecycle) ----
   struct NodeHealth {
-    TimePoint probe{};     // the pass that last saw the node heard from
-    bool probed = false;   // seen by a pass yet
-    bool heard = false;    // its Lease or status written since the last pass
+    TimePoint probe{};            // the pass that last saw the node heard from
+    bool probed = false;          // seen by a pass yet
+    bool heard = false;           // its Lease or status written since the last pass
     std::uint64_t unknownRv = 0;  // the node's resourceVersion when its Ready was last seen Unknown
     engine::EventId write = 0;    // the controller's status write in flight
   };
@@ -377,7 +377,8 @@ class ModelPlane::Impl {
   bool apiServing(std::size_t i) const { return apiHealth_.empty() || apiHealth_[i].health == Health::kServing; }
   bool etcdServing(std::size_t i) const { return etcdHealth_.empty() || etcdHealth_[i].health == Health::kServing; }
   bool etcdUp(std::size_t i) const {
-    return etcdHealth_.empty() || (etcdHealth_[i].health != Health::kDown && etcdHealth_[i].health != Health::kStarting);
+    return etcdHealth_.empty() ||
+           (etcdHealth_[i].health != Health::kDown && etcdHealth_[i].health != Health::kStarting);
   }
   // A request to a member that is down: refused a moment later, as a connect is.
   bool refusedWhileDown(ModelTransport& t, kube::RequestId id, bool etcd, std::size_t member);
@@ -433,7 +434,8 @@ void ModelTransport::cancel(kube::RequestId id) {
   pending_.erase(it);
   if (impl_ != nullptr) {
     if (p.event != 0) impl_->sched_.cancel(p.event);
-    if (!p.route.watch && !p.tooMany && kind_ != Kind::kEtcd) impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
+    if (!p.route.watch && !p.tooMany && kind_ != Kind::kEtcd)
+      impl_->apis_[p.replica].metrics.inflight(p.mutating, -weight_);
     if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
   }
   ++handled_;
@@ -506,8 +508,11 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
   CpuPool* etcdSet = nullptr;
   if (!cal_.placement.empty()) {
     for (const CpuSet& set : cal_.placement) {
-      auto has = [&](std::string_view role) { return std::find(set.roles.begin(), set.roles.end(), role) != set.roles.end(); };
-      CpuPool* p = pool("cpus-" + set.cpus, set.cores, (has("kube-apiserver") ? apiIdle : 0) + (has("etcd") ? etcdIdle : 0));
+      auto has = [&](std::string_view role) {
+        return std::find(set.roles.begin(), set.roles.end(), role) != set.roles.end();
+      };
+      CpuPool* p =
+          pool("cpus-" + set.cpus, set.cores, (has("kube-apiserver") ? apiIdle : 0) + (has("etcd") ? etcdIdle : 0));
       if (has("kube-apiserver")) apiserverSet = p;
       if (has("etcd")) etcdSet = p;
       if (has("generator")) generatorPool_ = p;
@@ -737,11 +742,11 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
     p.labelsKey = l.key();
     const bool write = r.resource && isWrite(r.verb);
     p.mutating = write;
-    const Class cls = !write ? Class::kRead
-                      : (r.group == "coordination.k8s.io" && r.resourceName == "leases" &&
-                         (r.verb == "PUT" || r.verb == "PATCH"))
-                          ? Class::kLeaseWrite
-                          : Class::kWrite;
+    const Class cls =
+        !write ? Class::kRead
+        : (r.group == "coordination.k8s.io" && r.resourceName == "leases" && (r.verb == "PUT" || r.verb == "PATCH"))
+            ? Class::kLeaseWrite
+            : Class::kWrite;
     // The max-in-flight filter, after authentication and before everything else. As
     // upstream's long-running check: watches and the streaming subresources take no seat;
     // get, list and watch are read-only, every other verb mutating.
@@ -904,7 +909,8 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     }
   } else if (verb == "POST") {
     if (!r.name.empty()) {
-      return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+      return response(
+          405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
     }
     res = store_.create(*table, r.ns, p.req.body, w, dryRun);
     if (res.reason == "AlreadyExists") ++stats_.alreadyExists;
@@ -921,14 +927,16 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     } else if (ct.starts_with("application/json-patch+json")) {
       kind = ObjectStore::PatchKind::kJson;
     } else {
-      return response(415, statusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format: " + ct));
+      return response(
+          415, statusBody(415, "UnsupportedMediaType", "the body of the request was in an unknown format: " + ct));
     }
     res = store_.patch(*table, r.ns, r.name, r.sub, kind, p.req.body, w, dryRun);
     if (res.reason == "Conflict") ++stats_.conflicts;
   } else if (verb == "DELETE") {
     res = store_.remove(*table, r.ns, r.name, p.req.body);
   } else {
-    return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+    return response(
+        405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
   if (res.weightedWrites > 0) countWrite(etcdFor(*table), res.weightedWrites, res.weightedPuts);
   // A kubelet's status write that changed the node carries a new heartbeat.
@@ -943,7 +951,8 @@ kube::HttpResponse ModelPlane::Impl::discovery(const Route& r) {
   if (r.path == "/apis") {
     std::map<std::string, std::set<std::string>> groups;
     for (const auto& t : store_.tables()) {
-      if (t->served && !t->type.group.empty()) groups[t->type.group].insert(t->type.versions.begin(), t->type.versions.end());
+      if (t->served && !t->type.group.empty())
+        groups[t->type.group].insert(t->type.versions.begin(), t->type.versions.end());
     }
     json list = {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", json::array()}};
     for (const auto& [g, vs] : groups) {
@@ -960,18 +969,20 @@ kube::HttpResponse ModelPlane::Impl::discovery(const Route& r) {
   } else if (r.path.starts_with("/apis/")) {
     std::string gv = r.path.substr(6);
     std::size_t slash = gv.find('/');
-    if (slash == std::string::npos) return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+    if (slash == std::string::npos)
+      return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
     group = gv.substr(0, slash);
     version = gv.substr(slash + 1);
   }
   json resources = json::array();
   for (const auto& t : store_.tables()) {
     if (!t->served || t->type.group != group || !t->type.serves(version)) continue;
-    resources.push_back({{"name", t->type.resource},
-                         {"singularName", ""},
-                         {"namespaced", t->type.namespaced},
-                         {"kind", t->type.kind},
-                         {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}});
+    resources.push_back(
+        {{"name", t->type.resource},
+         {"singularName", ""},
+         {"namespaced", t->type.namespaced},
+         {"kind", t->type.kind},
+         {"verbs", {"create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"}}});
     if (t->type.statusSubresource) {
       resources.push_back({{"name", t->type.resource + "/status"},
                            {"singularName", ""},
@@ -980,7 +991,8 @@ kube::HttpResponse ModelPlane::Impl::discovery(const Route& r) {
                            {"verbs", {"get", "patch", "update"}}});
     }
   }
-  if (resources.empty()) return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+  if (resources.empty())
+    return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
   json list = {{"kind", "APIResourceList"},
                {"apiVersion", "v1"},
                {"groupVersion", group.empty() ? version : group + "/" + version},
@@ -991,7 +1003,8 @@ kube::HttpResponse ModelPlane::Impl::discovery(const Route& r) {
 kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending& p) {
   const Route& r = p.route;
   if (p.req.method != "GET") {
-    return response(405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
+    return response(
+        405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
   if (r.path == "/metrics") return response(200, apiserverText(p.replica), "text/plain; version=0.0.4; charset=utf-8");
   if (r.path == "/readyz" || r.path == "/healthz" || r.path == "/livez" || r.path.starts_with("/readyz/") ||
@@ -1014,8 +1027,8 @@ kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending&
   if (r.path == "/debug/pprof/heap") {
     // The runtime.MemStats block a Go heap profile written with debug=1 ends with.
     char buf[128];
-    std::snprintf(buf, sizeof buf, "heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# HeapInuse = %.0f\n",
-                  heapBytes());
+    std::snprintf(buf, sizeof buf,
+                  "heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# HeapInuse = %.0f\n", heapBytes());
     return response(200, buf, "text/plain; charset=utf-8");
   }
   if (r.path == "/api" || r.path == "/apis" || r.path.starts_with("/api/") || r.path.starts_with("/apis/")) {
@@ -1072,9 +1085,9 @@ bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* line
   if (w.dead || c.rv <= w.sentRv) return !w.dead;
   w.sentRv = c.rv;
   const bool now = w.selects(c.ns, c.name, *c.labels, c.uidHash, *c.object);
-  const bool before =
-      c.type == ChangeType::kModified && c.oldLabels != c.labels ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object)
-                                                                   : now;
+  const bool before = c.type == ChangeType::kModified && c.oldLabels != c.labels
+                          ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object)
+                          : now;
   ChangeType type;
   if (c.type == ChangeType::kModified) {
     if (!now && !before) return true;
@@ -1207,8 +1220,7 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
     if (!apiHealth_.empty() && from < apiHealth_[p.replica].cacheFrom) changes.reset();
     if (!changes) {
       const std::string status = statusBody(
-          410, "Expired",
-          "too old resource version: " + rvText + " (" + std::to_string(table->compactedRv) + ")");
+          410, "Expired", "too old resource version: " + rvText + " (" + std::to_string(table->compactedRv) + ")");
       if (send(watch, watchLine("ERROR", status))) endWatch(t, id, response(200, ""), false);
     } else {
       watch.sentRv = from;
@@ -1266,7 +1278,8 @@ void ModelPlane::Impl::startBackground() {
     if (!(b.perSecond > 0)) continue;
     const double period = 1 / b.perSecond;
     // A fixed phase per rate, so the plane's own writes do not all land at once.
-    backgroundEvents_[i] = sched_.scheduleAt(start_ + fromSeconds(period * rng_.uniform()), [this, i] { background(i); });
+    backgroundEvents_[i] =
+        sched_.scheduleAt(start_ + fromSeconds(period * rng_.uniform()), [this, i] { background(i); });
   }
 }
 
@@ -1279,9 +1292,9 @@ void ModelPlane::Impl::background(std::size_t i) {
     resource = resource.substr(0, slash);
   }
   const bool write = isWrite(b.verb);
-  const Class cls = !write                                                                        ? Class::kRead
+  const Class cls = !write                                                                         ? Class::kRead
                     : b.group == "coordination.k8s.io" && resource == "leases" && b.verb != "POST" ? Class::kLeaseWrite
-                                                                                                    : Class::kWrite;
+                                                                                                   : Class::kWrite;
   const std::string key = b.group + "/" + resource;
   if (!apiServing(replica) || (write && !etcdServing(etcdFor(key)))) {
     // The member (or its etcd) is down or frozen: this round of its own requests is lost.
@@ -1396,9 +1409,8 @@ void ModelPlane::Impl::markNodeUnknown(const std::string& name, NodeHealth& h, c
   const double latency = charge(replica, Class::kWrite, "/nodes", w);
   apis_[replica].metrics.inflight(true, w);
   const double answerAt = std::min(latency, seconds(options_.requestTimeout));
-  h.write = sched_.scheduleAfter(fromSeconds(answerAt), [this, name, body = obj.dump(), w, latency] {
-    writeNodeStatus(name, body, w, latency);
-  });
+  h.write = sched_.scheduleAfter(
+      fromSeconds(answerAt), [this, name, body = obj.dump(), w, latency] { writeNodeStatus(name, body, w, latency); });
 }
 
 void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::string& body, double weight,
@@ -1507,7 +1519,8 @@ kube::TransportPtr ModelPlane::clientTransport(double weight, ClientIdentity ide
 kube::TransportPtr ModelPlane::memberTransport(const std::string& member) {
   for (std::size_t i = 0; i < impl_->apis_.size(); ++i) {
     if (impl_->apis_[i].name == member) {
-      auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kApiserver, i, 1, "model://" + member);
+      auto t =
+          std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kApiserver, i, 1, "model://" + member);
       impl_->transports_.insert(t.get());
       return t;
     }

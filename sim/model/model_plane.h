@@ -67,10 +67,10 @@ struct ModelEtcd {
 // not written again; the kubelet that returns reports Ready itself. Its taints
 // (node.kubernetes.io/unreachable) and evictions are not modelled.
 struct ModelNodeLifecycle {
-  bool enabled = false;  // the profile runs a controller-manager
+  bool enabled = false;                                      // the profile runs a controller-manager
   engine::Duration monitorPeriod = std::chrono::seconds(5);  // --node-monitor-period
   engine::Duration gracePeriod = std::chrono::seconds(50);   // --node-monitor-grace-period
-  std::size_t apiserver = 0;  // the replica the controller-manager talks to
+  std::size_t apiserver = 0;                                 // the replica the controller-manager talks to
 };
 
 // kube-apiserver's max-in-flight filter (WithMaxInFlightLimit), what admits requests
@@ -147,13 +147,13 @@ struct ModelMember {
 
 // What the model did over the run, for tests and the report.
 struct ModelStats {
-  std::uint64_t requests = 0;          // simulated requests answered (unweighted)
-  std::uint64_t conflicts = 0;         // 409 Conflict on update/patch
-  std::uint64_t alreadyExists = 0;     // 409 AlreadyExists on create
-  std::uint64_t watchEventsSent = 0;   // events delivered to simulated watchers
-  std::size_t objects = 0;             // objects in the store (unweighted)
-  std::size_t watchers = 0;            // open watches
-  std::uint64_t timeouts = 0;          // answered 504: queued beyond requestTimeout
+  std::uint64_t requests = 0;            // simulated requests answered (unweighted)
+  std::uint64_t conflicts = 0;           // 409 Conflict on update/patch
+  std::uint64_t alreadyExists = 0;       // 409 AlreadyExists on create
+  std::uint64_t watchEventsSent = 0;     // events delivered to simulated watchers
+  std::size_t objects = 0;               // objects in the store (unweighted)
+  std::size_t watchers = 0;              // open watches
+  std::uint64_t timeouts = 0;            // answered 504: queued beyond requestTimeout
   std::uint64_t backgroundRequests = 0;  // the plane's own (calibration.background)
   std::uint64_t noSpace = 0;             // writes refused: their etcd's db passed its quota
   std::uint64_t nodesMarkedUnknown = 0;  // status writes of the node lifecycle controller that did

@@ -98,7 +98,6 @@ void civil(std::int64_t days, int& y, unsigned& m, unsigned& d) {
   y = static_cast<int>(yoe + era * 400 + (m <= 2));
 }
 
-
 // Merges `patch` into the object at `obj` of `text`, writing the result to `out`:
 // members the patch does not name are copied as text, objects it names are merged
 // recursively, anything else it names is replaced by its (merged) value. Members come
@@ -128,8 +127,10 @@ bool mergeText(std::string_view text, jsontext::Span obj, const json& patch, boo
       value = merged.begin()->dump();
     } else if (p->is_object()) {
       json fresh = json::object();
-      if (strategic) strategicMergePatch(fresh, *p);
-      else fresh.merge_patch(*p);
+      if (strategic)
+        strategicMergePatch(fresh, *p);
+      else
+        fresh.merge_patch(*p);
       value = fresh.dump();
     } else {
       value = p->dump();
@@ -142,8 +143,10 @@ bool mergeText(std::string_view text, jsontext::Span obj, const json& patch, boo
     if (it.key().find_first_of("\"\\") != std::string::npos) return false;
     json fresh = json::object();
     if (it->is_object()) {
-      if (strategic) strategicMergePatch(fresh, *it);
-      else fresh.merge_patch(*it);
+      if (strategic)
+        strategicMergePatch(fresh, *it);
+      else
+        fresh.merge_patch(*it);
     } else if (strategic && it->is_array() && mergeKeyFor(it.key()) != nullptr) {
       json wrapped = json::object();
       strategicMergePatch(wrapped, json{{it.key(), *it}});
@@ -196,12 +199,8 @@ bool Watcher::selects(std::string_view objNs, std::string_view name, const Label
 
 std::string statusBody(int code, std::string_view reason, std::string_view message, const ResourceType* type,
                        std::string_view name) {
-  json j = {{"kind", "Status"},
-            {"apiVersion", "v1"},
-            {"metadata", json::object()},
-            {"status", "Failure"},
-            {"message", message},
-            {"reason", reason},
+  json j = {{"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", json::object()},
+            {"status", "Failure"}, {"message", message}, {"reason", reason},
             {"code", code}};
   if (type != nullptr || !name.empty()) {
     json d = json::object();
@@ -275,8 +274,9 @@ void strategicMergePatch(json& target, const json& patch) {
         continue;
       }
       const json& k = e[*mergeKey];
-      auto match = std::find_if(list.begin(), list.end(),
-                                [&](const json& x) { return x.is_object() && x.contains(*mergeKey) && x[*mergeKey] == k; });
+      auto match = std::find_if(list.begin(), list.end(), [&](const json& x) {
+        return x.is_object() && x.contains(*mergeKey) && x[*mergeKey] == k;
+      });
       if (e.value("$patch", "") == "delete") {
         if (match != list.end()) list.erase(match);
         continue;
@@ -645,9 +645,9 @@ StoreResult ObjectStore::create(Table& t, const std::string& ns, std::string_vie
     if (prefix.empty()) {
       r.status = 422;
       r.reason = "Invalid";
-      r.body = statusBody(422, r.reason,
-                          t.type.kind + " \"\" is invalid: metadata.name: Required value: name or generateName is required",
-                          &t.type);
+      r.body = statusBody(
+          422, r.reason,
+          t.type.kind + " \"\" is invalid: metadata.name: Required value: name or generateName is required", &t.type);
       return r;
     }
     static constexpr char kAlphabet[] = "bcdfghjklmnpqrstvwxz2456789";
@@ -695,14 +695,18 @@ StoreResult ObjectStore::create(Table& t, const std::string& ns, std::string_vie
       if (v.value("storage", false)) storage = v.value("name", std::string());
     }
     const std::string t0 = timestamp();
-    obj["status"] = {
-        {"acceptedNames", obj["spec"]["names"]},
-        {"conditions",
-         json::array({{{"type", "NamesAccepted"}, {"status", "True"}, {"reason", "NoConflicts"},
-                       {"message", "no conflicts found"}, {"lastTransitionTime", t0}},
-                      {{"type", "Established"}, {"status", "True"}, {"reason", "InitialNamesAccepted"},
-                       {"message", "the initial names have been accepted"}, {"lastTransitionTime", t0}}})},
-        {"storedVersions", storage.empty() ? json::array() : json::array({storage})}};
+    obj["status"] = {{"acceptedNames", obj["spec"]["names"]},
+                     {"conditions", json::array({{{"type", "NamesAccepted"},
+                                                  {"status", "True"},
+                                                  {"reason", "NoConflicts"},
+                                                  {"message", "no conflicts found"},
+                                                  {"lastTransitionTime", t0}},
+                                                 {{"type", "Established"},
+                                                  {"status", "True"},
+                                                  {"reason", "InitialNamesAccepted"},
+                                                  {"message", "the initial names have been accepted"},
+                                                  {"lastTransitionTime", t0}}})},
+                     {"storedVersions", storage.empty() ? json::array() : json::array({storage})}};
     meta["generation"] = 1;
   }
   StoreResult c = commit(t, key, obj, nullptr, weight, dryRun);
@@ -762,8 +766,10 @@ StoreResult ObjectStore::writeExisting(Table& t, const std::string& ns, const st
   if (statusOnly || finalize || t.type.statusSubresource) {
     json before = json::parse(*old.text);
     if (statusOnly) {
-      if (next.contains("status")) before["status"] = next["status"];
-      else before.erase("status");
+      if (next.contains("status"))
+        before["status"] = next["status"];
+      else
+        before.erase("status");
       next = std::move(before);
     } else if (finalize) {
       before["spec"]["finalizers"] = next.value("spec", json::object()).value("finalizers", json::array());
@@ -777,8 +783,10 @@ StoreResult ObjectStore::writeExisting(Table& t, const std::string& ns, const st
   json& meta = next["metadata"];
   if (!meta.is_object()) meta = json::object();
   meta["name"] = name;
-  if (t.type.namespaced) meta["namespace"] = ns;
-  else meta.erase("namespace");
+  if (t.type.namespaced)
+    meta["namespace"] = ns;
+  else
+    meta.erase("namespace");
   meta["uid"] = old.uid;
   meta["creationTimestamp"] = old.creationTimestamp;
   if (!next.contains("apiVersion")) next["apiVersion"] = t.type.apiVersion();
@@ -884,7 +892,8 @@ StoreResult ObjectStore::patch(Table& t, const std::string& ns, const std::strin
   if (p.is_discarded() || (kind == PatchKind::kJson ? !p.is_array() : !p.is_object())) {
     r.status = 400;
     r.reason = "BadRequest";
-    r.body = statusBody(400, r.reason, "the patch is not a valid JSON " + std::string(kind == PatchKind::kJson ? "array" : "object"));
+    r.body = statusBody(400, r.reason,
+                        "the patch is not a valid JSON " + std::string(kind == PatchKind::kJson ? "array" : "object"));
     return r;
   }
   if (kind != PatchKind::kJson) {
@@ -961,7 +970,8 @@ StoreResult ObjectStore::remove(Table& t, const std::string& ns, const std::stri
       if (!uid.empty() && uid != o.uid) {
         why = "Precondition failed: UID in precondition: " + uid + ", UID in object meta: " + o.uid;
       } else if (!rv.empty() && rv != have) {
-        why = "Precondition failed: ResourceVersion in precondition: " + rv + ", ResourceVersion in object meta: " + have;
+        why =
+            "Precondition failed: ResourceVersion in precondition: " + rv + ", ResourceVersion in object meta: " + have;
       }
       if (!why.empty()) {
         r.status = 409;
@@ -1086,8 +1096,8 @@ StoreResult ObjectStore::removeCollection(Table& t, const std::string& ns, const
   json items = json::parse(listed.body)["items"];
   std::string out;
   for (const json& item : items) {
-    std::string key = objectKey(t.type.namespaced ? stringAt(item, "metadata", "namespace") : "",
-                                stringAt(item, "metadata", "name"));
+    std::string key =
+        objectKey(t.type.namespaced ? stringAt(item, "metadata", "namespace") : "", stringAt(item, "metadata", "name"));
     auto it = t.objects.find(key);
     if (it == t.objects.end()) continue;  // went with an earlier one (a namespace's contents)
     StoreResult one;

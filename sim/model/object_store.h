@@ -52,10 +52,10 @@ namespace cpscale::model {
 
 // A kind of object the store serves.
 struct ResourceType {
-  std::string group;    // "" for the core group
-  std::string version;  // the storage version, what objects are served as
+  std::string group;                  // "" for the core group
+  std::string version;                // the storage version, what objects are served as
   std::vector<std::string> versions;  // every served version
-  std::string resource;  // plural
+  std::string resource;               // plural
   std::string kind;
   bool namespaced = true;
   bool statusSubresource = false;
@@ -84,7 +84,7 @@ struct Change {
   std::shared_ptr<const LabelSet> labels;
   std::shared_ptr<const LabelSet> oldLabels;  // kModified: before (a selector may stop or start matching)
   engine::TimePoint at{};
-  double weight = 1;  // the writer's sampling weight
+  double weight = 1;      // the writer's sampling weight
   double cumulative = 0;  // the table's recorded weight up to and including this change
 };
 
@@ -108,7 +108,7 @@ using WatcherList = boost::intrusive::list<Watcher, boost::intrusive::constant_t
 
 struct StoredObject {
   std::shared_ptr<const std::string> text;  // compact JSON with the current resourceVersion
-  std::uint32_t rvPos = 0;  // where the resourceVersion's digits are in text
+  std::uint32_t rvPos = 0;                  // where the resourceVersion's digits are in text
   std::uint32_t rvLen = 0;
   std::uint64_t rv = 0;
   std::string uid;
@@ -120,7 +120,7 @@ struct StoredObject {
 
 struct Table {
   ResourceType type;
-  bool served = true;  // false once its CRD is gone
+  bool served = true;                           // false once its CRD is gone
   std::map<std::string, StoredObject> objects;  // by "namespace/name"
   std::deque<Change> history;
   std::uint64_t compactedRv = 0;  // changes up to here are no longer in history
@@ -167,10 +167,10 @@ struct StoreOptions {
   // younger than `historyWindow` (eventFreshDuration), and halves when it is full and
   // its newest quarter began longer ago, within [historyMin, historyMax]. A change of
   // weight w fills w slots.
-  std::size_t historyMin = 100;                                // defaultLowerBoundCapacity
+  std::size_t historyMin = 100;                               // defaultLowerBoundCapacity
   engine::Duration historyWindow = std::chrono::seconds(75);  // eventFreshDuration
-  std::size_t historyMax = 100 * 1024;                         // defaultUpperBoundCapacity
-  std::uint64_t seed = 1;  // uids and generated names
+  std::size_t historyMax = 100 * 1024;                        // defaultUpperBoundCapacity
+  std::uint64_t seed = 1;                                     // uids and generated names
 };
 
 class ObjectStore {
@@ -243,8 +243,8 @@ class ObjectStore {
   std::optional<StoreResult> fastPatch(Table& t, const std::string& ns, const std::string& name,
                                        std::string_view subresource, bool strategic, const nlohmann::json& patch,
                                        double weight, bool dryRun);
-  std::optional<StoreResult> fastUpdate(Table& t, const std::string& ns, const std::string& name,
-                                        std::string_view body, double weight, bool dryRun);
+  std::optional<StoreResult> fastUpdate(Table& t, const std::string& ns, const std::string& name, std::string_view body,
+                                        double weight, bool dryRun);
   StoreResult erase(Table& t, std::map<std::string, StoredObject>::iterator it);
   StoreResult writeExisting(Table& t, const std::string& ns, const std::string& name, std::string_view subresource,
                             nlohmann::json next, bool unconditional, double weight, bool dryRun);

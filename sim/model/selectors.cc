@@ -171,8 +171,9 @@ std::optional<FieldSelector> FieldSelector::parse(std::string_view text, std::st
 }
 
 bool FieldSelector::metadataOnly() const {
-  return std::all_of(requirements_.begin(), requirements_.end(),
-                     [](const Requirement& r) { return r.field == "metadata.name" || r.field == "metadata.namespace"; });
+  return std::all_of(requirements_.begin(), requirements_.end(), [](const Requirement& r) {
+    return r.field == "metadata.name" || r.field == "metadata.namespace";
+  });
 }
 
 bool FieldSelector::matches(std::string_view name, std::string_view ns, const FieldLookup& lookup) const {

@@ -85,9 +85,10 @@ CapacitySearch indexEntry(const CapacitySearch& s) {
   for (CapacityStep& step : out.steps) {
     std::vector<metrics::Figure> kept;
     for (metrics::Figure& f : step.figures) {
-      bool keep = f.name == "axis_pressure" || f.name == "lease_write_share" ||
-                  f.name == "apiserver_heap_inuse_bytes_all_replicas" || (f.name == "write_qps" && f.labels.empty()) ||
-                  (f.name == "client_latency_p99" && metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}));
+      bool keep =
+          f.name == "axis_pressure" || f.name == "lease_write_share" ||
+          f.name == "apiserver_heap_inuse_bytes_all_replicas" || (f.name == "write_qps" && f.labels.empty()) ||
+          (f.name == "client_latency_p99" && metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}));
       for (const auto& g : step.gates) keep = keep || metrics::findFigure({&f, 1}, g.gate.figure, g.gate.selector);
       if (!keep) continue;
       f.overTime = {};
@@ -161,8 +162,9 @@ CapacityIndex capacityIndexFromJson(const nlohmann::json& j, const std::string& 
   CapacityIndex idx;
   idx.schemaVersion = static_cast<int>(root.at("schemaVersion").integer());
   if (idx.schemaVersion != kCapacitySchemaVersion)
-    root.at("schemaVersion").fail("is " + std::to_string(idx.schemaVersion) + "; this cpscale reads version " +
-                                  std::to_string(kCapacitySchemaVersion));
+    root.at("schemaVersion")
+        .fail("is " + std::to_string(idx.schemaVersion) + "; this cpscale reads version " +
+              std::to_string(kCapacitySchemaVersion));
   if (root.has("environment")) {
     Reader e = root.at("environment");
     idx.cpscaleVersion = e.strOr("cpscaleVersion");

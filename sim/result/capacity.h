@@ -57,16 +57,16 @@ struct CapacityStep {
 
 // One search: one scenario knob on one recipe.
 struct CapacitySearch {
-  std::string profile;   // the recipe
-  std::string scenario;  // the scenario's name
-  std::string axis;      // "node" | "churn" | "state"
-  std::string knob;      // e.g. "workloads.fleet.count"
-  std::string unit;      // what the knob counts ("nodes", "sessions/min", "objects/kind")
+  std::string profile;              // the recipe
+  std::string scenario;             // the scenario's name
+  std::string axis;                 // "node" | "churn" | "state"
+  std::string knob;                 // e.g. "workloads.fleet.count"
+  std::string unit;                 // what the knob counts ("nodes", "sessions/min", "objects/kind")
   std::vector<CapacityStep> steps;  // in the order they ran (bisection steps last)
   std::optional<double> held;       // largest value that held; none when the first step failed
   CapacityLimit limit = CapacityLimit::kFailed;
-  std::string brokeBy;  // the figure/gate that broke first (the failing step's brokeBy)
-  std::string detail;   // in words: why the search stopped
+  std::string brokeBy;     // the figure/gate that broke first (the failing step's brokeBy)
+  std::string detail;      // in words: why the search stopped
   std::string resultFile;  // the run's result.json, relative to the index file
 };
 

@@ -29,7 +29,7 @@ json histogramJson(const engine::HdrHistogram& h) {
   const auto c = h.cells();
   json counts = json::array();
   for (const auto& [value, n] : c.counts) counts.push_back({value, n});
-  return {{"highest", c.highest}, {"min", c.min}, {"max", c.max}, {"sum", c.sum}, {"saturated", c.saturated},
+  return {{"highest", c.highest},       {"min", c.min}, {"max", c.max}, {"sum", c.sum}, {"saturated", c.saturated},
           {"counts", std::move(counts)}};
 }
 
@@ -67,14 +67,10 @@ json requestStatsJson(const engine::RequestStats& stats) {
   for (const auto& [code, n] : p.statusCounts) status[std::to_string(code)] = n;
   json retries = json::object();
   for (const auto& [reason, n] : p.retries) retries[reason] = n;
-  return {{"latency", std::move(latency)},
-          {"scheduleLag", histogramJson(p.scheduleLag)},
-          {"submitLag", histogramJson(p.submitLag)},
-          {"queueWait", histogramJson(p.queueWait)},
-          {"retryWait", histogramJson(p.retryWait)},
-          {"completed", p.completed},
-          {"statusCounts", std::move(status)},
-          {"retries", std::move(retries)}};
+  return {{"latency", std::move(latency)},           {"scheduleLag", histogramJson(p.scheduleLag)},
+          {"submitLag", histogramJson(p.submitLag)}, {"queueWait", histogramJson(p.queueWait)},
+          {"retryWait", histogramJson(p.retryWait)}, {"completed", p.completed},
+          {"statusCounts", std::move(status)},       {"retries", std::move(retries)}};
 }
 
 engine::RequestStats requestStatsFromJson(const Reader& r) {

@@ -20,7 +20,7 @@ using scenario::GateResult;
 
 namespace {
 
-constexpr Source kSources[] = {Source::kClient, Source::kApiserver, Source::kEtcd, Source::kControllerManager,
+constexpr Source kSources[] = {Source::kClient,    Source::kApiserver, Source::kEtcd, Source::kControllerManager,
                                Source::kScheduler, Source::kModel};
 constexpr metrics::Window kWindows[] = {metrics::Window::kSteady, metrics::Window::kSetup, metrics::Window::kRun};
 constexpr GateOp kOps[] = {GateOp::kLt, GateOp::kLe, GateOp::kGt, GateOp::kGe, GateOp::kEq, GateOp::kNe};
@@ -43,12 +43,12 @@ json labelsJson(const Labels& labels) {
   return j;
 }
 
-double secondsSinceStart(engine::TimePoint t) {
-  return static_cast<double>(t.time_since_epoch().count()) / 1e9;
-}
+double secondsSinceStart(engine::TimePoint t) { return static_cast<double>(t.time_since_epoch().count()) / 1e9; }
 
 json figureJson(const Figure& f) {
-  json j = {{"name", f.name}, {"labels", labelsJson(f.labels)}, {"unit", f.unit},
+  json j = {{"name", f.name},
+            {"labels", labelsJson(f.labels)},
+            {"unit", f.unit},
             {"source", std::string(metrics::toString(f.source))},
             {"window", std::string(metrics::toString(f.window))}};
   if (f.value) {
@@ -77,8 +77,7 @@ json gateJson(const GateResult& g) {
                {"threshold", number(g.gate.threshold)},
                {"thresholdText", g.gate.thresholdText}};
   // Written only for max(...)/min(...)/sum(...): results without one read as before.
-  if (g.gate.fold != scenario::GateFold::kNone)
-    gate["fold"] = std::string(toString(g.gate.fold));
+  if (g.gate.fold != scenario::GateFold::kNone) gate["fold"] = std::string(toString(g.gate.fold));
   return {{"gate", gate},
           {"measured", g.measured ? number(*g.measured) : json(nullptr)},
           {"passed", g.passed},
@@ -86,8 +85,6 @@ json gateJson(const GateResult& g) {
 }
 
 // ---- reading: every accessor knows its JSON path, so an error names the field ----
-
-
 
 Labels readLabels(const Reader& r) {
   Labels out;
@@ -98,7 +95,6 @@ Labels readLabels(const Reader& r) {
   // json objects iterate in key order, which is the order Labels promise.
   return out;
 }
-
 
 engine::TimePoint fromSeconds(double s) {
   // Exact for any run shorter than a few weeks: nanoseconds below 2^53 survive the
@@ -168,10 +164,9 @@ bool sameFigure(const Figure& a, const Figure& b) {
 bool sameGate(const GateResult& a, const GateResult& b) {
   return a.gate.text == b.gate.text && a.gate.figure == b.gate.figure && a.gate.selector == b.gate.selector &&
          a.gate.op == b.gate.op && sameNumber(a.gate.threshold, b.gate.threshold) &&
-         a.gate.thresholdText == b.gate.thresholdText && a.gate.fold == b.gate.fold && sameNumber(a.measured, b.measured) &&
-         a.passed == b.passed && a.reason == b.reason;
+         a.gate.thresholdText == b.gate.thresholdText && a.gate.fold == b.gate.fold &&
+         sameNumber(a.measured, b.measured) && a.passed == b.passed && a.reason == b.reason;
 }
-
 
 void writeFile(const std::filesystem::path& path, std::string_view content) {
   std::error_code ec;

@@ -3,13 +3,13 @@
 // knows its JSON path (so an error names the field), and atomic file writes.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-#include <algorithm>
 
 #include <nlohmann/json.hpp>
 

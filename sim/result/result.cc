@@ -14,12 +14,12 @@
 
 namespace cpscale::reports {
 
-using nlohmann::json;
 using metrics::Figure;
 using metrics::Label;
 using metrics::Labels;
 using metrics::Source;
 using metrics::TimeSeries;
+using nlohmann::json;
 using scenario::Gate;
 using scenario::GateOp;
 using scenario::GateResult;
@@ -43,9 +43,8 @@ constexpr RunStatus kStatuses[] = {RunStatus::kCompleted, RunStatus::kInterrupte
 bool operator==(const RunResult& a, const RunResult& b) {
   return a.schemaVersion == b.schemaVersion && a.runId == b.runId && a.scenario == b.scenario &&
          a.profile == b.profile && a.target == b.target && a.environment == b.environment && a.status == b.status &&
-         a.statusDetail == b.statusDetail && sameNumber(a.measuredSeconds, b.measuredSeconds) &&
-         a.phases == b.phases && a.incidents == b.incidents && sameAll(a.figures, b.figures, sameFigure) &&
-         a.workloads == b.workloads &&
+         a.statusDetail == b.statusDetail && sameNumber(a.measuredSeconds, b.measuredSeconds) && a.phases == b.phases &&
+         a.incidents == b.incidents && sameAll(a.figures, b.figures, sameFigure) && a.workloads == b.workloads &&
          sameAll(a.gates, b.gates, sameGate) && a.exitCode == b.exitCode &&
          a.capacity.has_value() == b.capacity.has_value() &&
          (!a.capacity || toJson(*a.capacity) == toJson(*b.capacity)) && a.model == b.model && a.shard == b.shard &&
@@ -68,11 +67,13 @@ json toJson(const RunResult& r) {
   for (const GateResult& g : r.gates) gates.push_back(gateJson(g));
   json phases = json::array();
   for (const Phase& p : r.phases)
-    phases.push_back({{"name", p.name}, {"startSeconds", number(p.startSeconds)}, {"endSeconds", number(p.endSeconds)},
-                      {"complete", p.complete}, {"detail", p.detail}});
+    phases.push_back({{"name", p.name},
+                      {"startSeconds", number(p.startSeconds)},
+                      {"endSeconds", number(p.endSeconds)},
+                      {"complete", p.complete},
+                      {"detail", p.detail}});
   json incidents = json::array();
-  for (const Incident& i : r.incidents)
-  {
+  for (const Incident& i : r.incidents) {
     json in = {{"kind", i.kind}, {"member", i.member}, {"atSeconds", number(i.atSeconds)}, {"detail", i.detail}};
     if (i.untilSeconds) in["untilSeconds"] = number(*i.untilSeconds);
     incidents.push_back(std::move(in));
@@ -155,8 +156,9 @@ RunResult fromJson(const json& j, const std::string& where) {
   RunResult r;
   r.schemaVersion = static_cast<int>(root.at("schemaVersion").integer());
   if (r.schemaVersion != kResultSchemaVersion)
-    root.at("schemaVersion").fail("is " + std::to_string(r.schemaVersion) + "; this cpscale reads version " +
-                                  std::to_string(kResultSchemaVersion));
+    root.at("schemaVersion")
+        .fail("is " + std::to_string(r.schemaVersion) + "; this cpscale reads version " +
+              std::to_string(kResultSchemaVersion));
   r.runId = root.at("runId").str();
 
   Reader s = root.at("scenario");
@@ -255,12 +257,8 @@ const Phase* findPhase(const RunResult& r, std::string_view name) {
   return nullptr;
 }
 
-void writeResult(const RunResult& r, const std::filesystem::path& path) {
-  writeFile(path, toJson(r).dump(2) + "\n");
-}
+void writeResult(const RunResult& r, const std::filesystem::path& path) { writeFile(path, toJson(r).dump(2) + "\n"); }
 
-RunResult readResult(const std::filesystem::path& path) {
-  return fromJson(readJsonFile(path), path.string());
-}
+RunResult readResult(const std::filesystem::path& path) { return fromJson(readJsonFile(path), path.string()); }
 
 }  // namespace cpscale::reports

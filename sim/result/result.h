@@ -5,8 +5,8 @@
 #pragma once
 
 #include <filesystem>
-#include <optional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -5,11 +5,9 @@
 
 #include "reports/format.h"
 
-
 namespace cpscale::cli {
 
 namespace {
-
 
 bool flagged(std::span<const metrics::Figure> figures, std::string_view name) {
   const metrics::Figure* f = metrics::findFigure(figures, name);
@@ -36,8 +34,9 @@ reports::CapacityStep judgeStep(double value, double startSeconds, double endSec
   step.held = !step.generatorLimited;
   for (const auto& g : step.gates) step.held = step.held && g.passed;
   if (step.generatorLimited) {
-    step.brokeBy = "the generator fell behind its own schedule (generator_limited_by_schedule): the step measures "
-                   "the generator, not the server";
+    step.brokeBy =
+        "the generator fell behind its own schedule (generator_limited_by_schedule): the step measures "
+        "the generator, not the server";
   } else {
     for (const auto& g : step.gates)
       if (!g.passed) {
@@ -150,12 +149,12 @@ std::string knobText(double v) {
 metrics::Figure capacityFigure(const reports::CapacitySearch& s) {
   metrics::Labels labels = metrics::sortedLabels({{"axis", s.axis}, {"knob", s.knob}});
   if (!s.held) {
-    std::string why = s.limit == reports::CapacityLimit::kServer
-                          ? "the first step did not hold: " + s.brokeBy
-                          : "no step held: " + s.detail;
+    std::string why = s.limit == reports::CapacityLimit::kServer ? "the first step did not hold: " + s.brokeBy
+                                                                 : "no step held: " + s.detail;
     return metrics::Figure::unavailable("capacity", labels, s.unit, metrics::Source::kApiserver, why);
   }
-  if (s.limit == reports::CapacityLimit::kMaxReached) labels = metrics::sortedLabels({{"at_least", "true"}, {"axis", s.axis}, {"knob", s.knob}});
+  if (s.limit == reports::CapacityLimit::kMaxReached)
+    labels = metrics::sortedLabels({{"at_least", "true"}, {"axis", s.axis}, {"knob", s.knob}});
   return metrics::Figure::measured("capacity", labels, *s.held, s.unit, metrics::Source::kApiserver);
 }
 

@@ -114,7 +114,8 @@ void FaultInjector::strikeAt(std::size_t index) {
   try {
     if (f.action == scenario::FaultSpec::Action::kKill) {
       members_.kill(f.member);
-      if (f.restartAfter) events_.push_back(engine_->scheduleAt(struck + *f.restartAfter, [this, r] { restartInto(r); }));
+      if (f.restartAfter)
+        events_.push_back(engine_->scheduleAt(struck + *f.restartAfter, [this, r] { restartInto(r); }));
     } else {
       members_.pause(f.member);
       events_.push_back(engine_->scheduleAt(struck + f.stopFor, [this, r] { resumeInto(r); }));
@@ -258,9 +259,9 @@ std::vector<metrics::Figure> FaultInjector::figures() const {
     const Record& r = records_[k];
     metrics::Labels l{{"fault", std::to_string(k)}, {"member", r.member}, {"action", r.kind}};
     const std::string why = !r.failure.empty() ? "it did not come back: " + r.failure
-                            : r.kind == "stop"  ? "it was still frozen when the run ended"
-                            : r.restartAsked    ? "it was still starting when the run ended"
-                                                : "it was not started again before the run ended";
+                            : r.kind == "stop" ? "it was still frozen when the run ended"
+                            : r.restartAsked   ? "it was still starting when the run ended"
+                                               : "it was not started again before the run ended";
     if (r.ready)
       out.push_back(metrics::Figure::measured("fault_downtime_seconds", l,
                                               std::chrono::duration<double>(*r.ready - *r.struck).count(), "s",

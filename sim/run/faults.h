@@ -83,8 +83,8 @@ class FaultInjector {
  private:
   struct Record {
     std::string member;
-    std::string kind;    // "kill", "stop", "exited"
-    std::string detail;  // what the scenario asked (or how the member exited)
+    std::string kind;       // "kill", "stop", "exited"
+    std::string detail;     // what the scenario asked (or how the member exited)
     bool comesBack = true;  // a restart (or resume) is due; false for a kill without restartAfter
     std::optional<engine::TimePoint> struck, restartAsked, ready;
     std::string failure;  // the restart failed: why

@@ -33,7 +33,8 @@ class Grants {
     add(g.group, subresource.empty() ? g.resource : g.resource + "/" + subresource, verbs);
   }
   std::vector<PolicyRule> rules() const {
-    std::map<std::tuple<std::string, std::set<std::string>, std::vector<std::string>>, std::vector<std::string>> byVerbs;
+    std::map<std::tuple<std::string, std::set<std::string>, std::vector<std::string>>, std::vector<std::string>>
+        byVerbs;
     for (const auto& [key, verbs] : grants_) {
       const auto& [group, resource, names] = key;
       std::set<std::string> left = verbs;
@@ -294,9 +295,8 @@ std::vector<json> jobManifests(const JobSpec& s) {
        {{"allowPrivilegeEscalation", false},
         {"readOnlyRootFilesystem", true},
         {"capabilities", {{"drop", json::array({"ALL"})}}}}},
-      {"volumeMounts",
-       json::array({{{"name", "work"}, {"mountPath", "/work"}},
-                    {{"name", "scenario"}, {"mountPath", "/scenario"}, {"readOnly", true}}})}};
+      {"volumeMounts", json::array({{{"name", "work"}, {"mountPath", "/work"}},
+                                    {{"name", "scenario"}, {"mountPath", "/scenario"}, {"readOnly", true}}})}};
   json podSpec = {
       {"serviceAccountName", n},
       {"restartPolicy", "Never"},
@@ -313,31 +313,29 @@ std::vector<json> jobManifests(const JobSpec& s) {
       {"affinity",
        {{"podAntiAffinity",
          {{"preferredDuringSchedulingIgnoredDuringExecution",
-           json::array({{{"weight", 100},
-                         {"podAffinityTerm",
-                          {{"labelSelector", {{"matchLabels", labels(s)}}},
-                           {"topologyKey", "kubernetes.io/hostname"}}}}})}}}}},
+           json::array(
+               {{{"weight", 100},
+                 {"podAffinityTerm",
+                  {{"labelSelector", {{"matchLabels", labels(s)}}}, {"topologyKey", "kubernetes.io/hostname"}}}}})}}}}},
       {"containers", json::array({container})},
-      {"volumes",
-       json::array({{{"name", "work"}, {"emptyDir", json::object()}},
-                    {{"name", "scenario"}, {"configMap", {{"name", scenarioMap}}}}})}};
-  docs.push_back(
-      {{"apiVersion", "batch/v1"},
-       {"kind", "Job"},
-       {"metadata", metadata(s, n, true)},
-       {"spec",
-        {{"completionMode", "Indexed"},
-         {"completions", s.shards},
-         {"parallelism", s.shards},
-         // A shard is never retried: a new pod for index I would join a meeting shard I
-         // has left (its window, its done mark) and publish a second result. A failed
-         // pod fails the Job, which stops the other shards: they stop their load,
-         // publish what they measured, and shard 0 cleans up.
-         {"backoffLimit", 0},
-         // The Job and its pods (their logs) for a day; the results are collected from
-         // their ConfigMaps, which stay until `cpscale collect`.
-         {"ttlSecondsAfterFinished", 86400},
-         {"template", {{"metadata", {{"labels", labels(s)}}}, {"spec", podSpec}}}}}});
+      {"volumes", json::array({{{"name", "work"}, {"emptyDir", json::object()}},
+                               {{"name", "scenario"}, {"configMap", {{"name", scenarioMap}}}}})}};
+  docs.push_back({{"apiVersion", "batch/v1"},
+                  {"kind", "Job"},
+                  {"metadata", metadata(s, n, true)},
+                  {"spec",
+                   {{"completionMode", "Indexed"},
+                    {"completions", s.shards},
+                    {"parallelism", s.shards},
+                    // A shard is never retried: a new pod for index I would join a meeting shard I
+                    // has left (its window, its done mark) and publish a second result. A failed
+                    // pod fails the Job, which stops the other shards: they stop their load,
+                    // publish what they measured, and shard 0 cleans up.
+                    {"backoffLimit", 0},
+                    // The Job and its pods (their logs) for a day; the results are collected from
+                    // their ConfigMaps, which stay until `cpscale collect`.
+                    {"ttlSecondsAfterFinished", 86400},
+                    {"template", {{"metadata", {{"labels", labels(s)}}}, {"spec", podSpec}}}}}});
   return docs;
 }
 

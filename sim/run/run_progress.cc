@@ -72,8 +72,7 @@ void ProgressReporter::loop() {
     if (steady) elapsed = std::chrono::duration_cast<std::chrono::seconds>(now - *steadySince_);
     std::snprintf(line, sizeof line, "[%s %s/%s] writes %.0f/s  requests %llu  errors %llu  lag max %.1f ms",
                   steady ? "steady" : "setup", formatDuration(elapsed).c_str(),
-                  steady ? formatDuration(std::chrono::duration_cast<std::chrono::seconds>(total_)).c_str() : "?",
-                  qps,
+                  steady ? formatDuration(std::chrono::duration_cast<std::chrono::seconds>(total_)).c_str() : "?", qps,
                   static_cast<unsigned long long>(counters_.completed.load()),
                   static_cast<unsigned long long>(counters_.errors.load()), lagMs);
     if (tty_)

@@ -33,7 +33,8 @@ class RunScrapes {
   // and the schedule restarts from there.
   virtual void scrapeAtBoundary() = 0;
   // The time of the `n`th boundary round once it was answered (bounded wait), or none.
-  virtual std::optional<engine::TimePoint> waitBoundary(std::size_t n, engine::Duration limit = std::chrono::seconds(20)) = 0;
+  virtual std::optional<engine::TimePoint> waitBoundary(std::size_t n,
+                                                        engine::Duration limit = std::chrono::seconds(20)) = 0;
   // The scrapes between two times, while the run goes on.
   virtual std::vector<metrics::TargetScrapes> slice(engine::TimePoint from, engine::TimePoint to) = 0;
   // The run is over: no more rounds.

@@ -84,8 +84,8 @@ void ShardMeeting::awaitSetup(engine::Duration timeout, const std::function<bool
     }
     if (abandon()) throw UnavailableError("interrupted while waiting for shard 0 to set the run up");
     if (std::chrono::steady_clock::now() >= until)
-      throw UnavailableError("shard 0 did not set run " + runId_ + " up within the setup timeout (no ConfigMap default/" +
-                             shardMeetingName(runId_) + ")");
+      throw UnavailableError("shard 0 did not set run " + runId_ +
+                             " up within the setup timeout (no ConfigMap default/" + shardMeetingName(runId_) + ")");
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }

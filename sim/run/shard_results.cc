@@ -57,20 +57,20 @@ PublishOutcome publishShardResult(kube::ApiClient& api, const std::string& runId
   const std::vector<std::string> chunks = splitUtf8(resultJson, chunkBytes);
   for (std::size_t k = 0; k < chunks.size(); ++k) {
     const std::string name = shardResultName(runId, shard, k, chunks.size());
-    json cm = {{"apiVersion", "v1"},
-               {"kind", "ConfigMap"},
-               {"metadata",
-                {{"name", name},
-                 {"labels", {{kResultOfLabel, runId}, {workloads::kShardLabel, std::to_string(shard)}}}}},
-               {"data",
-                {{"result.json", chunks[k]}, {"chunk", std::to_string(k)}, {"chunks", std::to_string(chunks.size())}}}};
+    json cm = {
+        {"apiVersion", "v1"},
+        {"kind", "ConfigMap"},
+        {"metadata",
+         {{"name", name}, {"labels", {{kResultOfLabel, runId}, {workloads::kShardLabel, std::to_string(shard)}}}}},
+        {"data",
+         {{"result.json", chunks[k]}, {"chunk", std::to_string(k)}, {"chunks", std::to_string(chunks.size())}}}};
     kube::ApiResult r = api.create(kResults, cm);
     if (!r.ok()) {
-      out.detail = r.alreadyExists() ? "ConfigMap " + std::string(kMeetingNamespace) + "/" + name +
-                                           " exists already: shard " + std::to_string(shard) + " of run " + runId +
-                                           " has published a result before (a run id is one run)"
-                                     : "creating ConfigMap " + std::string(kMeetingNamespace) + "/" + name + ": " +
-                                           r.describe();
+      out.detail = r.alreadyExists()
+                       ? "ConfigMap " + std::string(kMeetingNamespace) + "/" + name + " exists already: shard " +
+                             std::to_string(shard) + " of run " + runId +
+                             " has published a result before (a run id is one run)"
+                       : "creating ConfigMap " + std::string(kMeetingNamespace) + "/" + name + ": " + r.describe();
       // Half a result is worse than none: a reader would wait for the rest forever.
       for (const auto& created : out.names) api.remove(kResults.named(created));
       out.names.clear();
@@ -99,11 +99,13 @@ CollectedResults readShardResults(kube::ApiClient& api, const std::string& runId
     for (const auto& item : r.body.value("items", json::array())) {
       Chunk c;
       c.name = item.value("/metadata/name"_json_pointer, std::string());
-      const auto shard = number(item.value("/metadata/labels"_json_pointer, json::object()).value(workloads::kShardLabel, ""));
+      const auto shard =
+          number(item.value("/metadata/labels"_json_pointer, json::object()).value(workloads::kShardLabel, ""));
       const json data = item.value("data", json::object());
       const auto index = number(data.value("chunk", ""));
       const auto of = number(data.value("chunks", ""));
-      if (!shard || !index || !of || *index >= *of || !data.contains("result.json") || !data["result.json"].is_string()) {
+      if (!shard || !index || !of || *index >= *of || !data.contains("result.json") ||
+          !data["result.json"].is_string()) {
         out.problems.push_back("ConfigMap " + c.name + " is not a shard's result (labels " + kResultOfLabel + ", " +
                                workloads::kShardLabel + "; data chunk, chunks, result.json)");
         continue;
@@ -120,7 +122,8 @@ CollectedResults readShardResults(kube::ApiClient& api, const std::string& runId
   for (auto& [shard, chunks] : byShard) {
     std::sort(chunks.begin(), chunks.end(), [](const Chunk& a, const Chunk& b) { return a.index < b.index; });
     bool whole = chunks.size() == chunks.front().of;
-    for (std::size_t k = 0; whole && k < chunks.size(); ++k) whole = chunks[k].index == k && chunks[k].of == chunks.front().of;
+    for (std::size_t k = 0; whole && k < chunks.size(); ++k)
+      whole = chunks[k].index == k && chunks[k].of == chunks.front().of;
     if (!whole) {
       // Being created right now, or left half by a publisher that died: not yet a result.
       out.problems.push_back("shard " + std::to_string(shard) + "'s result: " + std::to_string(chunks.size()) + " of " +

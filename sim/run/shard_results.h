@@ -32,8 +32,7 @@ inline constexpr const char* kResultOfLabel = "cpscale.io/result-of";
 inline constexpr std::size_t kResultChunkBytes = 900 * 1024;
 
 // The ConfigMap holding chunk `chunk` of `chunks` of shard `shard`'s result.
-std::string shardResultName(const std::string& runId, std::size_t shard, std::size_t chunk = 0,
-                            std::size_t chunks = 1);
+std::string shardResultName(const std::string& runId, std::size_t shard, std::size_t chunk = 0, std::size_t chunks = 1);
 // `text` in pieces of at most `maxBytes` (> 3), never splitting a UTF-8 character
 // (ConfigMap data must be valid UTF-8 in every piece).
 std::vector<std::string> splitUtf8(const std::string& text, std::size_t maxBytes);
@@ -64,8 +63,8 @@ CollectedResults readShardResults(kube::ApiClient& api, const std::string& runId
 // Looks every `poll` until every shard's result is there, `timeout` passed or
 // `abandon` says so; `progress` hears of each look that is not complete yet.
 CollectedResults awaitShardResults(kube::ApiClient& api, engine::Clock& clock, const std::string& runId,
-                                   std::optional<std::size_t> shards, engine::Duration timeout,
-                                   engine::Duration poll, const std::function<bool()>& abandon,
+                                   std::optional<std::size_t> shards, engine::Duration timeout, engine::Duration poll,
+                                   const std::function<bool()>& abandon,
                                    const std::function<void(const CollectedResults&)>& progress = {});
 // Deletes every result ConfigMap of the run. Returns the failures, one line each.
 std::vector<std::string> deleteShardResults(kube::ApiClient& api, const std::string& runId);

@@ -55,7 +55,8 @@ class ModelTarget final : public Target {
     mo.apiservers = static_cast<std::size_t>(std::max(1, profile.apiservers));
     // The load reaches only the replicas a role split leaves to clients.
     for (int i : profile.clientApiservers())
-      if (i >= 0 && static_cast<std::size_t>(i) < mo.apiservers) mo.clientApiservers.push_back(static_cast<std::size_t>(i));
+      if (i >= 0 && static_cast<std::size_t>(i) < mo.apiservers)
+        mo.clientApiservers.push_back(static_cast<std::size_t>(i));
     mo.etcds.clear();
     for (const auto& e : profile.etcds) {
       model::ModelEtcd me{e.name, e.resources};
@@ -68,10 +69,12 @@ class ModelTarget final : public Target {
     // on the local plane: upstream's defaults unless the profile passes its own flags.
     if (profile.controllerManager.enabled) {
       mo.nodeLifecycle.enabled = true;
-      mo.nodeLifecycle.apiserver = static_cast<std::size_t>(std::max(0, profile.controllerManager.apiserver.value_or(0)));
+      mo.nodeLifecycle.apiserver =
+          static_cast<std::size_t>(std::max(0, profile.controllerManager.apiserver.value_or(0)));
       for (const auto& a : profile.controllerManager.args) {
-        for (auto [flag, field] : {std::pair{std::string_view("--node-monitor-period="), &mo.nodeLifecycle.monitorPeriod},
-                                   std::pair{std::string_view("--node-monitor-grace-period="), &mo.nodeLifecycle.gracePeriod}}) {
+        for (auto [flag, field] :
+             {std::pair{std::string_view("--node-monitor-period="), &mo.nodeLifecycle.monitorPeriod},
+              std::pair{std::string_view("--node-monitor-grace-period="), &mo.nodeLifecycle.gracePeriod}}) {
           if (!a.starts_with(flag)) continue;
           auto d = parseDuration(std::string_view(a).substr(flag.size()));
           if (!d || *d <= Duration::zero())
@@ -168,7 +171,8 @@ double numberOf(const nlohmann::json& v) {
 nlohmann::json hostJson(const model::Calibration& cal) {
   if (!cal.placement.empty()) {
     nlohmann::json sets = nlohmann::json::array();
-    for (const auto& set : cal.placement) sets.push_back({{"cpus", set.cpus}, {"cores", set.cores}, {"roles", set.roles}});
+    for (const auto& set : cal.placement)
+      sets.push_back({{"cpus", set.cpus}, {"cores", set.cores}, {"roles", set.roles}});
     return {{"placement", sets}};
   }
   if (cal.sharedHost) return {{"sharedCores", cal.hostCores}};
@@ -190,7 +194,8 @@ std::vector<std::pair<std::string, double>> extensiveKnobs(const scenario::Scena
     for (const auto& item : *ws) {
       if (!item.is_object() || item.value("name", std::string()) != w->name()) continue;
       for (const std::string& field : w->growableFields())
-        if (auto v = item.find(field); v != item.end()) out.push_back({"workloads." + w->name() + "." + field, numberOf(*v)});
+        if (auto v = item.find(field); v != item.end())
+          out.push_back({"workloads." + w->name() + "." + field, numberOf(*v)});
     }
   }
   return out;
@@ -215,8 +220,8 @@ std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, d
   return out;
 }
 
-std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live, const reports::RunResult& modelled,
-                                                        double minRate) {
+std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live,
+                                                        const reports::RunResult& modelled, double minRate) {
   std::vector<model::ValidationEntry> out;
   auto steady = [](const reports::RunResult& r, auto&& pick) {
     std::map<std::string, double> m;
@@ -281,17 +286,26 @@ std::vector<ValidationCase> defaultValidationCases() {
           // Reported, not held: the live heap at 3x holds ~20 % more than the model's
           // (2026-12-05: 20.6 %), and the replicas of classic-ha that serve no
           // controller hold ~40 MB less than the model's one base heap per replica.
-          {"churn-bound.yaml", {{"duration", "60s"}, {"workloads.sessions.sessionsPerMinute", "1800"}}, "", "churn-bound-3x",
-           false, {}},
+          {"churn-bound.yaml",
+           {{"duration", "60s"}, {"workloads.sessions.sessionsPerMinute", "1800"}},
+           "",
+           "churn-bound-3x",
+           false,
+           {}},
           {"state-bound.yaml", {{"duration", "30s"}}, "classic.yaml", "state-bound-classic", true, {}},
           // Its steady writes are the plane's idle background (the controllers' and the
           // apiservers' own Lease renewals): held, as on classic; only its heap is not.
-          {"state-bound.yaml", {{"duration", "30s"}}, "classic-ha.yaml", "state-bound-classic-ha", false,
+          {"state-bound.yaml",
+           {{"duration", "30s"}},
+           "classic-ha.yaml",
+           "state-bound-classic-ha",
+           false,
            {"write_qps", "write_qps{resource=leases}", "lease_write_share"}}};
 }
 
 reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
-                                         const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
+                                         const std::vector<scenario::Override>& overrides,
+                                         const SimulateOptions& options) {
   const scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
   if (!probe.capacity) throw ConfigError(scenarioPath.string(), "capacity", "the scenario has no capacity block");
   const scenario::CapacitySpec spec = *probe.capacity;
@@ -328,21 +342,19 @@ reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPa
   return searchCapacity(spec, runSteps, options.profile.name, probe.name);
 }
 
-std::vector<model::ValidationEntry> validateCalibration(const model::Calibration& calibration,
-                                                        const controlplane::Profile& profile,
-                                                        const std::filesystem::path& binDir,
-                                                        const std::filesystem::path& dir, const std::string& runId,
-                                                        bool progress, const std::vector<ValidationCase>& cases,
-                                                        const std::optional<CrossingCase>& crossing,
-                                                        const controlplane::Placement& placement) {
+std::vector<model::ValidationEntry> validateCalibration(
+    const model::Calibration& calibration, const controlplane::Profile& profile, const std::filesystem::path& binDir,
+    const std::filesystem::path& dir, const std::string& runId, bool progress, const std::vector<ValidationCase>& cases,
+    const std::optional<CrossingCase>& crossing, const controlplane::Placement& placement) {
   std::vector<model::ValidationEntry> out;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const auto& c = cases[i];
     const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / c.scenario;
     const std::string name = c.label();
     const controlplane::Profile caseProfile =
-        c.profile.empty() ? profile
-                          : controlplane::loadProfile(std::filesystem::path(CPSCALE_SOURCE_DIR) / "profiles" / c.profile);
+        c.profile.empty()
+            ? profile
+            : controlplane::loadProfile(std::filesystem::path(CPSCALE_SOURCE_DIR) / "profiles" / c.profile);
     scenario::Scenario sc = scenario::loadScenario(file, c.overrides);
     RunOptions ro;
     ro.runId = runId + "-v" + std::to_string(i + 1);
@@ -364,8 +376,8 @@ std::vector<model::ValidationEntry> validateCalibration(const model::Calibration
     // one), over the same window: the model's starts when the live one did.
     so.weight = 1;
     if (const reports::Phase* steady = reports::findPhase(live, "steady"))
-      so.run.earliestSteadyStart = engine::TimePoint{std::chrono::duration_cast<engine::Duration>(
-          std::chrono::duration<double>(steady->startSeconds))};
+      so.run.earliestSteadyStart = engine::TimePoint{
+          std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(steady->startSeconds))};
     reports::RunResult modelled = simulateScenario(file, c.overrides, so);
     for (auto e : compareLiveAndModel(live, modelled)) {
       e.figure = name + ": " + e.figure;
@@ -460,10 +472,10 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
   // 600 seats): on the admin identity APF exempts the load and nothing changes.
   const controlplane::Profile& pf = options.profile;
   if (pf.priorityAndFairness) {
-    const char* field = pf.maxRequestsInflight                                  ? "maxRequestsInflight"
-                        : pf.maxMutatingRequestsInflight                        ? "maxMutatingRequestsInflight"
+    const char* field = pf.maxRequestsInflight                                 ? "maxRequestsInflight"
+                        : pf.maxMutatingRequestsInflight                       ? "maxMutatingRequestsInflight"
                         : pf.loadIdentity == controlplane::LoadIdentity::kUser ? "loadIdentity"
-                                                                                : nullptr;
+                                                                               : nullptr;
     if (field)
       throw ConfigError(pf.source.empty() ? "profile" : pf.source, field,
                         "the model has no API Priority and Fairness, which applies here (priorityAndFairness is "
@@ -480,7 +492,8 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
         return std::find(set.roles.begin(), set.roles.end(), "generator") != set.roles.end();
       });
   if (!generatorOnHost) {
-    const std::size_t unbounded = std::numeric_limits<std::size_t>::max() / std::max<std::size_t>(1, sc.driver.connections);
+    const std::size_t unbounded =
+        std::numeric_limits<std::size_t>::max() / std::max<std::size_t>(1, sc.driver.connections);
     sc.driver.maxInFlight = unbounded;
     sc.driver.maxInFlightPerConnection = unbounded;
   }
@@ -507,8 +520,9 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
     m["faultStartupSeconds"] = {
         {"kube-apiserver", std::chrono::duration<double>(defaults.apiserverStartup).count()},
         {"etcd", std::chrono::duration<double>(defaults.etcdStartup).count()},
-        {"basis", "assumed: the local plane's fault rehearsals (kube-apiserver killed for 8 s served again 10.5 s "
-                  "after it went down, etcd killed for 5 s after 5.9 s)"}};
+        {"basis",
+         "assumed: the local plane's fault rehearsals (kube-apiserver killed for 8 s served again 10.5 s "
+         "after it went down, etcd killed for 5 s after 5.9 s)"}};
   }
   nlohmann::json sampled = nlohmann::json::object();
   for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
@@ -518,7 +532,10 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
     nlohmann::json v = nlohmann::json::array();
     for (const auto& e : cal.validation) {
       worst = std::max(worst, e.relativeError);
-      v.push_back({{"figure", e.figure}, {"live", e.live}, {"model", e.model}, {"relativeError", e.relativeError},
+      v.push_back({{"figure", e.figure},
+                   {"live", e.live},
+                   {"model", e.model},
+                   {"relativeError", e.relativeError},
                    {"tolerance", e.tolerance}});
     }
     m["validation"] = v;
@@ -540,7 +557,8 @@ controlplane::Placement placementOf(const model::Calibration& calibration) {
 std::string validationLine(const model::ValidationEntry& e) {
   return e.figure + ": live " + reports::formatGrouped(e.live) + ", model " + reports::formatGrouped(e.model) +
          ", error " + reports::formatValue(e.relativeError, "ratio") + " (tolerance " +
-         reports::formatValue(e.tolerance, "ratio") + ")" + (e.relativeError > e.tolerance ? ", past its tolerance" : "");
+         reports::formatValue(e.tolerance, "ratio") + ")" +
+         (e.relativeError > e.tolerance ? ", past its tolerance" : "");
 }
 
 }  // namespace cpscale::cli

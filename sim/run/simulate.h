@@ -60,20 +60,21 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
 // the live run wrote at least `minRate` a second; below that a minute's window is
 // noise) and the lease share (where at least 5 %) within 10 %, each apiserver replica's heap after GC within 20 %.
 // A figure unavailable on either side is not compared.
-std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live, const reports::RunResult& modelled,
-                                                        double minRate = 1.0);
+std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live,
+                                                        const reports::RunResult& modelled, double minRate = 1.0);
 
 // A capacity search on the model: the scenario's `capacity:` ladder (with bisection),
 // each value a fresh simulation whose steady window is the spec's hold, judged by the
 // spec's gates (judgeStep) as live steps are.
 reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
-                                         const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
+                                         const std::vector<scenario::Override>& overrides,
+                                         const SimulateOptions& options);
 
 // A validation case: a scenario (with --set overrides) run live and simulated.
 struct ValidationCase {
   std::string scenario;  // under <source>/scenarios
   std::vector<scenario::Override> overrides;
-  std::string profile;   // under <source>/profiles; empty: the profile validated
+  std::string profile;  // under <source>/profiles; empty: the profile validated
   // A name for the case's figures and directory; empty: the scenario's file stem.
   std::string name;
   // Held to the tolerances (the integration test fails past them). False: measured and
@@ -96,24 +97,22 @@ std::vector<ValidationCase> defaultValidationCases();
 
 // The lease latency crossing, validated: the node-axis index scenario's search
 // (PUT leases p99 <= 1 s) live and on the model, from `start` in steps of `factor`
-// with one bisection; where each search brackets the crossing, within 25 % (the gap between the brackets over the live one's middle).
+// with one bisection; where each search brackets the crossing, within 25 % (the gap between the brackets over the live
+// one's middle).
 struct CrossingCase {
   std::string scenario = "index/node.yaml";
-  std::vector<scenario::Override> overrides{{"capacity.start", "800"}, {"capacity.factor", "1.25"},
-                                            {"capacity.max", "12000"}, {"capacity.bisect", "1"}};
+  std::vector<scenario::Override> overrides{
+      {"capacity.start", "800"}, {"capacity.factor", "1.25"}, {"capacity.max", "12000"}, {"capacity.bisect", "1"}};
 };
 
 // Runs each case live on a local plane of `profile` (binaries in binDir) and on the
 // model with `calibration`, results under dir/<case>/{live,model}, and returns every
 // compared figure (compareLiveAndModel), prefixed with the scenario's name.
-std::vector<model::ValidationEntry> validateCalibration(const model::Calibration& calibration,
-                                                        const controlplane::Profile& profile,
-                                                        const std::filesystem::path& binDir,
-                                                        const std::filesystem::path& dir, const std::string& runId,
-                                                        bool progress,
-                                                        const std::vector<ValidationCase>& cases = defaultValidationCases(),
-                                                        const std::optional<CrossingCase>& crossing = CrossingCase{},
-                                                        const controlplane::Placement& placement = {});
+std::vector<model::ValidationEntry> validateCalibration(
+    const model::Calibration& calibration, const controlplane::Profile& profile, const std::filesystem::path& binDir,
+    const std::filesystem::path& dir, const std::string& runId, bool progress,
+    const std::vector<ValidationCase>& cases = defaultValidationCases(),
+    const std::optional<CrossingCase>& crossing = CrossingCase{}, const controlplane::Placement& placement = {});
 
 // The placement a calibration's probes ran with, to run live validation the same way
 // (empty for an unpinned calibration).

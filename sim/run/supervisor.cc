@@ -155,8 +155,8 @@ bool Supervisor::setupTimedOut(engine::TimePoint now) {
                "setup did not finish within " + formatDuration(o_.setupTimeout) + " (" +
                    std::to_string(run_.setupPending()) + " of " + std::to_string(o_.instances) +
                    " workload instances still setting up; see the workloads' summaries)");
-  ladderPhases_.push_back({"grow/" + ladder_->stepName(step_), secondsAt(stageStart_), secondsAt(now), false,
-                           "setup did not finish"});
+  ladderPhases_.push_back(
+      {"grow/" + ladder_->stepName(step_), secondsAt(stageStart_), secondsAt(now), false, "setup did not finish"});
   return cut(now, EndReason::kGrowthSetupTimedOut,
              "growing " + ladder_->knob() + " to " + ladder_->stepName(step_) + " did not finish its setup within " +
                  formatDuration(o_.setupTimeout));

@@ -123,10 +123,10 @@ class FaultPolicy {
 struct SupervisorOptions {
   engine::Duration setupTimeout{};
   engine::Duration warmup{};
-  engine::Duration duration{};     // the steady window (without a ladder)
-  engine::Duration settleLimit{};  // how long settling waits for the controllers
+  engine::Duration duration{};                           // the steady window (without a ladder)
+  engine::Duration settleLimit{};                        // how long settling waits for the controllers
   std::optional<engine::TimePoint> earliestSteadyStart;  // the first window, no earlier
-  std::size_t instances = 0;  // workload instances (for the setup-timeout message)
+  std::size_t instances = 0;                             // workload instances (for the setup-timeout message)
 };
 
 class Supervisor {

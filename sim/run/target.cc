@@ -185,7 +185,8 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
         {"kind", "ClusterRoleBinding"},
         {"metadata", {{"name", "cpscale-load"}}},
         {"roleRef", {{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "ClusterRole"}, {"name", "cluster-admin"}}},
-        {"subjects", nlohmann::json::array({{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", "cpscale:load"}}})}};
+        {"subjects", nlohmann::json::array(
+                         {{{"apiGroup", "rbac.authorization.k8s.io"}, {"kind", "Group"}, {"name", "cpscale:load"}}})}};
     kube::ApiResult r = admin.create(kube::ResourceRef(kube::gvr::kClusterRoleBindings), binding);
     if (!r.ok() && r.status != 409)
       throw UnavailableError("binding the workloads' identity (cpscale:load) to cluster-admin: " + r.describe());
@@ -218,7 +219,8 @@ class ClusterTarget final : public LiveTarget {
     // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
     // Service. They are recorded; load and scrapes go only to the server named.
     for (const std::string& hostPort : apiserverEndpoints(setup))
-      result.target.members.push_back({"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
+      result.target.members.push_back(
+          {"endpoint " + hostPort, "kube-apiserver-endpoint", "https://" + hostPort, "", ""});
   }
 };
 

@@ -76,9 +76,9 @@ struct LocalTargetOptions {
   controlplane::Profile profile;
   std::filesystem::path stateDir;  // the plane's state (certificates, data, logs)
   std::filesystem::path binDir;
-  std::string name;                // the plane's name
-  bool keep = false;               // leave it running, detached
-  bool progress = true;            // say on stderr that it starts
+  std::string name;                   // the plane's name
+  bool keep = false;                  // leave it running, detached
+  bool progress = true;               // say on stderr that it starts
   controlplane::Placement placement;  // CPUs per member role
 };
 std::unique_ptr<Target> localTarget(LocalTargetOptions options);
@@ -88,7 +88,8 @@ std::unique_ptr<Target> clusterTarget(kube::RestConfig config, controlplane::Pro
 // What the scraper knows of a recorded member: its name, role and, for an etcd, its
 // cluster and the resources the profile routes to it. None for a member that is only
 // recorded (a cluster's endpoints).
-std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& member, const controlplane::Profile& profile);
+std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& member,
+                                              const controlplane::Profile& profile);
 
 // `base` with another server (a replica of the same plane, same credentials).
 kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server);

@@ -82,8 +82,8 @@ bool isLoopbackServer(const std::string& serverUrl, const HostResolver& resolve)
   if (!scheme || (lower(*scheme) != "https" && lower(*scheme) != "http")) return false;
   // "https://127.0.0.1@evil.example" goes to evil.example; a query or fragment in a
   // server URL is a trick too (other parsers may read the host differently).
-  for (CURLUPart p : {CURLUPART_USER, CURLUPART_PASSWORD, CURLUPART_OPTIONS, CURLUPART_QUERY,
-                      CURLUPART_FRAGMENT, CURLUPART_ZONEID})
+  for (CURLUPart p :
+       {CURLUPART_USER, CURLUPART_PASSWORD, CURLUPART_OPTIONS, CURLUPART_QUERY, CURLUPART_FRAGMENT, CURLUPART_ZONEID})
     if (part(url.get(), p)) return false;
   auto hostPart = part(url.get(), CURLUPART_HOST);
   if (!hostPart || hostPart->empty()) return false;
@@ -101,7 +101,8 @@ bool isLoopbackServer(const std::string& serverUrl, const HostResolver& resolve)
   // The name exactly as the transport will resolve it ("localhost." is asked of DNS).
   std::vector<std::string> addrs = resolve(name);
   if (addrs.empty()) return false;
-  return std::all_of(addrs.begin(), addrs.end(), [](const std::string& a) { return numericLoopback(a).value_or(false); });
+  return std::all_of(addrs.begin(), addrs.end(),
+                     [](const std::string& a) { return numericLoopback(a).value_or(false); });
 }
 
 std::vector<std::string> apiserverEndpoints(kube::ApiClient& api) {

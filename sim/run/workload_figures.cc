@@ -66,8 +66,8 @@ void lifecycleFigures(const reports::WorkloadSummary& w, const json& lc, std::ve
   std::string noNotReady = !noFailure.empty() ? noFailure
                            : notReady.empty() ? "no NotReady was seen: no node lifecycle controller ran?"
                                               : "";
-  std::string noReadyAgain = !noNotReady.empty() ? noNotReady
-                             : returned == 0     ? "no failed node returned in this run"
+  std::string noReadyAgain = !noNotReady.empty()  ? noNotReady
+                             : returned == 0      ? "no failed node returned in this run"
                              : readyAgain.empty() ? "no returned node was seen Ready again"
                                                   : "";
   count("node_not_ready_transitions", number(lc, "notReadyTransitions"));
@@ -111,7 +111,8 @@ void dormantFigures(const reports::WorkloadSummary& w, std::vector<Figure>& out)
   const double watchers = number(w.summary, "watchers"), synced = number(w.summary, "watchersSynced");
   if (watchers == 0) {
     for (const char* n : {"dormant_watchers", "dormant_watchers_synced", "dormant_watchers_unsynced"})
-      out.push_back(Figure::unavailable(n, labels, "count", metrics::Source::kClient, "the workload opened no watchers"));
+      out.push_back(
+          Figure::unavailable(n, labels, "count", metrics::Source::kClient, "the workload opened no watchers"));
     return;
   }
   count("dormant_watchers", watchers);

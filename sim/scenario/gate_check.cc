@@ -34,7 +34,8 @@ std::string workloadFigure(const Gate& g, const Scenario& s, const std::string& 
   for (const auto& w : s.workloads) {
     if (!named.empty() && w->name() != named) continue;
     if (w->kind() != kind) {
-      if (!named.empty()) return "workload '" + named + "' is of kind " + w->kind() + "; " + g.figure + " is a " + kind + " workload's";
+      if (!named.empty())
+        return "workload '" + named + "' is of kind " + w->kind() + "; " + g.figure + " is a " + kind + " workload's";
       continue;
     }
     any = true;
@@ -61,7 +62,8 @@ std::string whyGateCannotBeJudged(const Gate& g, const Scenario& s, bool stepGat
   if (steadyLoadFigure(g) &&
       std::none_of(s.workloads.begin(), s.workloads.end(), [](const auto& w) { return w->loadsSteadyWindow(); }))
     return "no workload sends anything on a schedule once set up (a dormant population without updatesPerSecond "
-           "or watchers.relistEvery is idle), so the steady window has no " + g.figure + " to judge";
+           "or watchers.relistEvery is idle), so the steady window has no " +
+           g.figure + " to judge";
   if (g.figure.starts_with("fault_")) {
     if (s.faults.empty()) return "the scenario has no faults:";
     const std::string member = labelOf(g, "member");

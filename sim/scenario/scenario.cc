@@ -85,8 +85,9 @@ void applyOverride(YAML::Node root, const Override& o) {
       if (!found) {
         for (std::size_t k = 0; k < node.size(); ++k)
           if (node[k].IsMap() && node[k]["name"]) names += (names.empty() ? "" : ", ") + node[k]["name"].Scalar();
-        throw ConfigError("--set", o.path, "no item named '" + seg + "' in '" + walked + "'" +
-                                               (names.empty() ? "" : " (names: " + names + ")"));
+        throw ConfigError(
+            "--set", o.path,
+            "no item named '" + seg + "' in '" + walked + "'" + (names.empty() ? "" : " (names: " + names + ")"));
       }
     } else {
       if (!node.IsMap() && !(node.IsNull() || !node.IsDefined()))
@@ -171,8 +172,8 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   if (std::find(fields.begin(), fields.end(), c.field) == fields.end()) {
     std::string can;
     for (const auto& g : fields) can += (can.empty() ? "" : ", ") + g;
-    throw knob.error("'" + c.field + "' of this " + w->kind() + " workload cannot grow in place (it can: " +
-                     (can.empty() ? "none" : can) + ")");
+    throw knob.error("'" + c.field + "' of this " + w->kind() +
+                     " workload cannot grow in place (it can: " + (can.empty() ? "none" : can) + ")");
   }
   c.axis = axisOfKind(w->kind());
   if (auto a = f.get("axis")) {
@@ -225,8 +226,7 @@ std::vector<FaultSpec> readFaults(const YamlField& f, const Scenario& s) {
     fs.where = item.where();
     fs.path = item.path();
     auto kill = item.get("kill"), stop = item.get("stop");
-    if (kill.has_value() == stop.has_value())
-      throw item.error("give exactly one of kill: MEMBER or stop: MEMBER");
+    if (kill.has_value() == stop.has_value()) throw item.error("give exactly one of kill: MEMBER or stop: MEMBER");
     fs.action = kill ? FaultSpec::Action::kKill : FaultSpec::Action::kStop;
     const YamlField& member = kill ? *kill : *stop;
     fs.member = member.asString();
@@ -260,8 +260,8 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   for (const auto& o : overrides) applyOverride(root, o);
   YamlField top(root, path.string(), "");
 
-  top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval",
-                 "driver", "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity", "faults"});
+  top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval", "driver",
+                 "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity", "faults"});
   if (auto f = top.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
     throw f->error("unsupported apiVersion '" + f->asString() + "' (expected cpscale.io/v1alpha1)");
   if (auto f = top.get("kind"); f && f->asString() != "Scenario")
@@ -317,7 +317,8 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   if (auto f = top.get("faults")) {
     s.faults = readFaults(*f, s);
     if (s.capacity && !s.faults.empty())
-      throw f->error("faults and a capacity search do not mix: a step that breaks under a fault says nothing about capacity");
+      throw f->error(
+          "faults and a capacity search do not mix: a step that breaks under a fault says nothing about capacity");
   }
   checkGatesCanBeJudged(s);
   s.effective = yamlToJson(root);

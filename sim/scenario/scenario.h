@@ -50,7 +50,7 @@ struct CapacitySpec {
   std::string workload;  // the knob's workload name ("fleet")
   std::string field;     // the knob's field ("count")
   std::string axis;
-  std::string unit;      // what the knob counts, for reports ("nodes", "sessions/min", ...)
+  std::string unit;  // what the knob counts, for reports ("nodes", "sessions/min", ...)
   double start = 0;
   double factor = 2;
   double max = 0;
@@ -86,12 +86,12 @@ std::vector<double> capacityLadder(const CapacitySpec& spec, bool whole = true);
 struct FaultSpec {
   enum class Action { kKill, kStop };
   Action action = Action::kKill;
-  std::string member;                           // a member of the plane: etcd-main, kube-apiserver-0, ...
-  engine::Duration at{0};                       // from the steady window's start
+  std::string member;                            // a member of the plane: etcd-main, kube-apiserver-0, ...
+  engine::Duration at{0};                        // from the steady window's start
   std::optional<engine::Duration> restartAfter;  // kill: when to start it again
-  engine::Duration stopFor{0};                  // stop: how long it stays frozen
-  std::string where;                            // file:line of the entry
-  std::string path;                             // "faults[0]", for errors found at run time
+  engine::Duration stopFor{0};                   // stop: how long it stays frozen
+  std::string where;                             // file:line of the entry
+  std::string path;                              // "faults[0]", for errors found at run time
 };
 std::string_view toString(FaultSpec::Action a);
 

@@ -34,8 +34,8 @@
 //                       [--out FILE.json]
 #include <malloc.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,13 +46,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
-#include <optional>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -84,11 +84,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr Duration kLagLimit = 100ms;   // renewal lag p99 must stay under this
-constexpr double kMissLimit = 0.01;     // at most this share of ticks skipped or failed
-constexpr Duration kPollEvery = 250ms;  // registration progress checks
-constexpr Duration kSettle = 1s;        // after the last Lease exists, before the window
-constexpr Duration kDrainLimit = 5s;    // window requests still unanswered at its end
+constexpr Duration kLagLimit = 100ms;               // renewal lag p99 must stay under this
+constexpr double kMissLimit = 0.01;                 // at most this share of ticks skipped or failed
+constexpr Duration kPollEvery = 250ms;              // registration progress checks
+constexpr Duration kSettle = 1s;                    // after the last Lease exists, before the window
+constexpr Duration kDrainLimit = 5s;                // window requests still unanswered at its end
 constexpr std::int64_t kLeaseDurationSeconds = 40;  // the kubelet default: renew every 10 s
 
 double seconds(Duration d) { return std::chrono::duration<double>(d).count(); }
@@ -157,9 +157,9 @@ std::string cpuModel() {
 struct Window {
   bool on = false;
   std::uint64_t gen = 0;
-  engine::HdrHistogram submitLag;    // PUT leases: handed to the driver - scheduled
-  engine::HdrHistogram scheduleLag;  // PUT leases: handed to the connection - scheduled
-  engine::HdrHistogram putLatency;   // PUT leases: answer - actual send
+  engine::HdrHistogram submitLag;         // PUT leases: handed to the driver - scheduled
+  engine::HdrHistogram scheduleLag;       // PUT leases: handed to the connection - scheduled
+  engine::HdrHistogram putLatency;        // PUT leases: answer - actual send
   engine::HdrHistogram putFromScheduled;  // PUT leases: answer - scheduled
   std::uint64_t requests = 0;
   std::uint64_t putLeases = 0;
@@ -194,8 +194,10 @@ class Probe final : public kube::Transport {
     const TimePoint now = clock_.now();
     const bool renewal = isRenewal(req);
     if (side_ == Side::kSubmit) {
-      if (!req.intendedAt) ++w_.retries;
-      else if (renewal) w_.submitLag.addValue(lagNs(now, *req.intendedAt));
+      if (!req.intendedAt)
+        ++w_.retries;
+      else if (renewal)
+        w_.submitLag.addValue(lagNs(now, *req.intendedAt));
       return inner_.submit(std::move(req), std::move(done));
     }
     ++w_.requests;
@@ -211,8 +213,10 @@ class Probe final : public kube::Transport {
       if (gen == w_.gen) {
         --w_.outstanding;
         const TimePoint end = clock_.now();
-        if (!resp.ok()) ++w_.errors[what + " " + std::string(kube::toString(resp.outcome))];
-        else if (resp.status >= 300) ++w_.errors[what + " " + std::to_string(resp.status)];
+        if (!resp.ok())
+          ++w_.errors[what + " " + std::string(kube::toString(resp.outcome))];
+        else if (resp.status >= 300)
+          ++w_.errors[what + " " + std::to_string(resp.status)];
         else if (renewal) {
           w_.putLatency.addValue(lagNs(end, now));
           w_.putFromScheduled.addValue(lagNs(end, intended));
@@ -239,7 +243,7 @@ class Probe final : public kube::Transport {
 };
 
 struct Options {
-  bool sink = false;  // against cpscale_h2_sink instead of the local plane
+  bool sink = false;            // against cpscale_h2_sink instead of the local plane
   std::int64_t startNodes = 0;  // default: 500 (plane), 12,500 (sink)
   std::int64_t maxNodes = 0;    // default: 16,000 (plane), 100,000 (sink)
   double stepSeconds = 30;
@@ -290,7 +294,8 @@ class Ladder {
     worker_ = &worker;
     api_ = &api;
     sim().scheduleAfter(Duration{0}, [this] {
-      deadline_ = sim().now() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt_.timeLimitSeconds));
+      deadline_ =
+          sim().now() + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt_.timeLimitSeconds));
       baseline_ = sample();
       previous_ = baseline_;
       startRung(0);
@@ -353,8 +358,8 @@ class Ladder {
   void startRung(std::size_t k) {
     if (interrupted()) return finish("interrupted");
     Rung& r = rungs_[k];
-    const Duration regExpected =
-        std::chrono::duration_cast<Duration>(std::chrono::duration<double>(static_cast<double>(r.added) / r.registrationQps));
+    const Duration regExpected = std::chrono::duration_cast<Duration>(
+        std::chrono::duration<double>(static_cast<double>(r.added) / r.registrationQps));
     const Duration window = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt_.stepSeconds));
     if (sim().now() + regExpected + kSettle + window + 2s > deadline_) return finish("time-limit");
     k_ = k;
@@ -367,10 +372,10 @@ class Ladder {
     phases_.expect(1);
     ctx.phases = &phases_;
     // Timestamps written into objects (renewTime) are Unix time.
-    ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count() -
-                         sim().clock().now().time_since_epoch().count();
+    ctx.epochUnixNanos =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count() -
+        sim().clock().now().time_since_epoch().count();
     instances_.push_back(r.fleet->start(ctx));
     sim().scheduleAfter(kPollEvery, [this] { pollRegistration(); });
   }
@@ -478,8 +483,7 @@ class Ladder {
         {"rss_bytes_per_1000_added_nodes",
          static_cast<double>(end_.rss - previous_.rss) / (static_cast<double>(r.added) / 1000.0)},
         {"heap_bytes_per_1000_nodes", static_cast<double>(end_.heap - baseline_.heap) / thousands},
-        {"actor_and_engine_bytes_per_1000_nodes",
-         (b.actorBytes + static_cast<double>(end_.engineBytes)) / thousands},
+        {"actor_and_engine_bytes_per_1000_nodes", (b.actorBytes + static_cast<double>(end_.engineBytes)) / thousands},
         {"on_schedule", onSchedule},
         {"limit", limit},
     };
@@ -538,8 +542,10 @@ class Ladder {
 
 std::string formatBytes(double b) {
   char s[32];
-  if (b >= 1 << 20) std::snprintf(s, sizeof s, "%.2f MiB", b / (1 << 20));
-  else std::snprintf(s, sizeof s, "%.0f KiB", b / 1024);
+  if (b >= 1 << 20)
+    std::snprintf(s, sizeof s, "%.2f MiB", b / (1 << 20));
+  else
+    std::snprintf(s, sizeof s, "%.0f KiB", b / 1024);
   return s;
 }
 
@@ -583,13 +589,20 @@ bool parse(int argc, char** argv, Options& o) {
     }
     const std::string v = argv[++i];
     try {
-      if (k == "--max-nodes") o.maxNodes = std::stoll(v);
-      else if (k == "--start-nodes") o.startNodes = std::stoll(v);
-      else if (k == "--step-seconds") o.stepSeconds = std::stod(v);
-      else if (k == "--registration-qps") o.registrationQps = std::stod(v);
-      else if (k == "--time-limit") o.timeLimitSeconds = std::stod(v);
-      else if (k == "--baseline-seconds") o.baselineSeconds = std::stod(v);
-      else if (k == "--out") o.out = v;
+      if (k == "--max-nodes")
+        o.maxNodes = std::stoll(v);
+      else if (k == "--start-nodes")
+        o.startNodes = std::stoll(v);
+      else if (k == "--step-seconds")
+        o.stepSeconds = std::stod(v);
+      else if (k == "--registration-qps")
+        o.registrationQps = std::stod(v);
+      else if (k == "--time-limit")
+        o.timeLimitSeconds = std::stod(v);
+      else if (k == "--baseline-seconds")
+        o.baselineSeconds = std::stod(v);
+      else if (k == "--out")
+        o.out = v;
       else {
         std::cerr << "unknown option " << k << "\n";
         return false;
@@ -615,9 +628,10 @@ bool parse(int argc, char** argv, Options& o) {
 class SinkProcess {
  public:
   explicit SinkProcess(const fs::path& dir) {
-    const std::string gen = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-                            "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
-                            (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
+    const std::string gen =
+        "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+        "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+        (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
     if (std::system(gen.c_str()) != 0) throw UnavailableError("openssl could not make the sink's certificate");
     const fs::path exe = fs::read_symlink("/proc/self/exe").parent_path() / "cpscale_h2_sink";
     int out[2];
@@ -674,17 +688,17 @@ class SinkProcess {
 // as the fleet's, with `nodes` bare timers at the kubelet's cadence each PUTting the
 // same Lease body to its own path, and nothing else: no ApiClient, no workload, no
 // answer read. What the fleet costs above this per renewal is the fleet's own overhead.
-json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes,
-                 double seconds, const std::string& leaseBody) {
+json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes, double seconds,
+                 const std::string& leaseBody) {
   engine::WallClock clock;
   engine::PacedSimulator sim(clock);
   // The same probes on both sides of the driver as the fleet's, so that what they cost
   // is on both sides of the comparison.
   Window window;
   Probe send(std::make_unique<kube::CurlTransport>(
-                 config, kube::CurlTransportOptions{
-                             .maxHostConnections = static_cast<long>(wo.driver.connections),
-                             .maxConcurrentStreams = static_cast<long>(wo.driver.maxInFlightPerConnection)}),
+                 config, kube::CurlTransportOptions{.maxHostConnections = static_cast<long>(wo.driver.connections),
+                                                    .maxConcurrentStreams =
+                                                        static_cast<long>(wo.driver.maxInFlightPerConnection)}),
              clock, window, Probe::Side::kSend);
   engine::OpenLoopDriver driver(send, clock, wo.driver);
   Probe submit(driver, clock, window, Probe::Side::kSubmit);
@@ -717,9 +731,9 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
   engine::RandomStream rng(7);
   const TimePoint begin = clock.now() + 200ms;
   for (std::size_t i = 0; i < actors.size(); ++i) {
-    actors[i] = Actor{&sim, &submit, &leaseBody,
-                      "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/baseline-" + std::to_string(i),
-                      &errors};
+    actors[i] =
+        Actor{&sim, &submit, &leaseBody,
+              "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/baseline-" + std::to_string(i), &errors};
     timers.push_back(std::make_unique<engine::PeriodicTimer>(sim, engine::PeriodicTimer::bind<&Actor::fire>(&actors[i]),
                                                              period, period * 4 / 100, rng.next()));
     timers.back()->start(begin + rng.uniformDuration(Duration{0}, period));
@@ -816,13 +830,13 @@ int main(int argc, char** argv) {
     r.added = n - prev;
     // At most 2,500/s: the rung's registrations share the generator with the renewals
     // of every node already there (at 100,000 nodes a 5,000/s ramp outran both).
-    r.registrationQps = opt.registrationQps > 0 ? opt.registrationQps
-                                                : std::clamp(static_cast<double>(r.added) / period, 10.0, 2500.0);
+    r.registrationQps =
+        opt.registrationQps > 0 ? opt.registrationQps : std::clamp(static_cast<double>(r.added) / period, 10.0, 2500.0);
     const double burst = std::max(1.0, std::ceil(r.registrationQps / 10));
     std::ostringstream yaml;
-    yaml << "kind: kubelets\nname: r" << rungs.size() << "\ncount: " << r.added << "\nregistrationQps: "
-         << r.registrationQps << "\nregistrationBurst: " << burst << "\nleaseDurationSeconds: " << kLeaseDurationSeconds
-         << "\n";
+    yaml << "kind: kubelets\nname: r" << rungs.size() << "\ncount: " << r.added
+         << "\nregistrationQps: " << r.registrationQps << "\nregistrationBurst: " << burst
+         << "\nleaseDurationSeconds: " << kLeaseDurationSeconds << "\n";
     r.fleet = workloads::makeWorkload(loadYamlString(yaml.str(), "bench_fleet.yaml"));
     rungs.push_back(std::move(r));
   }
@@ -884,7 +898,8 @@ int main(int argc, char** argv) {
       create.path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
       create.headers.push_back({"Content-Type", "application/json"});
       create.body = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"baseline",)"
-                    R"("namespace":"kube-node-lease","labels":{"cpscale.io/run":")" + runId +
+                    R"("namespace":"kube-node-lease","labels":{"cpscale.io/run":")" +
+                    runId +
                     R"(","cpscale.io/workload":"r0"},"ownerReferences":[{"apiVersion":"v1","kind":"Node",)"
                     R"("name":"baseline","uid":"00000000-0000-4000-8000-000000000000"}]},"spec":{"holderIdentity":)"
                     R"("baseline","leaseDurationSeconds":40,"renewTime":"2026-01-01T00:00:00.000000Z"}})";
@@ -908,8 +923,8 @@ int main(int argc, char** argv) {
     Ladder ladder(opt, rungs, window, server, runId);
     {
       engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
-        return std::make_unique<Probe>(std::make_unique<kube::CurlTransport>(config, cto), w.simulator().clock(), window,
-                                       Probe::Side::kSend);
+        return std::make_unique<Probe>(std::make_unique<kube::CurlTransport>(config, cto), w.simulator().clock(),
+                                       window, Probe::Side::kSend);
       });
       try {
         pool.run(
@@ -920,8 +935,8 @@ int main(int argc, char** argv) {
               api = std::make_unique<kube::ApiClient>(*submitProbe, w.simulator().clock(), w.simulator(), ao);
               ladder.begin(w, *api);
             },
-            engine::TimePoint{std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt.timeLimitSeconds)) +
-                              60s});
+            engine::TimePoint{
+                std::chrono::duration_cast<Duration>(std::chrono::duration<double>(opt.timeLimitSeconds)) + 60s});
       } catch (...) {
         ladder.destroyInstances();
         throw;
@@ -931,9 +946,9 @@ int main(int argc, char** argv) {
       api.reset();
     }
 
-    j["benchmark"] = std::string("kubelet fleet on one generator core against ") +
-                     (opt.sink ? "cpscale_h2_sink (TLS HTTP/2, answers as kube-apiserver would, at line rate)"
-                               : "the local plane");
+    j["benchmark"] =
+        std::string("kubelet fleet on one generator core against ") +
+        (opt.sink ? "cpscale_h2_sink (TLS HTTP/2, answers as kube-apiserver would, at line rate)" : "the local plane");
     j["machine"] = machine;
     j["cpus"] = cpus;
     if (plane) {
@@ -941,8 +956,9 @@ int main(int argc, char** argv) {
       j["etcd_version"] = plane->record().etcdVersion;
     }
     j["criterion"] = "renewal schedule lag p99 < 100 ms and <= 1% of renewal ticks skipped or failed";
-    j["lag"] = "open-loop driver schedule lag of PUT leases: sent to the connection minus the renewal's scheduled time "
-               "(engine lag plus in-flight queueing); submit_lag is the engine's part alone";
+    j["lag"] =
+        "open-loop driver schedule lag of PUT leases: sent to the connection minus the renewal's scheduled time "
+        "(engine lag plus in-flight queueing); submit_lag is the engine's part alone";
     j["cpu"] = "generator thread CPU (getrusage RUSAGE_THREAD) over the window";
     j["memory"] = "process RSS (/proc/self/statm) at the window's end minus before the first node, per 1,000 nodes";
     j["lease_duration_seconds"] = kLeaseDurationSeconds;
@@ -980,9 +996,10 @@ int main(int argc, char** argv) {
         step["cpu_us_per_request_above_driver_alone"] = step["cpu_us_per_request"].get<double>() - mean;
       }
       j["lease_body_bytes"] = leaseBody.size();
-      j["driver_alone"] = "the same paced engine, open-loop driver, CurlTransport and probes, with one bare timer per "
-                          "node PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers "
-                          "unread; measured before the fleet's ladder and after it, the fleet compared with the mean";
+      j["driver_alone"] =
+          "the same paced engine, open-loop driver, CurlTransport and probes, with one bare timer per "
+          "node PUTting the Lease body at the kubelet's cadence: no ApiClient, no workload, answers "
+          "unread; measured before the fleet's ladder and after it, the fleet compared with the mean";
     }
     if (ladder.boundBy() == "interrupted") code = 130;
   } catch (const std::exception& e) {
@@ -997,8 +1014,10 @@ int main(int argc, char** argv) {
   fs::remove_all(stateDir, ec);
 
   const std::string text = j.dump(2);
-  if (!opt.out.empty()) std::ofstream(opt.out) << text << "\n";
-  else std::cout << text << "\n";
+  if (!opt.out.empty())
+    std::ofstream(opt.out) << text << "\n";
+  else
+    std::cout << text << "\n";
   if (j.contains("steps")) printTable(j);
   return code;
 }

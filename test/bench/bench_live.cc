@@ -84,14 +84,15 @@ struct Result {
   long requests = 0, errors = 0;
   double rps() const { return seconds > 0 ? static_cast<double>(requests) / seconds : 0; }
   nlohmann::json json() const {
-    return {{"requests", requests}, {"errors", errors}, {"seconds", seconds}, {"requests_per_s", rps()},
-            {"cpu_seconds", cpu}, {"cpu_us_per_request", requests ? cpu / static_cast<double>(requests) * 1e6 : 0}};
+    return {{"requests", requests}, {"errors", errors},
+            {"seconds", seconds},   {"requests_per_s", rps()},
+            {"cpu_seconds", cpu},   {"cpu_us_per_request", requests ? cpu / static_cast<double>(requests) * 1e6 : 0}};
   }
 };
 
 Result runH2load(const std::string& url, long n, int c, int m) {
-  const std::string cmd = "h2load -n " + std::to_string(n) + " -c " + std::to_string(c) + " -m " +
-                          std::to_string(m) + " -t 1 " + url + " 2>&1";
+  const std::string cmd = "h2load -n " + std::to_string(n) + " -c " + std::to_string(c) + " -m " + std::to_string(m) +
+                          " -t 1 " + url + " 2>&1";
   const double cpu0 = cpuSeconds(RUSAGE_CHILDREN);
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
@@ -248,7 +249,8 @@ nlohmann::json runOpenLoop(const kube::RestConfig& cfg, double rate, double seco
         sim, engine::PeriodicTimer::bind<&Actor::fire>(fleet.back().get()), period));
     timers.back()->start(begin + rng.uniformDuration(engine::Duration{0}, period));
   }
-  const engine::TimePoint end = begin + std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(seconds));
+  const engine::TimePoint end =
+      begin + std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(seconds));
   const double cpu0 = cpuSeconds(RUSAGE_SELF);
   sim.runUntil(end);
   for (auto& t : timers) t->stop();
@@ -272,7 +274,8 @@ nlohmann::json runOpenLoop(const kube::RestConfig& cfg, double rate, double seco
           {"cpu_us_per_request", sent > 0 ? cpu / sent * 1e6 : 0},
           {"core_fraction", cpu / seconds},
           {"latency_from_scheduled_ms", {{"p50", p50}, {"p99", p99}}},
-          {"schedule_lag_ms", {{"p50", s.scheduleLag().quantile(0.5) / 1e6}, {"p99", s.scheduleLag().quantile(0.99) / 1e6}}},
+          {"schedule_lag_ms",
+           {{"p50", s.scheduleLag().quantile(0.5) / 1e6}, {"p99", s.scheduleLag().quantile(0.99) / 1e6}}},
           {"engine_lag_p99_ms", sim.stats().lag.quantile(0.99) / 1e6},
           {"generator_limit", std::string(engine::toString(driver.limit()))}};
 }
@@ -286,12 +289,18 @@ int main(int argc, char** argv) {
   std::string out;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--requests") n = std::stol(v);
-    else if (k == "--connections") c = std::stoi(v);
-    else if (k == "--streams") m = std::stoi(v);
-    else if (k == "--rate") rate = std::stod(v);
-    else if (k == "--seconds") seconds = std::stod(v);
-    else if (k == "--out") out = v;
+    if (k == "--requests")
+      n = std::stol(v);
+    else if (k == "--connections")
+      c = std::stoi(v);
+    else if (k == "--streams")
+      m = std::stoi(v);
+    else if (k == "--rate")
+      rate = std::stod(v);
+    else if (k == "--seconds")
+      seconds = std::stod(v);
+    else if (k == "--out")
+      out = v;
     else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -307,9 +316,10 @@ int main(int argc, char** argv) {
   const fs::path dir = mkdtemp(tmpl);
   fs::create_directories(dir / "www");
   std::ofstream(dir / "www" / "lease") << std::string(256, 'x');
-  const std::string gen = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
-                          "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
-                          (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
+  const std::string gen =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 "
+      "-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout " +
+      (dir / "key.pem").string() + " -out " + (dir / "cert.pem").string() + " >/dev/null 2>&1";
   if (std::system(gen.c_str()) != 0) {
     std::cerr << "openssl failed\n";
     return 3;
@@ -343,11 +353,13 @@ int main(int argc, char** argv) {
   j["h2load"] = h2.json();
   j["bare_libcurl_multi"] = bare.json();
   j["driver_curl_transport"] = drv.json();
-  j["ratios"] = {{"driver_over_bare_curl", bare.rps() > 0 ? drv.rps() / bare.rps() : 0},
-                 {"bare_curl_over_h2load", h2.rps() > 0 ? bare.rps() / h2.rps() : 0},
-                 {"driver_over_h2load", h2.rps() > 0 ? drv.rps() / h2.rps() : 0},
-                 {"driver_cpu_per_request_over_bare_curl",
-                  bare.cpu > 0 ? (drv.cpu / static_cast<double>(drv.requests)) / (bare.cpu / static_cast<double>(bare.requests)) : 0}};
+  j["ratios"] = {
+      {"driver_over_bare_curl", bare.rps() > 0 ? drv.rps() / bare.rps() : 0},
+      {"bare_curl_over_h2load", h2.rps() > 0 ? bare.rps() / h2.rps() : 0},
+      {"driver_over_h2load", h2.rps() > 0 ? drv.rps() / h2.rps() : 0},
+      {"driver_cpu_per_request_over_bare_curl",
+       bare.cpu > 0 ? (drv.cpu / static_cast<double>(drv.requests)) / (bare.cpu / static_cast<double>(bare.requests))
+                    : 0}};
   j["open_loop"] = runOpenLoop(cfg, rate, seconds, c, m);
 
   kill(server, SIGTERM);

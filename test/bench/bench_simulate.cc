@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/result/result.h"
 #include "sim/metrics/figures.h"
+#include "sim/result/result.h"
 
 namespace cpscale {
 namespace {
@@ -93,8 +93,8 @@ void simulateFleet(benchmark::State& state, const std::string& profile) {
   state.counters["dedicated_cores"] = std::stod(kCores);
   state.counters["sample_weight"] = r.model.value("weight", 0.0);
   state.counters["virtual_seconds"] = r.measuredSeconds;
-  state.counters["gates_passed"] = static_cast<double>(
-      std::count_if(r.gates.begin(), r.gates.end(), [](const auto& g) { return g.passed; }));
+  state.counters["gates_passed"] =
+      static_cast<double>(std::count_if(r.gates.begin(), r.gates.end(), [](const auto& g) { return g.passed; }));
   state.counters["gates"] = static_cast<double>(r.gates.size());
   state.counters["write_qps"] = figure(r, "write_qps");
   state.counters["lease_writes_per_s"] = figure(r, "write_qps", {{"resource", "leases"}, {"verb", "PUT"}});
@@ -111,8 +111,16 @@ void simulateFleet(benchmark::State& state, const std::string& profile) {
   if (!std::getenv("KEEP")) fs::remove_all(out);
 }
 
-BENCHMARK_CAPTURE(simulateFleet, classic, std::string("classic"))->Arg(100000)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
-BENCHMARK_CAPTURE(simulateFleet, classic_ha, std::string("classic-ha"))->Arg(100000)->Iterations(1)->Unit(benchmark::kSecond)->UseRealTime();
+BENCHMARK_CAPTURE(simulateFleet, classic, std::string("classic"))
+    ->Arg(100000)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(simulateFleet, classic_ha, std::string("classic-ha"))
+    ->Arg(100000)
+    ->Iterations(1)
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime();
 BENCHMARK_CAPTURE(simulateFleet, partitioned_storage, std::string("partitioned-storage"))
     ->Arg(100000)
     ->Iterations(1)

@@ -31,11 +31,11 @@
 #include <unistd.h>
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,8 +96,9 @@ std::string asServerWrites(const std::string& body, std::uint64_t rv, bool creat
   }
   meta["resourceVersion"] = std::to_string(rv);
   Object m = Object::object();
-  for (const char* k : {"name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp",
-                        "labels", "annotations", "ownerReferences", "finalizers", "managedFields"}) {
+  for (const char* k :
+       {"name", "generateName", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "labels",
+        "annotations", "ownerReferences", "finalizers", "managedFields"}) {
     if (auto it = meta.find(k); it != meta.end()) m[k] = *it;
   }
   for (auto& [k, v] : meta.items())
@@ -198,8 +199,10 @@ int onHeader(nghttp2_session* session, const nghttp2_frame* frame, const uint8_t
   auto* s = static_cast<Stream*>(nghttp2_session_get_stream_user_data(session, frame->hd.stream_id));
   if (!s) return 0;
   const std::string_view n(reinterpret_cast<const char*>(name), namelen);
-  if (n == ":method") s->method.assign(reinterpret_cast<const char*>(value), valuelen);
-  else if (n == ":path") s->path.assign(reinterpret_cast<const char*>(value), valuelen);
+  if (n == ":method")
+    s->method.assign(reinterpret_cast<const char*>(value), valuelen);
+  else if (n == ":path")
+    s->path.assign(reinterpret_cast<const char*>(value), valuelen);
   return 0;
 }
 
@@ -290,9 +293,12 @@ int main(int argc, char** argv) {
   int port = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--cert") cert = argv[i + 1];
-    else if (k == "--key") key = argv[i + 1];
-    else if (k == "--port") port = std::stoi(argv[i + 1]);
+    if (k == "--cert")
+      cert = argv[i + 1];
+    else if (k == "--key")
+      key = argv[i + 1];
+    else if (k == "--port")
+      port = std::stoi(argv[i + 1]);
     else {
       std::cerr << "cpscale_h2_sink: unknown option " << k << "\n";
       return 2;
@@ -303,7 +309,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   signal(SIGPIPE, SIG_IGN);
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = [](int) { stopping = 1; };
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGINT, &sa, nullptr);

@@ -25,15 +25,15 @@ std::vector<Figure> catalogue() {
                                480, "1/s", Source::kApiserver));
   f.push_back(Figure::measured("write_qps", {{"group", ""}, {"resource", "nodes"}, {"verb", "PATCH"}}, 12, "1/s",
                                Source::kApiserver));
-  f.push_back(Figure::measured("client_latency_p99", {{"resource", "leases"}, {"verb", "PUT"}}, 0.2, "s",
-                               Source::kClient));
-  f.push_back(Figure::measured("client_latency_p99", {{"resource", "nodes"}, {"verb", "GET"}}, 0.05, "s",
-                               Source::kClient));
+  f.push_back(
+      Figure::measured("client_latency_p99", {{"resource", "leases"}, {"verb", "PUT"}}, 0.2, "s", Source::kClient));
+  f.push_back(
+      Figure::measured("client_latency_p99", {{"resource", "nodes"}, {"verb", "GET"}}, 0.05, "s", Source::kClient));
   f.push_back(Figure::measured("lease_write_share", {}, 0.7, "ratio", Source::kApiserver));
   f.push_back(Figure::unavailable("bytes_per_object", {{"apiserver", "kube-apiserver-0"}}, "bytes", Source::kApiserver,
                                   "no apiserver_storage_size_bytes in the scrapes"));
-  f.push_back(Figure::measured("bytes_per_object", {{"apiserver", "kube-apiserver-1"}}, 3000, "bytes",
-                               Source::kApiserver));
+  f.push_back(
+      Figure::measured("bytes_per_object", {{"apiserver", "kube-apiserver-1"}}, 3000, "bytes", Source::kApiserver));
   f.push_back(Figure::measured("generator_limited", {}, 0, "count", Source::kClient));
   Figure setup = Figure::measured("write_qps", {{"resource", "nodes"}}, 900, "1/s", Source::kApiserver);
   setup.window = Window::kSetup;

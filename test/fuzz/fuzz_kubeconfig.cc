@@ -10,8 +10,8 @@
 // crash, a sanitizer report or a hang is a finding. Neither a message nor describe()
 // may show a credential: the input's tokens and client-key-data values are checked
 // against every message.
-#include <cstddef>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>

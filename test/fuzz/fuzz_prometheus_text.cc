@@ -18,9 +18,7 @@ using cpscale::metrics::FamilyMap;
 using cpscale::metrics::MetricFamily;
 using cpscale::metrics::ParseResult;
 
-bool sameValue(double a, double b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
+bool sameValue(double a, double b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0; }
 
 bool sameFamily(const MetricFamily& a, const MetricFamily& b) {
   if (a.name != b.name || a.type != b.type || a.help != b.help || a.samples.size() != b.samples.size()) return false;
@@ -61,8 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!all.ok()) {
     CPSCALE_FUZZ_CHECK(all.families.empty() && some.families.empty(), "families returned with an error");
     CPSCALE_FUZZ_CHECK(all.error->line >= 1, all.error->describe());
-    CPSCALE_FUZZ_CHECK(all.error->describe() == some.error->describe() && all.error->describe() == none.error->describe(),
-                       all.error->describe() + " vs " + some.error->describe());
+    CPSCALE_FUZZ_CHECK(
+        all.error->describe() == some.error->describe() && all.error->describe() == none.error->describe(),
+        all.error->describe() + " vs " + some.error->describe());
     return 0;
   }
   checkLabels(all.families);

@@ -24,13 +24,13 @@ namespace cpscale::fuzz {
 
 // An invariant the code under test promises; a failure aborts, and libFuzzer saves the
 // input that broke it.
-#define CPSCALE_FUZZ_CHECK(cond, what)                                                       \
-  do {                                                                                       \
-    if (!(cond)) {                                                                           \
+#define CPSCALE_FUZZ_CHECK(cond, what)                                                      \
+  do {                                                                                      \
+    if (!(cond)) {                                                                          \
       std::fprintf(stderr, "%s:%d: invariant broken: %s (%s)\n", __FILE__, __LINE__, #cond, \
-                   std::string(what).c_str());                                               \
-      std::abort();                                                                          \
-    }                                                                                        \
+                   std::string(what).c_str());                                              \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)
 
 // One scratch directory per fuzzing process, removed at exit. Loaders that take a path
@@ -132,8 +132,7 @@ inline bool mayNamePaths(std::string_view text) {
 // Visits each distinct node once: an alias is the node it refers to, so a document of
 // nested aliases (a "billion laughs") costs the walk only its own size.
 inline bool walk(const YAML::Node& n, const std::vector<std::filesystem::path>& bases,
-                 const std::vector<std::filesystem::path>& allowed,
-                 std::set<std::tuple<int, int, std::size_t>>& seen) {
+                 const std::vector<std::filesystem::path>& allowed, std::set<std::tuple<int, int, std::size_t>>& seen) {
   if (!n.IsDefined() || n.IsNull()) return false;
   if (!seen.emplace(n.Mark().pos, static_cast<int>(n.Type()), n.size()).second) return false;
   if (n.IsScalar()) return namesOutside(n.Scalar(), bases, allowed);

@@ -10,8 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "sim/controlplane/local_plane.h"
 #include "sim/controlplane/pki.h"
@@ -59,7 +59,8 @@ TEST_F(CliTest, UpStatusDownLifecycle) {
   for (const auto& c : record->components) EXPECT_TRUE(controlplane::isRunning(c.process)) << c.name;
 
   // The plane outlives `up`, and stock kubectl can use it.
-  auto kubectl = runCommand("kubectl --kubeconfig " + (dir / "kubeconfig").string() + " get ns kube-node-lease -o name");
+  auto kubectl =
+      runCommand("kubectl --kubeconfig " + (dir / "kubeconfig").string() + " get ns kube-node-lease -o name");
   EXPECT_EQ(kubectl.exitCode, 0) << kubectl.output;
   EXPECT_EQ(kubectl.output, "namespace/kube-node-lease\n");
 
@@ -129,8 +130,7 @@ TEST_F(CliTest, PortInUseFailsWithExitThreeAndStartsNothing) {
   auto up = runCommand(cpscale("up " + stateArgs() + " --port " + std::to_string(port)));
   ::close(fd);
   EXPECT_EQ(up.exitCode, 3) << up.output;
-  EXPECT_NE(up.output.find("127.0.0.1:" + std::to_string(port) + " is already in use"), std::string::npos)
-      << up.output;
+  EXPECT_NE(up.output.find("127.0.0.1:" + std::to_string(port) + " is already in use"), std::string::npos) << up.output;
   EXPECT_FALSE(fs::exists(dir / "plane.json"));
 }
 
@@ -213,8 +213,8 @@ capacity:
 gates:
   - capacity{axis=node} >= 100
 )";
-  auto c = runCommand(cpscale("capacity " + scenario.string() + " --quiet --run-id capit --out " +
-                              (dir / "out").string()));
+  auto c =
+      runCommand(cpscale("capacity " + scenario.string() + " --quiet --run-id capit --out " + (dir / "out").string()));
   ASSERT_EQ(c.exitCode, 0) << c.output;
   std::ifstream in(dir / "out" / "capacity-it-classic" / "result.json");
   json r = json::parse(in, nullptr, false);
@@ -286,9 +286,10 @@ gates:
 TEST(CliCheckTest, KubeconfigProblemsAreBadInputAndAnUnreachableServerIsUnavailable) {
   fs::path dir = makeTempDir("check");
   fs::path kc = dir / "kubeconfig";
-  std::ofstream(kc) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
-                       "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
-                       "users:\n- name: u\n  user:\n    token: s3cr3t-t0ken-value\n";
+  std::ofstream(kc)
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n"
+         "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
+         "users:\n- name: u\n  user:\n    token: s3cr3t-t0ken-value\n";
   auto unreachable = runCommand(cpscale("check --kubeconfig " + kc.string()));
   EXPECT_EQ(unreachable.exitCode, 3) << unreachable.output;
   EXPECT_NE(unreachable.output.find("cannot reach https://127.0.0.1:1"), std::string::npos) << unreachable.output;

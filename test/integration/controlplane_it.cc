@@ -35,8 +35,8 @@ class ControlPlaneTest : public ::testing::Test {
 };
 
 TEST_F(ControlPlaneTest, KubectlAcceptsTheWrittenKubeconfig) {
-  auto r = runCommand("kubectl --kubeconfig " + PlaneEnvironment::instance().kubeconfig().string() +
-                      " get --raw /readyz");
+  auto r =
+      runCommand("kubectl --kubeconfig " + PlaneEnvironment::instance().kubeconfig().string() + " get --raw /readyz");
   EXPECT_EQ(r.exitCode, 0) << r.output;
   EXPECT_EQ(r.output, "ok");
 }
@@ -54,10 +54,10 @@ TEST_F(ControlPlaneTest, ServesThePinnedVersionOverHttp2) {
 
 TEST_F(ControlPlaneTest, KeysAndKubeconfigAreOwnerOnly) {
   const auto& dir = PlaneEnvironment::instance().plane().record().stateDir;
-  for (const auto& p : {dir / "kubeconfig", dir / "pki/admin.key", dir / "pki/apiserver.key", dir / "pki/ca.key",
-                        dir / "pki/sa.key", dir / "kube-controller-manager.kubeconfig",
-                        dir / "kube-scheduler.kubeconfig", dir / "pki/kube-controller-manager.key",
-                        dir / "pki/kube-scheduler.key"}) {
+  for (const auto& p :
+       {dir / "kubeconfig", dir / "pki/admin.key", dir / "pki/apiserver.key", dir / "pki/ca.key", dir / "pki/sa.key",
+        dir / "kube-controller-manager.kubeconfig", dir / "kube-scheduler.kubeconfig",
+        dir / "pki/kube-controller-manager.key", dir / "pki/kube-scheduler.key"}) {
     SCOPED_TRACE(p);
     EXPECT_EQ(fs::status(p).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   }
@@ -188,7 +188,10 @@ TEST_F(ControlPlaneTest, WatchSeesAddedModifiedDeleted) {
   std::vector<std::string> seen;
   bool closed = false;
   CallId w = client->watch(
-      cms, wo, [&](WatchEvent&& e) { if (e.type != WatchEventType::kBookmark) seen.push_back(std::string(toString(e.type))); },
+      cms, wo,
+      [&](WatchEvent&& e) {
+        if (e.type != WatchEventType::kBookmark) seen.push_back(std::string(toString(e.type)));
+      },
       [&](const ApiResult&) { closed = true; });
 
   json cm = {{"apiVersion", "v1"},
@@ -266,8 +269,8 @@ TEST_F(ControlPlaneTest, ControllerMetricsAnswerTheAdminCertificateOnly) {
 TEST_F(ControlPlaneTest, TheNamespaceControllerDeletesNamespacesAndPodsGetServiceAccounts) {
   ResourceRef namespaces(gvr::kNamespaces);
   const std::string ns = "cpscale-it-nsctl";
-  ASSERT_TRUE(client->create(namespaces, {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
-                  .ok());
+  ASSERT_TRUE(
+      client->create(namespaces, {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}).ok());
   // ServiceAccount admission is on: once the controller made the namespace's default
   // ServiceAccount, a pod gets it and its token volume.
   ResourceRef sa = ResourceRef(gvr::kServiceAccounts).in(ns).named("default");

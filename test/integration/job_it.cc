@@ -6,8 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "sim/controlplane/pki.h"
@@ -32,12 +32,13 @@ std::size_t count(const std::string& text, const std::string& what) {
 
 TEST(JobTest, TheServerAcceptsEveryObjectOnADryRunAndNothingIsCreated) {
   const std::string target = " --kubeconfig " + PlaneEnvironment::instance().kubeconfig().string();
-  auto r = runCommand(cpscale("job " + kSmoke + " --shards 3 --run-id itjob --set duration=30s --apply --dry-run" + target));
+  auto r =
+      runCommand(cpscale("job " + kSmoke + " --shards 3 --run-id itjob --set duration=30s --apply --dry-run" + target));
   ASSERT_EQ(r.exitCode, 0) << r.output;
   EXPECT_EQ(count(r.output, "valid (server dry run, not created)"), 5u) << r.output;
-  for (const char* o : {"job -n default cpscale-itjob", "configmap -n default cpscale-itjob-scenario",
-                        "serviceaccount -n default cpscale-itjob", "clusterrole cpscale-itjob",
-                        "clusterrolebinding cpscale-itjob"}) {
+  for (const char* o :
+       {"job -n default cpscale-itjob", "configmap -n default cpscale-itjob-scenario",
+        "serviceaccount -n default cpscale-itjob", "clusterrole cpscale-itjob", "clusterrolebinding cpscale-itjob"}) {
     auto get = runCommand(kubectl(std::string("get ") + o));
     EXPECT_NE(get.exitCode, 0) << o << " exists: " << get.output;
     EXPECT_NE(get.output.find("NotFound"), std::string::npos) << get.output;
@@ -50,7 +51,8 @@ TEST(JobTest, TheServerAcceptsEveryObjectOnADryRunAndNothingIsCreated) {
   EXPECT_EQ(count(printed.output, "(server dry run)"), 5u) << printed.output;
 
   // What the server refuses is reported per object (exit 3): a namespace that does not exist.
-  auto refused = runCommand(cpscale("job " + kSmoke + " --shards 3 --run-id itjob --namespace absent --apply --dry-run" + target));
+  auto refused =
+      runCommand(cpscale("job " + kSmoke + " --shards 3 --run-id itjob --namespace absent --apply --dry-run" + target));
   EXPECT_EQ(refused.exitCode, 3) << refused.output;
   EXPECT_NE(refused.output.find("job absent/cpscale-itjob refused: HTTP 404"), std::string::npos) << refused.output;
   EXPECT_NE(refused.output.find("clusterrole cpscale-itjob valid"), std::string::npos) << refused.output;
@@ -89,7 +91,8 @@ TEST(JobTest, AppliedTheJobControllerGivesEachPodItsIndex) {
     json injected;
     for (const auto& e : c["env"])
       if (e["name"] == "JOB_COMPLETION_INDEX") injected = e;
-    EXPECT_EQ(injected["valueFrom"]["fieldRef"]["fieldPath"], "metadata.labels['batch.kubernetes.io/job-completion-index']")
+    EXPECT_EQ(injected["valueFrom"]["fieldRef"]["fieldPath"],
+              "metadata.labels['batch.kubernetes.io/job-completion-index']")
         << c["env"].dump();
     EXPECT_NE(std::find(c["args"].begin(), c["args"].end(), "$(JOB_COMPLETION_INDEX)/3"), c["args"].end());
     EXPECT_EQ(pod["spec"]["securityContext"]["runAsNonRoot"], true);
@@ -125,9 +128,10 @@ TEST(JobTest, ShardsRunningAsTheJobsServiceAccountHaveWhatTheyNeed) {
                           " CPSCALE_SERVICE_ACCOUNT_DIR=" + dir.string() + " ";
   std::string shards;
   for (int i = 0; i < 2; ++i)
-    shards += pod + cpscale("run " + kSmoke + " --in-cluster --yes --shard " + std::to_string(i) +
-                            "/2 --run-id itjobsa --publish-result --quiet --set duration=10s --out " +
-                            (dir / std::to_string(i)).string()) +
+    shards += pod +
+              cpscale("run " + kSmoke + " --in-cluster --yes --shard " + std::to_string(i) +
+                      "/2 --run-id itjobsa --publish-result --quiet --set duration=10s --out " +
+                      (dir / std::to_string(i)).string()) +
               " > " + (dir / ("shard-" + std::to_string(i) + ".log")).string() + " 2>&1 & p" + std::to_string(i) +
               "=$!; ";
   auto run = runCommand("bash -c '" + shards + "wait $p0; e0=$?; wait $p1; echo \"exit $e0 $?\"'");
@@ -149,11 +153,13 @@ TEST(JobTest, ShardsRunningAsTheJobsServiceAccountHaveWhatTheyNeed) {
     }
   }
 
-  auto collect = runCommand(cpscale("collect --run-id itjobsa --shards 2 --timeout 1m --out " + (dir / "c").string() + target));
+  auto collect =
+      runCommand(cpscale("collect --run-id itjobsa --shards 2 --timeout 1m --out " + (dir / "c").string() + target));
   EXPECT_EQ(collect.exitCode, 0) << collect.output;
   EXPECT_TRUE(fs::exists(dir / "c" / "merged" / "result.json"));
-  auto left = runCommand(kubectl("get nodes,leases,configmaps,roles,namespaces,customresourcedefinitions -A -o name "
-                                 "-l cpscale.io/run=itjobsa"));
+  auto left =
+      runCommand(kubectl("get nodes,leases,configmaps,roles,namespaces,customresourcedefinitions -A -o name "
+                         "-l cpscale.io/run=itjobsa"));
   EXPECT_EQ(left.output, "");
   EXPECT_EQ(runCommand(kubectl("get configmaps -A -o name -l cpscale.io/result-of=itjobsa")).output, "");
   EXPECT_EQ(runCommand(kubectl("delete configmap,serviceaccount -n default -l cpscale.io/job=itjobsa") + " && " +

@@ -38,10 +38,10 @@ class LiveRun {
   // The run's origin on the Unix clock, so timestamps written into objects are real.
   workloads::WorkloadContext context(const std::string& runId) {
     workloads::WorkloadContext ctx{sim_, api_, runId, 7};
-    ctx.epochUnixNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count() -
-                         clock_.now().time_since_epoch().count();
+    ctx.epochUnixNanos =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count() -
+        clock_.now().time_since_epoch().count();
     return ctx;
   }
   // Runs until `done` holds (checked every 200 ms) or `limit` of run time passed.

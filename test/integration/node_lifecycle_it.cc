@@ -64,10 +64,10 @@ TEST(NodeLifecycleIT, TheControllerMarksOnlySilentNodesNotReadyAndTheKubeletsSet
   engine::WallClock wall;
   ApiClient api(syncTransport, wall);
 
-  auto fleet = workloads::makeWorkload(loadYamlString(
-      "kind: kubelets\nname: fleet\ncount: 20\nregistrationQps: 100\nleaseDurationSeconds: 40\n"
-      "failures: {fraction: 0.25, at: 20s, returnAfter: 70s}\n",
-      "node_lifecycle_it.yaml"));
+  auto fleet = workloads::makeWorkload(
+      loadYamlString("kind: kubelets\nname: fleet\ncount: 20\nregistrationQps: 100\nleaseDurationSeconds: 40\n"
+                     "failures: {fraction: 0.25, at: 20s, returnAfter: 70s}\n",
+                     "node_lifecycle_it.yaml"));
   fleet->prepare(api, wall, runId());
   LiveRun run(config);
   auto ctx = run.context(runId());
@@ -111,8 +111,8 @@ TEST(NodeLifecycleIT, TheControllerMarksOnlySilentNodesNotReadyAndTheKubeletsSet
     lastRenewal[node] = unixSeconds(lease.body["spec"]["renewTime"]);
   }
   run.sim().runUntil(start + kRunFor);
-  const double returnedAt = static_cast<double>(ctx.epochUnixNanos +
-                                                (start + kFailAt + kReturnAfter).time_since_epoch().count()) / 1e9;
+  const double returnedAt =
+      static_cast<double>(ctx.epochUnixNanos + (start + kFailAt + kReturnAfter).time_since_epoch().count()) / 1e9;
   inst->stop();
   observer.cancel(watch);
   run.sim().runFor(500ms);

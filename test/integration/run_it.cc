@@ -28,9 +28,9 @@ json readJson(const fs::path& p) { return json::parse(controlplane::readFile(p))
 
 // Objects still carrying the run's label, as stock kubectl sees them.
 std::string leftovers(const fs::path& kubeconfig, const std::string& runId) {
-  auto r = runCommand("kubectl --kubeconfig " + kubeconfig.string() +
-                      " get nodes,leases,configmaps,roles,namespaces,customresourcedefinitions -A -o name -l cpscale.io/run=" +
-                      runId);
+  auto r = runCommand(
+      "kubectl --kubeconfig " + kubeconfig.string() +
+      " get nodes,leases,configmaps,roles,namespaces,customresourcedefinitions -A -o name -l cpscale.io/run=" + runId);
   EXPECT_EQ(r.exitCode, 0) << r.output;
   return r.output;
 }
@@ -81,8 +81,8 @@ struct BackgroundRun {
 BackgroundRun startLongSmoke(const fs::path& out, const std::string& runId, std::vector<std::string> extra = {}) {
   BackgroundRun run;
   run.log = makeTempDir(runId + "-log") / "cpscale.log";
-  std::vector<std::string> argv{CPSCALE_BINARY, "run", kSmoke, "--out", out.string(), "--run-id", runId,
-                                "--set", "duration=5m"};
+  std::vector<std::string> argv{CPSCALE_BINARY, "run", kSmoke,  "--out",      out.string(),
+                                "--run-id",     runId, "--set", "duration=5m"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   run.process = controlplane::spawn({argv, run.log, false, {}});
   for (int i = 0; i < 600 && !run.loadRunning; ++i) {
@@ -98,8 +98,7 @@ TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
                               " --run-id itsmoke --quiet --keep --set duration=15s"
                               " --set 'gates[1]=write_qps{resource=leases} < 0'"));
   EXPECT_EQ(r.exitCode, 1) << r.output;  // one gate cannot pass
-  for (const char* f : {"result.json", "summary.md", "report.html", "junit.xml"})
-    EXPECT_TRUE(fs::exists(out / f)) << f;
+  for (const char* f : {"result.json", "summary.md", "report.html", "junit.xml"}) EXPECT_TRUE(fs::exists(out / f)) << f;
   EXPECT_NE(r.output.find("Report: " + (out / "report.html").string()), std::string::npos) << r.output;
 
   json result = readJson(out / "result.json");
@@ -134,8 +133,8 @@ TEST(RunTest, SmokeWritesEveryFileFailsTheFailingGateAndCleansUp) {
 TEST(RunTest, AgainstAClusterTheProfileIsRecordedAndEtcdFiguresAreUnavailable) {
   fs::path dir = makeTempDir("run-cluster");
   ASSERT_EQ(runCommand(cpscale("up --state-dir " + (dir / "plane").string())).exitCode, 0);
-  auto r = runCommand(cpscale("run " + kSmoke + " --kubeconfig " + (dir / "plane/kubeconfig").string() +
-                              " --out " + (dir / "o").string() + " --run-id itcluster --quiet --set duration=8s" +
+  auto r = runCommand(cpscale("run " + kSmoke + " --kubeconfig " + (dir / "plane/kubeconfig").string() + " --out " +
+                              (dir / "o").string() + " --run-id itcluster --quiet --set duration=8s" +
                               " --profile " CPSCALE_SOURCE_DIR "/profiles/classic-ha.yaml" +
                               " --set 'gates[2]=etcd_proposals_committed_per_second >= 0'"));
   EXPECT_EQ(r.exitCode, 1) << r.output;  // the etcd gate cannot pass: no etcd is reachable
@@ -278,11 +277,12 @@ TEST(RunTest, BadScenarioIsExitTwoAndStartsNothing) {
 TEST(RunTest, NonLoopbackTargetNeedsConfirmation) {
   fs::path dir = makeTempDir("run-remote");
   fs::path kc = dir / "kubeconfig";
-  std::ofstream(kc) << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.255.255.1:6443\n"
-                       "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
-                       "users:\n- name: u\n  user:\n    token: t0ps3cr3t\n";
-  auto r = runCommand("env -u CPSCALE_ASSUME_YES " + cpscale("run " + kSmoke + " --kubeconfig " + kc.string() +
-                                                           " --out " + (dir / "o").string()));
+  std::ofstream(kc)
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://10.255.255.1:6443\n"
+         "contexts:\n- name: ctx\n  context: {cluster: c, user: u}\ncurrent-context: ctx\n"
+         "users:\n- name: u\n  user:\n    token: t0ps3cr3t\n";
+  auto r = runCommand("env -u CPSCALE_ASSUME_YES " +
+                      cpscale("run " + kSmoke + " --kubeconfig " + kc.string() + " --out " + (dir / "o").string()));
   EXPECT_EQ(r.exitCode, 2) << r.output;
   EXPECT_NE(r.output.find("https://10.255.255.1:6443"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("--yes"), std::string::npos) << r.output;
@@ -355,7 +355,8 @@ TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
   EXPECT_EQ((*setupPosts)["value"], 200) << setupPosts->dump();
   // The node lifecycle controller's taint updates of the new nodes are setup too.
   const json* taints = figure(result, "write_requests", "steady", {{"resource", "nodes"}, {"verb", "PATCH"}});
-  EXPECT_TRUE(taints == nullptr || (*taints)["value"] == 0) << "controller catching up in the window: " << taints->dump();
+  EXPECT_TRUE(taints == nullptr || (*taints)["value"] == 0)
+      << "controller catching up in the window: " << taints->dump();
   const json* setupTaints = figure(result, "write_requests", "setup", {{"resource", "nodes"}, {"verb", "PATCH"}});
   ASSERT_NE(setupTaints, nullptr);
   EXPECT_GE((*setupTaints)["value"].get<double>(), 200) << setupTaints->dump();
@@ -473,7 +474,8 @@ TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
   // What failed while the apiserver was down is counted, not lost.
   double errors = 0;
   for (const auto& f : result["figures"])
-    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number()) errors += f["value"].get<double>();
+    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number())
+      errors += f["value"].get<double>();
   EXPECT_GT(errors, 0) << "no request failed while kube-apiserver-0 was down";
   // ... and the client retried what it could: the connections the dead apiserver refused.
   const json* refused = figure(result, "client_retries", "steady", {{"reason", "connect failed"}});
@@ -570,18 +572,21 @@ gates:
   ASSERT_TRUE((*puts)["value"].is_number()) << puts->dump();
   EXPECT_GT((*puts)["value"].get<double>(), 2) << puts->dump();
   EXPECT_LT((*puts)["value"].get<double>(), 10) << puts->dump();
-  const double etcdBack = (*etcd)["untilSeconds"].get<double>(), apiserverGone = (*apiserver)["atSeconds"].get<double>();
+  const double etcdBack = (*etcd)["untilSeconds"].get<double>(),
+               apiserverGone = (*apiserver)["atSeconds"].get<double>();
   std::vector<double> between;
   const json& overTime = (*puts)["overTime"];
   for (std::size_t k = 0; k < overTime["seconds"].size(); ++k) {
     const double t = overTime["seconds"][k].get<double>();
     if (t > etcdBack + 4 && t < apiserverGone) between.push_back(overTime["values"][k].get<double>());
   }
-  ASSERT_GE(between.size(), 3u) << puts->dump() << " etcd back at " << etcdBack << ", apiserver gone at " << apiserverGone;
+  ASSERT_GE(between.size(), 3u) << puts->dump() << " etcd back at " << etcdBack << ", apiserver gone at "
+                                << apiserverGone;
   for (double v : between) EXPECT_GT(v, 3) << puts->dump();
   double errors = 0;
   for (const auto& f : result["figures"])
-    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number()) errors += f["value"].get<double>();
+    if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number())
+      errors += f["value"].get<double>();
   EXPECT_GT(errors, 0) << "no request failed while etcd or the apiserver was down";
 
   // No cleanup through an apiserver that is gone: skipped, with the reason; the plane
@@ -613,8 +618,15 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   const fs::path out = makeTempDir("run-shards");
   std::vector<controlplane::ProcessIdentity> procs;
   for (std::size_t i = 0; i < kShards; ++i) {
-    std::vector<std::string> argv{CPSCALE_BINARY, "run", scenario, "--out", (out / std::to_string(i)).string(),
-                                  "--run-id", "itshards", "--shard", std::to_string(i) + "/" + std::to_string(kShards),
+    std::vector<std::string> argv{CPSCALE_BINARY,
+                                  "run",
+                                  scenario,
+                                  "--out",
+                                  (out / std::to_string(i)).string(),
+                                  "--run-id",
+                                  "itshards",
+                                  "--shard",
+                                  std::to_string(i) + "/" + std::to_string(kShards),
                                   "--publish-result"};
     argv.insert(argv.end(), common.begin(), common.end());
     procs.push_back(controlplane::spawn({argv, out / ("shard-" + std::to_string(i) + ".log"), false, {}}));
@@ -663,8 +675,9 @@ TEST(RunTest, ThreeShardsDriveWhatOneProcessDoesAndLeaveNothing) {
   // The results outlived the run's cleanup, for collect.
   const std::string results =
       "kubectl --kubeconfig " + kubeconfig + " get configmaps -n default -o name -l cpscale.io/result-of=itshards";
-  EXPECT_EQ(runCommand(results).output,
-            "configmap/cpscale-itshards-result-0\nconfigmap/cpscale-itshards-result-1\nconfigmap/cpscale-itshards-result-2\n");
+  EXPECT_EQ(
+      runCommand(results).output,
+      "configmap/cpscale-itshards-result-0\nconfigmap/cpscale-itshards-result-1\nconfigmap/cpscale-itshards-result-2\n");
 
   // One result from the three: the renewals of all three shards, the servers' figures
   // from shard 0, the gates judged on the whole.
@@ -731,7 +744,8 @@ TEST(RunTest, OverloadIsAnswered429AndTheRetriesAreFigures) {
   EXPECT_NEAR((*wait)["value"].get<double>(), 1.0, 0.05);
   const json* waited = figure(result, "client_retry_wait_seconds_total", "steady");
   ASSERT_NE(waited, nullptr);
-  EXPECT_NEAR((*waited)["value"].get<double>(), (*retries)["value"].get<double>(), 0.1 * (*retries)["value"].get<double>() + 1);
+  EXPECT_NEAR((*waited)["value"].get<double>(), (*retries)["value"].get<double>(),
+              0.1 * (*retries)["value"].get<double>() + 1);
   // The retries are the client's own waiting, not the generator running late.
   const json* limited = figure(result, "generator_limited", "steady");
   ASSERT_NE(limited, nullptr);

@@ -21,7 +21,8 @@ using nlohmann::json;
 std::vector<json> expectPassesOnClassicAndClassicHa(const std::string& scenario, const std::string& extra) {
   const fs::path out = makeTempDir("shipped-" + scenario);
   const std::string command = std::string(CPSCALE_BINARY) + " run " CPSCALE_SOURCE_DIR "/scenarios/" + scenario +
-                              ".yaml --profile " CPSCALE_SOURCE_DIR "/profiles/classic.yaml --profile " CPSCALE_SOURCE_DIR
+                              ".yaml --profile " CPSCALE_SOURCE_DIR
+                              "/profiles/classic.yaml --profile " CPSCALE_SOURCE_DIR
                               "/profiles/classic-ha.yaml --quiet --run-id it" +
                               scenario.substr(0, 5) + " --out " + out.string() + extra;
   const CommandResult r = runCommand(command);

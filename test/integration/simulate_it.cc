@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
   const fs::path dir = fs::temp_directory_path() / ("cpscale-simulate-it-" + std::to_string(::getpid()));
   const model::Calibration cal = model::readCalibration(model::defaultCalibrationPath());
-  const controlplane::Profile profile = controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / "classic.yaml");
+  const controlplane::Profile profile =
+      controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / "classic.yaml");
   // Live as the calibration's probes ran: pinned where they were (this process, the
   // generator, too).
   const controlplane::Placement placement = cli::placementOf(cal);
@@ -31,9 +32,9 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
                                                 cli::defaultValidationCases(), cli::CrossingCase{}, placement);
   bool heap = false, share = false, resources = false, crossing = false;
   for (const auto& e : entries) {
-    std::cout << e.figure << ": live " << reports::formatGrouped(e.live) << ", model " << reports::formatGrouped(e.model)
-              << ", error " << reports::formatValue(e.relativeError, "ratio") << " (tolerance "
-              << reports::formatValue(e.tolerance, "ratio") << ")\n";
+    std::cout << e.figure << ": live " << reports::formatGrouped(e.live) << ", model "
+              << reports::formatGrouped(e.model) << ", error " << reports::formatValue(e.relativeError, "ratio")
+              << " (tolerance " << reports::formatValue(e.tolerance, "ratio") << ")\n";
     // A case the model is known not to meet is reported, not held (ValidationCase::held).
     bool held = false;
     for (const auto& c : cli::defaultValidationCases()) held = held || c.holds(e.figure);

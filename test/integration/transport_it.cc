@@ -59,7 +59,6 @@ double crdWrites(const RestConfig& config, std::int64_t kinds) {
   return sum;
 }
 
-
 class TransportIT : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -112,7 +111,7 @@ createQps: 300
 createBurst: 50
 watchers: {perKind: 5, timeout: 60s}
 )",
-                                                         "transport_it.yaml"));
+                                                        "transport_it.yaml"));
   dormant->prepare(*api, clock, runId());
   waitServedEverywhere(4);
   LiveRun run(config, {config.server}, {.maxInFlight = 16, .connections = 1, .maxInFlightPerConnection = 16});
@@ -156,7 +155,7 @@ createBurst: 50
 updatesPerSecond: 50
 watchers: {perKind: 3, timeout: 60s}
 )",
-                                                         "transport_it.yaml"));
+                                                        "transport_it.yaml"));
   dormant->prepare(*api, clock, runId());
   waitServedEverywhere(2);
   const std::vector<std::string> urls = apiservers();

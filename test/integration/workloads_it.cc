@@ -42,7 +42,6 @@ double requestTotal(Transport& t, const std::vector<std::string>& fragments) {
 
 YamlField entry(const std::string& yaml) { return loadYamlString(yaml, "workloads_it.yaml"); }
 
-
 class WorkloadsIT : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -59,8 +58,9 @@ class WorkloadsIT : public ::testing::Test {
 };
 
 TEST_F(WorkloadsIT, FleetRegistersAndRenewsLeasesEveryTenSeconds) {
-  auto fleet = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 50\nregistrationQps: 100\n"
-                                  "registrationBurst: 10\nnodeImages: 40\nrenewalPhase: registration\n"));
+  auto fleet =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 50\nregistrationQps: 100\n"
+                         "registrationBurst: 10\nnodeImages: 40\nrenewalPhase: registration\n"));
   fleet->prepare(*api, clock, runId());
   LiveRun run(config);
   auto ctx = run.context(runId());
@@ -162,11 +162,10 @@ watchers: {perKind: 2, shards: 0, timeout: 5s}
   // Sessions still live on the server are the ones not deleted, give or take the
   // requests stop() cancelled in flight: such a DELETE or POST may still have reached
   // the server without being counted.
-  const std::size_t live = countLabelled(ResourceRef({"churn.cpscale.io", "v1", "agentsessions", true})) +
-                           countLabelled(ResourceRef(gvr::kConfigMaps).in(
-                               workloads::ChurnWorkload::namespaceName(runId(), "sessions", 0))) +
-                           countLabelled(ResourceRef(gvr::kConfigMaps).in(
-                               workloads::ChurnWorkload::namespaceName(runId(), "sessions", 1)));
+  const std::size_t live =
+      countLabelled(ResourceRef({"churn.cpscale.io", "v1", "agentsessions", true})) +
+      countLabelled(ResourceRef(gvr::kConfigMaps).in(workloads::ChurnWorkload::namespaceName(runId(), "sessions", 0))) +
+      countLabelled(ResourceRef(gvr::kConfigMaps).in(workloads::ChurnWorkload::namespaceName(runId(), "sessions", 1)));
   const int notDeleted = cs["sessionsCreated"].get<int>() - cs["deletes"].get<int>();
   EXPECT_LE(static_cast<int>(live), notDeleted + 3);
   EXPECT_GE(static_cast<int>(live), notDeleted - 3);
@@ -199,7 +198,8 @@ TEST_F(WorkloadsIT, CleanupLeavesNothingWithTheRunLabel) {
   for (const auto& g : workloads::builtinRunResources()) EXPECT_EQ(countLabelled(ResourceRef(g)), 0u) << g.resource;
   EXPECT_EQ(countLabelled(ResourceRef(gvr::kNamespaces)), 0u);
   EXPECT_EQ(countLabelled(ResourceRef(gvr::kCustomResourceDefinitions)), 0u);
-  EXPECT_TRUE(api->get(ResourceRef(gvr::kCustomResourceDefinitions).named("agentsessions.churn.cpscale.io")).notFound());
+  EXPECT_TRUE(
+      api->get(ResourceRef(gvr::kCustomResourceDefinitions).named("agentsessions.churn.cpscale.io")).notFound());
   // Objects of other runs (none here) and the cluster's own are untouched.
   EXPECT_TRUE(api->get(ResourceRef(gvr::kNamespaces).named("kube-node-lease")).ok());
 }

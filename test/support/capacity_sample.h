@@ -18,13 +18,12 @@ namespace cpscale::reports::testing {
 inline constexpr double kMiB = 1048576.0;
 
 inline scenario::Gate latencyGate(const std::string& resource, const std::string& verb) {
-  return scenario::parseGate("client_latency_p99{measured_from=scheduled,resource=" + resource + ",verb=" + verb + "} <= 1s",
-                             "capacity_sample.h", "gates[0]");
+  return scenario::parseGate(
+      "client_latency_p99{measured_from=scheduled,resource=" + resource + ",verb=" + verb + "} <= 1s",
+      "capacity_sample.h", "gates[0]");
 }
 
-inline scenario::Gate writeGate() {
-  return scenario::parseGate("write_qps <= 2000", "capacity_sample.h", "gates[1]");
-}
+inline scenario::Gate writeGate() { return scenario::parseGate("write_qps <= 2000", "capacity_sample.h", "gates[1]"); }
 
 // What one step measured. The worst client p99 is `p99` of (verb, resource); every step
 // also has a 50 ms PATCH nodes/status and, to be ignored, a from-send p99 above both.
@@ -58,8 +57,9 @@ inline CapacityStep step(const StepSpec& s) {
   f.push_back(Figure::measured("client_latency_p99",
                                {{"measured_from", "scheduled"}, {"resource", "nodes/status"}, {"verb", "PATCH"}}, 0.05,
                                "s", Source::kClient));
-  f.push_back(Figure::measured("client_latency_p99", {{"measured_from", "sent"}, {"resource", s.resource}, {"verb", s.verb}},
-                               99, "s", Source::kClient));
+  f.push_back(Figure::measured("client_latency_p99",
+                               {{"measured_from", "sent"}, {"resource", s.resource}, {"verb", s.verb}}, 99, "s",
+                               Source::kClient));
   f.push_back(
       Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, s.heapMiB * kMiB, "bytes", Source::kApiserver));
   f.push_back(Figure::measured("generator_limited_by_schedule", {}, s.generatorLimited ? 1 : 0, "", Source::kClient));
@@ -71,8 +71,9 @@ inline CapacityStep step(const StepSpec& s) {
   st.held = !st.generatorLimited;
   for (const auto& g : st.gates) st.held = st.held && g.passed;
   if (st.generatorLimited) {
-    st.brokeBy = "the generator fell behind its own schedule (generator_limited_by_schedule): the step measures the "
-                 "generator, not the server";
+    st.brokeBy =
+        "the generator fell behind its own schedule (generator_limited_by_schedule): the step measures the "
+        "generator, not the server";
   } else {
     for (const auto& g : st.gates)
       if (!g.passed) {
@@ -124,8 +125,9 @@ inline CapacitySearch generatorLimited() {
   s.held = 4800;
   s.limit = CapacityLimit::kGenerator;
   s.brokeBy = s.steps[2].brokeBy;
-  s.detail = "the generator, not the server, was the limit at 9600 sessions/min; the recipe held at least 4800 "
-             "sessions/min (run the generator on more cores or in shards to find the server's limit)";
+  s.detail =
+      "the generator, not the server, was the limit at 9600 sessions/min; the recipe held at least 4800 "
+      "sessions/min (run the generator on more cores or in shards to find the server's limit)";
   s.resultFile = "classic-ha/churn/result.json";
   return s;
 }
@@ -179,9 +181,10 @@ inline RunResult capacityResult(CapacitySearch s = brokeAtStep3()) {
   }
   r.incidents.clear();
   metrics::Labels labels = {{"axis", s.axis}, {"knob", s.knob}};
-  r.figures.push_back(s.held ? metrics::Figure::measured("capacity", labels, *s.held, s.unit, metrics::Source::kApiserver)
-                             : metrics::Figure::unavailable("capacity", labels, s.unit, metrics::Source::kApiserver,
-                                                            "the first step did not hold: " + s.brokeBy));
+  r.figures.push_back(s.held
+                          ? metrics::Figure::measured("capacity", labels, *s.held, s.unit, metrics::Source::kApiserver)
+                          : metrics::Figure::unavailable("capacity", labels, s.unit, metrics::Source::kApiserver,
+                                                         "the first step did not hold: " + s.brokeBy));
   r.capacity = std::move(s);
   return r;
 }

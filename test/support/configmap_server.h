@@ -45,7 +45,8 @@ struct ConfigMapServer {
       }
       const std::string selector = param(query, "labelSelector");
       if (r.method == "DELETE") {
-        for (auto it = objects.begin(); it != objects.end();) it = matches(it->second, selector) ? objects.erase(it) : ++it;
+        for (auto it = objects.begin(); it != objects.end();)
+          it = matches(it->second, selector) ? objects.erase(it) : ++it;
         return reply(200, {{"kind", "Status"}, {"status", "Success"}});
       }
       if (r.method == "GET") return list(query);

@@ -68,8 +68,7 @@ void FakeTransport::deliver(RequestId id) {
   pending_.erase(it);
   HttpResponse resp = std::move(p.response);
   if (p.request.onBodyChunk && resp.ok()) {
-    std::vector<std::string> chunks =
-        chunker_ ? chunker_(p.request, resp) : std::vector<std::string>{resp.body};
+    std::vector<std::string> chunks = chunker_ ? chunker_(p.request, resp) : std::vector<std::string>{resp.body};
     resp.body.clear();
     for (const auto& c : chunks) {
       if (!p.request.onBodyChunk(c)) {

@@ -144,11 +144,11 @@ void FaultProxy::acceptLoop() {
 }
 
 void FaultProxy::relay(Conn& c) {
-  std::string request;       // the client's bytes since the server last sent any
+  std::string request;  // the client's bytes since the server last sent any
   bool serverSent = false;
-  bool armed = false;        // a fault is taken up by this connection
+  bool armed = false;  // a fault is taken up by this connection
   Fault fault;
-  std::size_t passed = 0;    // server bytes relayed since it was taken up
+  std::size_t passed = 0;  // server bytes relayed since it was taken up
   bool stalled = false;
   enum class End { kBoth, kClient, kReset } end = End::kBoth;
   char buf[16384];

@@ -28,7 +28,9 @@ inline RunResult sampleResult() {
   using metrics::Source;
   RunResult r;
   r.runId = "20250301-101500-ab12";
-  r.scenario = {"mixed-smoke", "1k kubelets renewing leases, a session churn, a dormant population", "scenarios/mixed.yaml",
+  r.scenario = {"mixed-smoke",
+                "1k kubelets renewing leases, a session churn, a dormant population",
+                "scenarios/mixed.yaml",
                 {{"nodes", 1000}, {"duration", "60s"}}};
   r.profile = {"classic-ha", "two apiservers, one etcd", "profiles/classic-ha.yaml", true, {{"apiservers", 2}}};
   r.target = {"local",
@@ -42,9 +44,7 @@ inline RunResult sampleResult() {
   r.environment = {"0.1.0", "ci-runner-7", 8, 17179869184ULL, "2025-03-01T10:15:00Z", "2025-03-01T10:16:05Z", {}};
   r.status = RunStatus::kCompleted;
   r.measuredSeconds = 60;
-  r.phases = {{"setup", 0, 30, true, ""},
-              {"ramp/platform/configmaps", 5, 25, true, ""},
-              {"steady", 30, 90, true, ""}};
+  r.phases = {{"setup", 0, 30, true, ""}, {"ramp/platform/configmaps", 5, 25, true, ""}, {"steady", 30, 90, true, ""}};
   r.incidents = {{"member-exited", "kube-apiserver-1", 70, "exit status 137 (killed)", std::nullopt}};
   auto& f = r.figures;
   f.push_back(Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}},
@@ -55,26 +55,36 @@ inline RunResult sampleResult() {
   f.push_back(Figure::measured("lease_write_share", {}, 0.714285, "ratio", Source::kApiserver, ramp(0.8, 0.65)));
   f.push_back(Figure::unavailable("etcd_lease_proposal_share", {}, "ratio", Source::kEtcd,
                                   "leases share an etcd with everything else"));
-  f.push_back(Figure::measured("client_latency_p50", {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}},
-                               0.004, "s", Source::kClient));
-  f.push_back(Figure::measured("client_latency_p99", {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}},
-                               0.0123, "s", Source::kClient));
-  f.push_back(Figure::measured("client_latency_p99", {{"measured_from", "sent"}, {"resource", "leases"}, {"verb", "PUT"}},
-                               0.0101, "s", Source::kClient));
-  f.push_back(Figure::measured("server_latency_p99", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}},
-                               0.008, "s", Source::kApiserver));
-  f.push_back(Figure::unavailable("server_latency_p99", {{"group", "cpscale.io"}, {"resource", "sessions"}, {"verb", "POST"}},
-                                  "s", Source::kApiserver, "no observations in the window"));
+  f.push_back(Figure::measured("client_latency_p50",
+                               {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.004, "s",
+                               Source::kClient));
+  f.push_back(Figure::measured("client_latency_p99",
+                               {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.0123, "s",
+                               Source::kClient));
+  f.push_back(Figure::measured("client_latency_p99",
+                               {{"measured_from", "sent"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.0101, "s",
+                               Source::kClient));
+  f.push_back(Figure::measured("server_latency_p99",
+                               {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.008, "s",
+                               Source::kApiserver));
+  f.push_back(Figure::unavailable("server_latency_p99",
+                                  {{"group", "cpscale.io"}, {"resource", "sessions"}, {"verb", "POST"}}, "s",
+                                  Source::kApiserver, "no observations in the window"));
   for (const char* a : {"kube-apiserver-0", "kube-apiserver-1"}) {
     double base = a[15] == '0' ? 300 : 280;
     f.push_back(Figure::measured("apiserver_heap_inuse_bytes", {{"apiserver", a}}, base * 1048576, "bytes",
                                  Source::kApiserver, ramp(200 * 1048576, base * 1048576)));
   }
-  f.push_back(Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 580 * 1048576.0, "bytes", Source::kApiserver));
-  f.push_back(Figure::measured("apiserver_request_qps", {{"apiserver", "kube-apiserver-0"}}, 180, "1/s", Source::kApiserver));
-  f.push_back(Figure::measured("apiserver_request_qps", {{"apiserver", "kube-apiserver-1"}}, 95, "1/s", Source::kApiserver));
-  f.push_back(Figure::measured("apiserver_write_qps", {{"apiserver", "kube-apiserver-0"}}, 92, "1/s", Source::kApiserver));
-  f.push_back(Figure::measured("apiserver_write_qps", {{"apiserver", "kube-apiserver-1"}}, 48, "1/s", Source::kApiserver));
+  f.push_back(
+      Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 580 * 1048576.0, "bytes", Source::kApiserver));
+  f.push_back(
+      Figure::measured("apiserver_request_qps", {{"apiserver", "kube-apiserver-0"}}, 180, "1/s", Source::kApiserver));
+  f.push_back(
+      Figure::measured("apiserver_request_qps", {{"apiserver", "kube-apiserver-1"}}, 95, "1/s", Source::kApiserver));
+  f.push_back(
+      Figure::measured("apiserver_write_qps", {{"apiserver", "kube-apiserver-0"}}, 92, "1/s", Source::kApiserver));
+  f.push_back(
+      Figure::measured("apiserver_write_qps", {{"apiserver", "kube-apiserver-1"}}, 48, "1/s", Source::kApiserver));
   // The dormant population was created during setup: nobody wrote it in the steady window.
   f.push_back(Figure::measured("write_qps", {{"group", ""}, {"resource", "configmaps"}, {"verb", "POST"}}, 0, "1/s",
                                Source::kApiserver, ramp(0, 0, 5, 15, 30)));
@@ -95,28 +105,48 @@ inline RunResult sampleResult() {
   setup(Figure::measured("bytes_per_object_ci_low", fit, 3300, "bytes", Source::kApiserver));
   setup(Figure::measured("bytes_per_object_ci_high", fit, 3650, "bytes", Source::kApiserver));
   setup(Figure::measured("bytes_per_object_r2", fit, 0.98, "ratio", Source::kApiserver));
-  setup(Figure::measured("bytes_per_object",
-                         {{"apiserver", "kube-apiserver-0"}, {"heap", "inuse"}, {"kind", "configmaps"}, {"workload", "platform"}},
-                         2900, "bytes", Source::kApiserver));
-  f.push_back(Figure::measured("apiserver_objects", {{"apiserver", "kube-apiserver-0"}, {"group", ""}, {"resource", "nodes"}},
-                               1000, "objects", Source::kApiserver, ramp(0, 1000)));
+  setup(Figure::measured(
+      "bytes_per_object",
+      {{"apiserver", "kube-apiserver-0"}, {"heap", "inuse"}, {"kind", "configmaps"}, {"workload", "platform"}}, 2900,
+      "bytes", Source::kApiserver));
   f.push_back(Figure::measured("apiserver_objects",
-                               {{"apiserver", "kube-apiserver-0"}, {"group", "coordination.k8s.io"}, {"resource", "leases"}},
-                               1002, "objects", Source::kApiserver, ramp(2, 1002)));
+                               {{"apiserver", "kube-apiserver-0"}, {"group", ""}, {"resource", "nodes"}}, 1000,
+                               "objects", Source::kApiserver, ramp(0, 1000)));
+  f.push_back(
+      Figure::measured("apiserver_objects",
+                       {{"apiserver", "kube-apiserver-0"}, {"group", "coordination.k8s.io"}, {"resource", "leases"}},
+                       1002, "objects", Source::kApiserver, ramp(2, 1002)));
   f.push_back(Figure::measured("schedule_lag_p99", {}, 0.0021, "s", Source::kClient));
   f.push_back(Figure::measured("generator_limited", {{"limit", "schedule"}}, 0, "", Source::kClient));
 
   scenario::GateResult pass;
-  pass.gate = {"write_qps{resource=leases} <= 600", "write_qps", {{"resource", "leases"}}, scenario::GateOp::kLe, 600, "600", "", "", scenario::GateFold::kNone};
+  pass.gate = {"write_qps{resource=leases} <= 600",
+               "write_qps",
+               {{"resource", "leases"}},
+               scenario::GateOp::kLe,
+               600,
+               "600",
+               "",
+               "",
+               scenario::GateFold::kNone};
   pass.measured = 100;
   pass.passed = true;
   scenario::GateResult fail;
-  fail.gate = {"client_latency_p99{verb=PUT,resource=leases} <= 10ms", "client_latency_p99",
-               {{"resource", "leases"}, {"verb", "PUT"}}, scenario::GateOp::kLe, 0.01, "10ms", "", "", scenario::GateFold::kNone};
+  fail.gate = {"client_latency_p99{verb=PUT,resource=leases} <= 10ms",
+               "client_latency_p99",
+               {{"resource", "leases"}, {"verb", "PUT"}},
+               scenario::GateOp::kLe,
+               0.01,
+               "10ms",
+               "",
+               "",
+               scenario::GateFold::kNone};
   fail.measured = 0.0123;
   fail.passed = false;
   scenario::GateResult missing;
-  missing.gate = {"etcd_lease_proposal_share >= 50%", "etcd_lease_proposal_share", {}, scenario::GateOp::kGe, 0.5, "50%", "", "", scenario::GateFold::kNone};
+  missing.gate = {
+      "etcd_lease_proposal_share >= 50%", "etcd_lease_proposal_share", {}, scenario::GateOp::kGe, 0.5, "50%", "", "",
+      scenario::GateFold::kNone};
   missing.passed = false;
   missing.reason = "etcd_lease_proposal_share is unavailable: leases share an etcd with everything else";
   r.gates = {pass, fail, missing};
@@ -143,8 +173,9 @@ inline RunResult controllerResult() {
   count("workqueue_depth_max", {{"component", cm}}, 41, Source::kControllerManager);
   count("workqueue_adds", {{"component", cm}}, 5230, Source::kControllerManager);
   const std::tuple<const char*, double, double> queues[] = {
-      {"endpoint_slice", 1, 150}, {"garbage_collector_attempt_to_delete", 41, 1200}, {"namespace", 0, 20},
-      {"node_lifecycle_controller", 12, 3000}, {"replicaset", 3, 180}, {"deployment", 3, 250},
+      {"endpoint_slice", 1, 150},   {"garbage_collector_attempt_to_delete", 41, 1200},
+      {"namespace", 0, 20},         {"node_lifecycle_controller", 12, 3000},
+      {"replicaset", 3, 180},       {"deployment", 3, 250},
       {"noexec_taint_pod", 9, 400}, {"ttl_jobs_to_delete", 0, 30}};
   for (const auto& [q, depth, adds] : queues) {
     count("workqueue_depth_max", {{"component", cm}, {"queue", q}}, depth, Source::kControllerManager);
@@ -155,8 +186,8 @@ inline RunResult controllerResult() {
   count("node_lifecycle_unhealthy_nodes_max", {}, 50, Source::kControllerManager);
   count("node_lifecycle_unhealthy_nodes_max", {{"zone", ""}}, 50, Source::kControllerManager);
   count("taint_eviction_pod_deletions", {}, 0, Source::kControllerManager);
-  f.push_back(Figure::measured("leader_election_master", {{"component", cm}, {"name", cm}}, 1, "",
-                               Source::kControllerManager));
+  f.push_back(
+      Figure::measured("leader_election_master", {{"component", cm}, {"name", cm}}, 1, "", Source::kControllerManager));
   count("scheduler_pending_pods_max", {}, 7, Source::kScheduler);
   count("scheduler_pending_pods_max", {{"queue", "active"}}, 7, Source::kScheduler);
   count("scheduler_schedule_attempts", {}, 120, Source::kScheduler);
@@ -183,10 +214,12 @@ inline RunResult wideResult() {
   using metrics::Figure;
   using metrics::Source;
   RunResult r = sampleResult();
-  r.statusDetail = "kube-apiserver-1 exited with status 137 while the steady window was being measured; figures after "
-                   "1m10s describe one replica";
-  r.incidents[0].detail = "exit status 137 (killed): the kernel's OOM killer chose it after its resident set grew past "
-                          "the container limit";
+  r.statusDetail =
+      "kube-apiserver-1 exited with status 137 while the steady window was being measured; figures after "
+      "1m10s describe one replica";
+  r.incidents[0].detail =
+      "exit status 137 (killed): the kernel's OOM killer chose it after its resident set grew past "
+      "the container limit";
   const std::vector<std::pair<const char*, std::vector<const char*>>> crds{
       {"observability.platform.example.com", {"alertmanagerconfigurations", "servicemonitors", "prometheusrules"}},
       {"networking.internal.corp.example.org", {"trafficpolicies", "verylongcustomresourcedefinitionnames"}},
@@ -216,19 +249,21 @@ inline RunResult wideResult() {
       r.figures.push_back(bpo);
     }
   scenario::GateResult g;
-  g.gate = {"server_latency_p99{group=observability.platform.example.com,resource=alertmanagerconfigurations,verb=POST} "
-            "<= 20ms",
-            "server_latency_p99",
-            {{"resource", "alertmanagerconfigurations"}},
-            scenario::GateOp::kLe,
-            0.02,
-            "20ms",
-            "",
-            "",
-            scenario::GateFold::kNone};
+  g.gate = {
+      "server_latency_p99{group=observability.platform.example.com,resource=alertmanagerconfigurations,verb=POST} "
+      "<= 20ms",
+      "server_latency_p99",
+      {{"resource", "alertmanagerconfigurations"}},
+      scenario::GateOp::kLe,
+      0.02,
+      "20ms",
+      "",
+      "",
+      scenario::GateFold::kNone};
   g.measured = 0.021;
   g.passed = false;
-  g.reason = "measured 21.0 ms over the steady window against a threshold of 20 ms; kube-apiserver-1 had exited by then";
+  g.reason =
+      "measured 21.0 ms over the steady window against a threshold of 20 ms; kube-apiserver-1 had exited by then";
   r.gates.push_back(g);
   return r;
 }

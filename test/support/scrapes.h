@@ -26,7 +26,8 @@ inline TimeSeries series(std::initializer_list<std::pair<int, double>> points) {
 
 // A target whose scrapes are the given exposition bodies at the given seconds, each
 // counted as an answered attempt.
-inline TargetScrapes target(std::string name, TargetRole role, const std::vector<std::pair<int, std::string>>& scrapes) {
+inline TargetScrapes target(std::string name, TargetRole role,
+                            const std::vector<std::pair<int, std::string>>& scrapes) {
   TargetScrapes t;
   t.info.name = std::move(name);
   t.info.role = role;

@@ -40,7 +40,8 @@ std::string lower(std::string s) {
 }  // namespace
 
 std::string Reply::head() const {
-  std::string h = "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\nContent-Type: application/json\r\n";
+  std::string h =
+      "HTTP/1.1 " + std::to_string(status) + " " + reason(status) + "\r\nContent-Type: application/json\r\n";
   if (closeDelimited) {
     h += "Connection: close\r\n";
   } else if (chunked()) {

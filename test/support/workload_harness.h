@@ -34,8 +34,8 @@ inline kube::HttpResponse jsonResponse(int status, const json& body) {
 }
 
 inline kube::HttpResponse statusResponse(int code, const std::string& reason) {
-  return jsonResponse(code, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"},
-                             {"reason", reason}, {"code", code}});
+  return jsonResponse(
+      code, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", reason}, {"code", code}});
 }
 
 // Path without the query string.

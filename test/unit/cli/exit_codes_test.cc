@@ -85,7 +85,7 @@ class ExitCodesTest : public ::testing::Test {
     return write("s.yaml",
                  "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
                  "workloads:\n  - kind: kubelets\n    count: 1\n" +
-                 extra);
+                     extra);
   }
   std::string kubeconfig(const std::string& server) {
     return write("kubeconfig", "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: " + server +
@@ -119,9 +119,10 @@ TEST_F(ExitCodesTest, BadGateThresholdsAreExitTwoWithFileAndLine) {
 // A gate the scenario can never produce is refused before anything starts, naming it;
 // and a capacity gate is judged only by a capacity search, which the refusal names.
 TEST_F(ExitCodesTest, GatesThatCanNeverBeJudgedAreExitTwoWithFileAndLine) {
-  const std::string idle = write("idle.yaml", "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
-                                              "workloads:\n  - kind: dormant\n    crdKinds: 1\n    objectsPerKind: 5\n"
-                                              "gates:\n  - generator_limited == false\n");
+  const std::string idle = write("idle.yaml",
+                                 "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
+                                 "workloads:\n  - kind: dormant\n    crdKinds: 1\n    objectsPerKind: 5\n"
+                                 "gates:\n  - generator_limited == false\n");
   Outcome o = cpscale(run({idle}));
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find(idle + ":10: field 'gates[0]': gate 'generator_limited == false' can never be judged here"),
@@ -157,7 +158,8 @@ TEST_F(ExitCodesTest, YamlSyntaxErrorsAreExitTwoWithFileAndLine) {
 TEST_F(ExitCodesTest, BadSetValuesAreExitTwo) {
   std::string s = scenario("gates:\n  - write_qps <= 1\n");
   for (const char* set : {"duration=[10s", "gates[0]={x: [", "gates[0]=x <= 1e999", "driver.lagQuantile=.nan",
-                          "duration=1" "00000000000000000000000000000000000000000000000000000000000000000000s"}) {
+                          "duration=1"
+                          "00000000000000000000000000000000000000000000000000000000000000000000s"}) {
     SCOPED_TRACE(set);
     Outcome o = cpscale(run({s, "--set", set}));
     EXPECT_EQ(o.exitCode, 2) << o.output;
@@ -244,7 +246,8 @@ TEST_F(ExitCodesTest, InClusterIsExclusiveAndNamesWhatIsMissing) {
               std::string::npos)
         << o.output;
   }
-  o = cpscale({"check", "--in-cluster"}, false, {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "https"}});
+  o = cpscale({"check", "--in-cluster"}, false,
+              {{"KUBERNETES_SERVICE_HOST", "10.96.0.1"}, {"KUBERNETES_SERVICE_PORT", "https"}});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("field 'KUBERNETES_SERVICE_PORT'"), std::string::npos) << o.output;
 }
@@ -252,9 +255,10 @@ TEST_F(ExitCodesTest, InClusterIsExclusiveAndNamesWhatIsMissing) {
 // cpscale job checks the scenario, the overrides and its options with the parser
 // `cpscale run` uses before it prints or sends anything; printing contacts nothing.
 TEST_F(ExitCodesTest, JobRefusesBadInputBeforePrintingAnything) {
-  const std::string faulty = write("faulty.yaml", "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
-                                                  "workloads:\n  - kind: kubelets\n    count: 1\nfaults:\n"
-                                                  "  - {kill: kube-apiserver-0, at: 1s}\n");
+  const std::string faulty = write("faulty.yaml",
+                                   "apiVersion: cpscale.io/v1alpha1\nkind: Scenario\nname: s\nduration: 10s\n"
+                                   "workloads:\n  - kind: kubelets\n    count: 1\nfaults:\n"
+                                   "  - {kill: kube-apiserver-0, at: 1s}\n");
   const std::string s = scenario("");
   Outcome o = cpscale({"job", s, "--shards", "3", "--run-id", "rj1"});
   ASSERT_EQ(o.exitCode, 0) << o.output;
@@ -321,7 +325,8 @@ TEST_F(ExitCodesTest, PublishAndCollectRefuseBadInput) {
 }
 
 TEST_F(ExitCodesTest, CleanupTimeoutMustBeADuration) {
-  Outcome o = cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
+  Outcome o =
+      cpscale({"cleanup", "--run", "r1", "--timeout", "soon", "--kubeconfig", kubeconfig("https://127.0.0.1:1")});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("--timeout"), std::string::npos) << o.output;
 }
@@ -348,8 +353,8 @@ TEST_F(ExitCodesTest, ClassifyClassifiesEachFixtureAndItsJsonIsValid) {
     ASSERT_FALSE(j.is_discarded()) << o.output;
     EXPECT_EQ(j["binding"]["axis"], binding);
   }
-  Outcome o = cpscale({"classify", kClassify + "/node-bound.json", "--capacity", kClassify + "/capacity.json",
-                       "--headroom", "1"});
+  Outcome o = cpscale(
+      {"classify", kClassify + "/node-bound.json", "--capacity", kClassify + "/capacity.json", "--headroom", "1"});
   EXPECT_NE(o.output.find("Rung: classic\n"), std::string::npos) << o.output;
 }
 
@@ -384,8 +389,10 @@ TEST_F(ExitCodesTest, ClassifyBadInputIsExitTwoNamingTheFile) {
   o = cpscale({"classify", kClassify + "/capacity.json"});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"classify", result, "--headroom", "0"}, {"classify", result, "--headroom", "1.5"},
-        {"classify", result, "--window", "5s"}, {"classify", "--window", "0s"},
+       {std::vector<std::string>{"classify", result, "--headroom", "0"},
+        {"classify", result, "--headroom", "1.5"},
+        {"classify", result, "--window", "5s"},
+        {"classify", "--window", "0s"},
         {"classify", result, "--kubeconfig", kubeconfig("https://127.0.0.1:1")}}) {
     SCOPED_TRACE(args.back());
     EXPECT_EQ(cpscale(args).exitCode, 2);
@@ -425,8 +432,7 @@ TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
 
   // Only the idle probe: nothing to fit the CPU per request with.
   fs::create_directories(dir / "some" / "idle");
-  for (const char* f : {"result.json", "probe.json"})
-    fs::copy_file(probes + "/idle/" + f, dir / "some" / "idle" / f);
+  for (const char* f : {"result.json", "probe.json"}) fs::copy_file(probes + "/idle/" + f, dir / "some" / "idle" / f);
   o = cpscale({"calibrate", "--from", (dir / "some").string(), "--out", out});
   EXPECT_EQ(o.exitCode, 3) << o.output;
   EXPECT_NE(o.output.find("cannot be fitted: no node probe"), std::string::npos) << o.output;

@@ -10,9 +10,9 @@
 
 #include <algorithm>
 #include <array>
-#include <ostream>
 #include <cstdio>
 #include <filesystem>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -52,7 +52,8 @@ void PrintTo(const Cell& c, std::ostream* os) {
 // why): node-bound-realistic times how long the node lifecycle controller takes to mark
 // a silent node NotReady, and these profiles run no kube-controller-manager.
 bool refused(const Cell& c) {
-  return c.scenario.stem() == "node-bound-realistic" && (c.profile.stem() == "apiserver-only" || c.profile.stem() == "overload");
+  return c.scenario.stem() == "node-bound-realistic" &&
+         (c.profile.stem() == "apiserver-only" || c.profile.stem() == "overload");
 }
 
 // The overload profile is a plane built not to hold: one mutating and four read-only
@@ -90,9 +91,11 @@ class ShippedMatrix : public ::testing::TestWithParam<Cell> {};
 
 TEST_P(ShippedMatrix, PassesItsOwnGatesOnTheModel) {
   const Cell& c = GetParam();
-  const fs::path out = fs::temp_directory_path() / ("cpscale-matrix-" + nameOf({c, 0}) + "-" + std::to_string(::getpid()));
+  const fs::path out =
+      fs::temp_directory_path() / ("cpscale-matrix-" + nameOf({c, 0}) + "-" + std::to_string(::getpid()));
   const std::string command = std::string(CPSCALE_BINARY) + (c.index ? " capacity --model " : " simulate ") +
-                              c.scenario.string() + " --profile " + c.profile.string() + " --quiet --out " + out.string();
+                              c.scenario.string() + " --profile " + c.profile.string() + " --quiet --out " +
+                              out.string();
   const Outcome o = run(command);
   if (refused(c)) {
     EXPECT_EQ(o.exitCode, 2) << command << "\n" << o.output;

@@ -44,8 +44,9 @@ class PkiTest : public ::testing::Test {
 };
 
 TEST_F(PkiTest, PrivateKeysAreOwnerOnly) {
-  for (const auto& key : {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.loadKey(), paths.serviceAccountKey(),
-                          paths.componentKey("kube-controller-manager"), paths.componentKey("kube-scheduler")}) {
+  for (const auto& key :
+       {paths.caKey(), paths.servingKey(), paths.adminKey(), paths.loadKey(), paths.serviceAccountKey(),
+        paths.componentKey("kube-controller-manager"), paths.componentKey("kube-scheduler")}) {
     SCOPED_TRACE(key);
     EXPECT_EQ(fs::status(key).permissions(), fs::perms::owner_read | fs::perms::owner_write);
   }

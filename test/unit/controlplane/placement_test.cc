@@ -27,7 +27,8 @@ TEST(Placement, CpuListsReadAsTasksetWritesThem) {
     ADD_FAILURE() << "CPU 4 of 4 was accepted";
   } catch (const ConfigError& e) {
     EXPECT_EQ(e.field(), "--pin");
-    EXPECT_NE(std::string(e.what()).find("CPU 4 is not online (this machine has 4: 0-3)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CPU 4 is not online (this machine has 4: 0-3)"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -47,7 +48,8 @@ TEST(Placement, PinEntriesNameRolesOnce) {
 TEST(Placement, IsolatedGivesTheApiserverACpuOfItsOwn) {
   EXPECT_EQ(parsePlacement({"isolated"}, 2).text(),
             "kube-apiserver=1 etcd=0 kube-controller-manager=0 kube-scheduler=0 generator=0");
-  EXPECT_EQ(isolatedPlacement(4).text(), "kube-apiserver=3 etcd=2 kube-controller-manager=0 kube-scheduler=0 generator=0");
+  EXPECT_EQ(isolatedPlacement(4).text(),
+            "kube-apiserver=3 etcd=2 kube-controller-manager=0 kube-scheduler=0 generator=0");
   EXPECT_TRUE(isolatedPlacement(1).empty());
 }
 
@@ -65,7 +67,8 @@ TEST(Placement, ASpawnedChildRunsOnItsCpus) {
   }
   ASSERT_TRUE(how);
   EXPECT_EQ(*how, "exited with status 0");
-  EXPECT_NE(tailFile(log, 1).find("Cpus_allowed_list:\t" + std::to_string(last)), std::string::npos) << tailFile(log, 1);
+  EXPECT_NE(tailFile(log, 1).find("Cpus_allowed_list:\t" + std::to_string(last)), std::string::npos)
+      << tailFile(log, 1);
 }
 
 }  // namespace

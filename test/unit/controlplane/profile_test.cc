@@ -14,7 +14,8 @@ namespace fs = std::filesystem;
 class ProfileTest : public ::testing::Test {
  protected:
   fs::path write(const std::string& text) {
-    fs::path p = fs::path(::testing::TempDir()) / (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml");
+    fs::path p = fs::path(::testing::TempDir()) /
+                 (std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + ".yaml");
     std::ofstream(p) << text;
     return p;
   }
@@ -69,7 +70,8 @@ TEST_F(ProfileTest, UnknownFieldNamesFileLineAndField) {
 }
 
 TEST_F(ProfileTest, BadValuesNameTheField) {
-  EXPECT_NE(errorOf("name: x\napiservers: 0\n").find("field 'apiservers': must be between 1 and 16"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\napiservers: 0\n").find("field 'apiservers': must be between 1 and 16"),
+            std::string::npos);
   EXPECT_NE(errorOf("name: x\napiservers: many\n").find("field 'apiservers': expected an integer"), std::string::npos);
   EXPECT_NE(errorOf("name: x\nwatchCache: maybe\n").find("field 'watchCache'"), std::string::npos);
   EXPECT_NE(errorOf("apiservers: 1\n").find("field 'name': is required"), std::string::npos);
@@ -79,9 +81,10 @@ TEST_F(ProfileTest, BadValuesNameTheField) {
   EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: a\n    resources: [x/y]\n").find("duplicate etcd name"),
             std::string::npos);
   EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: b\n").find("needs 'resources'"), std::string::npos);
-  EXPECT_NE(errorOf("name: x\netcds:\n  - name: a\n  - name: b\n    resources: [x/y]\n  - name: c\n    resources: [x/y]\n")
-                .find("routed to two etcds"),
-            std::string::npos);
+  EXPECT_NE(
+      errorOf("name: x\netcds:\n  - name: a\n  - name: b\n    resources: [x/y]\n  - name: c\n    resources: [x/y]\n")
+          .find("routed to two etcds"),
+      std::string::npos);
 }
 
 TEST_F(ProfileTest, LoadIdentityIsAdminUnlessTheProfileSaysUser) {
@@ -98,15 +101,32 @@ TEST_F(ProfileTest, LoadIdentityIsAdminUnlessTheProfileSaysUser) {
 
 TEST_F(ProfileTest, FlagsCpscaleOwnsAreRefusedNamingFileLineAndField) {
   // Each would re-bind the plane, swap its storage or credentials, or open it up.
-  for (const char* flag :
-       {"--bind-address=0.0.0.0", "--secure-port=443", "--advertise-address=10.0.0.1", "--etcd-servers=http://x:2379",
-        "--etcd-servers-overrides=/events#http://x:1", "--etcd-prefix=/other", "--authorization-mode=AlwaysAllow",
-        "--anonymous-auth=true", "--token-auth-file=/tmp/tokens.csv", "--client-ca-file=/tmp/ca.crt",
-        "--tls-cert-file=/tmp/c", "--tls-private-key-file=/tmp/k", "--tls-min-version=VersionTLS10",
-        "--proxy-client-cert-file=/tmp/c", "--kubelet-client-key=/tmp/k", "--service-account-key-file=/tmp/k",
-        "--service-account-issuer=https://evil", "--authentication-config=/tmp/a", "--oidc-issuer-url=https://x",
-        "--requestheader-client-ca-file=/tmp/ca", "--watch-cache=false", "--feature-gates=A=true",
-        "--max-requests-inflight=1", "--disable-admission-plugins=", "--bind_address=0.0.0.0", "--secure-port"}) {
+  for (const char* flag : {"--bind-address=0.0.0.0",
+                           "--secure-port=443",
+                           "--advertise-address=10.0.0.1",
+                           "--etcd-servers=http://x:2379",
+                           "--etcd-servers-overrides=/events#http://x:1",
+                           "--etcd-prefix=/other",
+                           "--authorization-mode=AlwaysAllow",
+                           "--anonymous-auth=true",
+                           "--token-auth-file=/tmp/tokens.csv",
+                           "--client-ca-file=/tmp/ca.crt",
+                           "--tls-cert-file=/tmp/c",
+                           "--tls-private-key-file=/tmp/k",
+                           "--tls-min-version=VersionTLS10",
+                           "--proxy-client-cert-file=/tmp/c",
+                           "--kubelet-client-key=/tmp/k",
+                           "--service-account-key-file=/tmp/k",
+                           "--service-account-issuer=https://evil",
+                           "--authentication-config=/tmp/a",
+                           "--oidc-issuer-url=https://x",
+                           "--requestheader-client-ca-file=/tmp/ca",
+                           "--watch-cache=false",
+                           "--feature-gates=A=true",
+                           "--max-requests-inflight=1",
+                           "--disable-admission-plugins=",
+                           "--bind_address=0.0.0.0",
+                           "--secure-port"}) {
     SCOPED_TRACE(flag);
     std::string e = errorOf(std::string("name: x\napiserverArgs:\n  - --v=2\n  - \"") + flag + "\"\n");
     EXPECT_NE(e.find("FlagsCpscaleOwnsAreRefusedNamingFileLineAndField.yaml:4: field 'apiserverArgs[1]': --"),
@@ -144,9 +164,9 @@ TEST_F(ProfileTest, ControllerComponentsRunByDefaultAndCanBeTurnedOff) {
   Profile p = loadProfile(write("name: x\ncontrollerManager: false\nscheduler:\n  enabled: false\n"));
   EXPECT_FALSE(p.controllerManager.enabled);
   EXPECT_FALSE(p.scheduler.enabled);
-  Profile args = loadProfile(write(
-      "name: x\ncontrollerManager:\n  args: [\"--node-monitor-grace-period=40s\", \"--concurrent-gc-syncs=30\"]\n"
-      "scheduler:\n  args: [\"--v=2\"]\n"));
+  Profile args = loadProfile(
+      write("name: x\ncontrollerManager:\n  args: [\"--node-monitor-grace-period=40s\", \"--concurrent-gc-syncs=30\"]\n"
+            "scheduler:\n  args: [\"--v=2\"]\n"));
   EXPECT_EQ(args.controllerManager.args,
             (std::vector<std::string>{"--node-monitor-grace-period=40s", "--concurrent-gc-syncs=30"}));
   EXPECT_EQ(args.scheduler.args, std::vector<std::string>{"--v=2"});
@@ -176,11 +196,12 @@ TEST_F(ProfileTest, ComponentErrorsNameTheField) {
   e = errorOf("name: x\ncontrollerManager: {replicas: 2}\n");
   EXPECT_NE(e.find("field 'controllerManager.replicas': unknown field"), std::string::npos) << e;
   // What cpscale sets for them: addresses, credentials, the apiserver they reach.
-  for (const char* flag : {"--kubeconfig=/tmp/k", "--master=https://evil:6443", "--bind-address=0.0.0.0",
-                           "--secure-port=10257", "--authentication-kubeconfig=/tmp/k", "--authorization-always-allow-paths=/",
-                           "--client-ca-file=/tmp/ca", "--tls-cert-file=/tmp/c", "--service-account-private-key-file=/tmp/k",
-                           "--cluster-signing-key-file=/tmp/k", "--use-service-account-credentials=false",
-                           "--root-ca-file=/tmp/ca", "--requestheader-client-ca-file=/tmp/ca", "--config=/tmp/c"}) {
+  for (const char* flag :
+       {"--kubeconfig=/tmp/k", "--master=https://evil:6443", "--bind-address=0.0.0.0", "--secure-port=10257",
+        "--authentication-kubeconfig=/tmp/k", "--authorization-always-allow-paths=/", "--client-ca-file=/tmp/ca",
+        "--tls-cert-file=/tmp/c", "--service-account-private-key-file=/tmp/k", "--cluster-signing-key-file=/tmp/k",
+        "--use-service-account-credentials=false", "--root-ca-file=/tmp/ca", "--requestheader-client-ca-file=/tmp/ca",
+        "--config=/tmp/c"}) {
     SCOPED_TRACE(flag);
     for (const char* component : {"controllerManager", "scheduler"}) {
       e = errorOf(std::string("name: x\n") + component + ":\n  args:\n    - \"" + flag + "\"\n");
@@ -222,8 +243,9 @@ TEST_F(ProfileTest, MissingFileIsAConfigError) {
 }
 
 TEST_F(ProfileTest, FeatureGatesAndArgsAreRead) {
-  Profile p = loadProfile(write("name: x\nfeatureGates:\n  A: true\n  B: false\napiserverArgs: [\"--v=2\"]\n"
-                                "maxRequestsInflight: 10\nwatchCache: false\n"));
+  Profile p =
+      loadProfile(write("name: x\nfeatureGates:\n  A: true\n  B: false\napiserverArgs: [\"--v=2\"]\n"
+                        "maxRequestsInflight: 10\nwatchCache: false\n"));
   EXPECT_EQ(p.featureGates, (std::map<std::string, bool>{{"A", true}, {"B", false}}));
   EXPECT_EQ(p.apiserverArgs, std::vector<std::string>{"--v=2"});
   EXPECT_EQ(p.maxRequestsInflight, 10);

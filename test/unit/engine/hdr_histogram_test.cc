@@ -37,8 +37,8 @@ TEST(HdrHistogram, SmallValuesAreExact) {
 }
 
 TEST(HdrHistogram, CellsCoverEveryValueWithinOnePartIn1024) {
-  for (std::uint64_t v : {1ULL, 2047ULL, 2048ULL, 2049ULL, 4095ULL, 4096ULL, 123456789ULL,
-                          59'999'999'999ULL, 60'000'000'000ULL}) {
+  for (std::uint64_t v :
+       {1ULL, 2047ULL, 2048ULL, 2049ULL, 4095ULL, 4096ULL, 123456789ULL, 59'999'999'999ULL, 60'000'000'000ULL}) {
     const auto lo = HdrHistogram::lowestEquivalent(v);
     const auto hi = HdrHistogram::highestEquivalent(v);
     EXPECT_LE(lo, v);

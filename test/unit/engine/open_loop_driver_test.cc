@@ -123,8 +123,7 @@ TEST(OpenLoopDriver, RetriesAreCountedAndTheirLatencyRunsFromTheFirstSchedule) {
 TEST(OpenLoopDriver, BoundsConcurrencyAndKeepsTheScheduledTime) {
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{100ms}; });
-  OpenLoopDriver driver(server, sim.clock(),
-                        {.maxInFlight = 8, .connections = 2, .maxInFlightPerConnection = 2});
+  OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 8, .connections = 2, .maxInFlightPerConnection = 2});
   EXPECT_EQ(driver.bound(), 4u);
   std::vector<int> order;
   for (int i = 0; i < 10; ++i) driver.submit(lease(TimePoint{}), [&order, i](auto) { order.push_back(i); });
@@ -246,7 +245,9 @@ TEST(OpenLoopDriver, SlowGeneratorIsDetectedAsScheduleLimited) {
   struct Sender {
     Simulator& sim;
     OpenLoopDriver& driver;
-    void send() { driver.submit(lease(sim.now()), [](auto) {}); }
+    void send() {
+      driver.submit(lease(sim.now()), [](auto) {});
+    }
   } sender{sim, driver};
   PeriodicTimer timer(sim, PeriodicTimer::bind<&Sender::send>(&sender), 1ms);
   timer.start(TimePoint{});

@@ -29,10 +29,22 @@ class SimulatorTest : public ::testing::TestWithParam<EventQueueOptions> {
 TEST_P(SimulatorTest, RunsEventsInTimeOrderAndJumpsTheClock) {
   std::vector<int> order;
   std::vector<TimePoint> times;
-  sim.scheduleAt(at(300ns), [&] { order.push_back(3); times.push_back(sim.now()); });
-  sim.scheduleAt(at(100ns), [&] { order.push_back(1); times.push_back(sim.now()); });
-  sim.scheduleAt(at(5s), [&] { order.push_back(4); times.push_back(sim.now()); });
-  sim.scheduleAt(at(200ns), [&] { order.push_back(2); times.push_back(sim.now()); });
+  sim.scheduleAt(at(300ns), [&] {
+    order.push_back(3);
+    times.push_back(sim.now());
+  });
+  sim.scheduleAt(at(100ns), [&] {
+    order.push_back(1);
+    times.push_back(sim.now());
+  });
+  sim.scheduleAt(at(5s), [&] {
+    order.push_back(4);
+    times.push_back(sim.now());
+  });
+  sim.scheduleAt(at(200ns), [&] {
+    order.push_back(2);
+    times.push_back(sim.now());
+  });
   sim.run();
   EXPECT_EQ(order, (std::vector<int>{1, 2, 3, 4}));
   EXPECT_EQ(times, (std::vector<TimePoint>{at(100ns), at(200ns), at(300ns), at(5s)}));
@@ -119,7 +131,10 @@ TEST_P(SimulatorTest, RunUntilStopsAtTheBoundAndLeavesNowThere) {
 
 TEST_P(SimulatorTest, StopFromInsideAnEventReturnsAfterIt) {
   int ran = 0;
-  sim.scheduleAt(at(1s), [&] { ++ran; sim.stop(); });
+  sim.scheduleAt(at(1s), [&] {
+    ++ran;
+    sim.stop();
+  });
   sim.scheduleAt(at(2s), [&] { ++ran; });
   sim.run();
   EXPECT_EQ(ran, 1);
@@ -256,7 +271,7 @@ TEST_P(SimulatorTest, TimersAndOneShotsInterleaveInOrder) {
 
 // A trace of (actor, time) for many jittered timers and random one-shots.
 std::vector<std::pair<int, std::int64_t>> trace(std::uint64_t seed, EventQueueOptions q, int actorCount = 200,
-                                                 Duration length = 30s) {
+                                                Duration length = 30s) {
   VirtualSimulator sim(q);
   std::vector<std::pair<int, std::int64_t>> out;
   struct Actor {
@@ -268,9 +283,7 @@ std::vector<std::pair<int, std::int64_t>> trace(std::uint64_t seed, EventQueueOp
           timer(s, PeriodicTimer::bind<&Actor::fire>(this), 1s, 40ms, rng.next()) {}
     void fire() {
       out.emplace_back(id, sim.now().time_since_epoch().count());
-      sim.scheduleAfter(rng.interArrival(5.0), [this] {
-        out.emplace_back(-id, sim.now().time_since_epoch().count());
-      });
+      sim.scheduleAfter(rng.interArrival(5.0), [this] { out.emplace_back(-id, sim.now().time_since_epoch().count()); });
     }
     Simulator& sim;
     int id;
@@ -296,8 +309,7 @@ TEST_P(SimulatorTest, SameSeedSameEventOrderBitForBit) {
   EXPECT_NE(a, c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Calendars, SimulatorTest,
-                         ::testing::Values(EventQueueOptions{}, kTinyCalendar),
+INSTANTIATE_TEST_SUITE_P(Calendars, SimulatorTest, ::testing::Values(EventQueueOptions{}, kTinyCalendar),
                          [](const auto& info) { return info.index == 0 ? "Default" : "Tiny"; });
 
 TEST(SimulatorOrder, IndependentOfCalendarGeometry) {
@@ -395,7 +407,10 @@ TEST(PacedSimulator, BehindScheduleRunsBestEffortAndRecordsLag) {
   VirtualClock wall;
   PacedSimulator sim(wall);
   std::vector<TimePoint> seen;
-  sim.scheduleAt(at(1ms), [&] { seen.push_back(sim.now()); wall.advance(10ms); });
+  sim.scheduleAt(at(1ms), [&] {
+    seen.push_back(sim.now());
+    wall.advance(10ms);
+  });
   sim.scheduleAt(at(2ms), [&] { seen.push_back(sim.now()); });
   sim.run();
   // The second event keeps its scheduled time as now() but ran 9 ms late.

@@ -69,7 +69,8 @@ TEST(SteadyWindow, WithoutABoundaryEverythingIsMeasured) {
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
   OpenLoopDriver driver(server, sim.clock());
-  for (int i = 0; i < 4; ++i) sim.scheduleAt(TimePoint{i * 1s}, [&, i] { driver.submit(put(TimePoint{i * 1s}), [](auto) {}); });
+  for (int i = 0; i < 4; ++i)
+    sim.scheduleAt(TimePoint{i * 1s}, [&, i] { driver.submit(put(TimePoint{i * 1s}), [](auto) {}); });
   sim.run();
   EXPECT_EQ(completed(driver.stats()), 4u);
   EXPECT_EQ(completed(driver.setupStats()), 0u);
@@ -87,7 +88,8 @@ TEST(SteadyWindow, ThePoolSplitsEveryWorkersStatistics) {
   pool.run(
       [](Worker& w) {
         for (int i = 0; i < 10; ++i)
-          w.simulator().scheduleAt(TimePoint{i * 1s}, [&w, i] { w.driver()->submit(put(TimePoint{i * 1s}), [](auto) {}); });
+          w.simulator().scheduleAt(TimePoint{i * 1s},
+                                   [&w, i] { w.driver()->submit(put(TimePoint{i * 1s}), [](auto) {}); });
       },
       TimePoint{20s});
   EXPECT_EQ(pool.setupRequestStats().completed(), 10u);  // 0..4 s on both workers

@@ -88,8 +88,7 @@ FleetResult runFleet(std::size_t workers) {
       TimePoint{60s});
   const RequestStats stats = pool.requestStats();
   return {pool.eventsRun(), stats.completed(),
-          stats.latency().at({"leases", "PUT", OutcomeClass::kSuccess}).fromScheduled.quantile(0.99),
-          owned.load()};
+          stats.latency().at({"leases", "PUT", OutcomeClass::kSuccess}).fromScheduled.quantile(0.99), owned.load()};
 }
 
 TEST(WorkerPool, EveryActorRunsOnceAndMergedStatisticsDoNotDependOnTheWorkerCount) {

@@ -13,8 +13,8 @@ using namespace std::chrono_literals;
 using engine::Duration;
 using engine::TimePoint;
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::ManualScheduler;
+using ::testing::StartsWith;
 
 std::string headerOf(const HttpRequest& r, std::string_view name) {
   for (const auto& h : r.headers) {
@@ -101,7 +101,8 @@ TEST(ApiClientRequest, VerbsMethodsAndStatsLabels) {
       {"PATCH", "/api/v1/nodes/n1", "PATCH", "nodes", "application/json-patch+json"},
       {"DELETE", "/api/v1/nodes/n1", "DELETE", "nodes", "<absent>"},
       {"GET", "/api/v1/pods?labelSelector=a%3Db", "LIST", "pods", "<absent>"},
-      {"DELETE", "/api/v1/namespaces/ns/pods?labelSelector=cpscale.io%2Frun%3Dr1", "DELETECOLLECTION", "pods", "<absent>"},
+      {"DELETE", "/api/v1/namespaces/ns/pods?labelSelector=cpscale.io%2Frun%3Dr1", "DELETECOLLECTION", "pods",
+       "<absent>"},
   };
   ASSERT_EQ(t.requests().size(), want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
@@ -203,8 +204,9 @@ TEST(ApiClientResult, MetadataDecodingKeepsTheIdentityAndStopsAtMetadatasEnd) {
   put.decode = Decode::kMetadata;
   ApiResult r = c.call(put);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r.body, nlohmann::json::parse(
-                        R"({"metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1","resourceVersion":"42"}})"));
+  EXPECT_EQ(r.body,
+            nlohmann::json::parse(
+                R"({"metadata":{"name":"node-1","namespace":"kube-node-lease","uid":"u-1","resourceVersion":"42"}})"));
 }
 
 TEST(ApiClientDecode, ResourceVersionOnlyFillsTheFieldAndLeavesTheBodyNull) {
@@ -489,7 +491,8 @@ TEST_F(AsyncFixture, AFinishedCallsIdNeverReachesTheCallThatReusesItsSlot) {
   ASSERT_TRUE(first && first->ok());
   const CallId b = c.getAsync(kLease, [&](ApiResult r) { second = std::move(r); });
   EXPECT_NE(a, b);
-  const CallId w = c.watch(ResourceRef(gvr::kLeases).in("kube-node-lease"), {}, [](WatchEvent&&) {}, [](const ApiResult&) {});
+  const CallId w = c.watch(
+      ResourceRef(gvr::kLeases).in("kube-node-lease"), {}, [](WatchEvent&&) {}, [](const ApiResult&) {});
   EXPECT_NE(w, a);
   EXPECT_NE(w, b);
   EXPECT_EQ(c.pending(), 2u);
@@ -535,14 +538,18 @@ TEST(ApiClientWatch, EventsSplitAcrossChunksArriveInOrder) {
   o.resourceVersion = "0";
   o.allowWatchBookmarks = true;
   o.timeoutSeconds = 60;
-  c.watch(ResourceRef(gvr::kLeases).in("kube-node-lease"), o,
-          [&](WatchEvent&& e) { seen.push_back(std::string(toString(e.type)) + e.object["metadata"]["resourceVersion"].get<std::string>()); },
-          [&](const ApiResult& r) { closed = r; });
+  c.watch(
+      ResourceRef(gvr::kLeases).in("kube-node-lease"), o,
+      [&](WatchEvent&& e) {
+        seen.push_back(std::string(toString(e.type)) + e.object["metadata"]["resourceVersion"].get<std::string>());
+      },
+      [&](const ApiResult& r) { closed = r; });
   const HttpRequest& req = t.requests().at(0).request;
-  EXPECT_EQ(req.path, "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
-                      "?resourceVersion=0&watch=true&allowWatchBookmarks=true&timeoutSeconds=60");
+  EXPECT_EQ(req.path,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
+            "?resourceVersion=0&watch=true&allowWatchBookmarks=true&timeoutSeconds=60");
   EXPECT_EQ(req.statsVerb, "WATCH");
-  EXPECT_TRUE(req.stream);  // outside the open-loop budget, on stream connections
+  EXPECT_TRUE(req.stream);                // outside the open-loop budget, on stream connections
   EXPECT_GT(req.timeout, Duration(60s));  // outlives the server-side timeout
   while (!closed) t.poll(1s);
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED1", "MODIFIED2", "BOOKMARK3", "DELETED4"}));
@@ -554,11 +561,13 @@ TEST(ApiClientWatch, EventsSplitAcrossChunksArriveInOrder) {
 TEST(ApiClientWatch, RefusedWatchReportsTheStatus) {
   engine::VirtualClock clock;
   FakeTransport t(clock);
-  t.enqueue(410, R"x({"kind":"Status","reason":"Expired","message":"too old resource version: 1 (5)","code":410})x" "\n");
+  t.enqueue(410, R"x({"kind":"Status","reason":"Expired","message":"too old resource version: 1 (5)","code":410})x"
+                 "\n");
   ApiClient c(t, clock);
   int events = 0;
   std::optional<ApiResult> closed;
-  c.watch(ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
+  c.watch(
+      ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
   while (!closed) t.poll(1s);
   EXPECT_EQ(events, 0);
   EXPECT_TRUE(closed->gone());
@@ -572,7 +581,8 @@ TEST(ApiClientWatch, MalformedStreamClosesWithProtocolError) {
   ApiClient c(t, clock);
   int events = 0;
   std::optional<ApiResult> closed;
-  c.watch(ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
+  c.watch(
+      ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
   while (!closed) t.poll(1s);
   EXPECT_EQ(events, 1);
   EXPECT_EQ(closed->outcome, TransportOutcome::kProtocolError);
@@ -605,10 +615,12 @@ TEST(ApiClientWatch, CancelWhileWaitingClosesOnce) {
   t.enqueue(200, event("ADDED", 1));
   ApiClient c(t, clock, sched);
   int closes = 0;
-  CallId id = c.watch(ResourceRef(gvr::kPods), {}, [](WatchEvent&&) {}, [&](const ApiResult& r) {
-    ++closes;
-    EXPECT_EQ(r.outcome, TransportOutcome::kAborted);
-  });
+  CallId id = c.watch(
+      ResourceRef(gvr::kPods), {}, [](WatchEvent&&) {},
+      [&](const ApiResult& r) {
+        ++closes;
+        EXPECT_EQ(r.outcome, TransportOutcome::kAborted);
+      });
   c.cancel(id);
   sched.runAll();
   EXPECT_EQ(closes, 1);
@@ -653,9 +665,11 @@ TEST(FakeTransport, HeldStreamTakesPushedEventsUntilEnded) {
   ApiClient c(t, clock, sched);
   std::vector<std::string> seen;
   std::optional<ApiResult> podsClosed, nodesClosed;
-  c.watch(ResourceRef(gvr::kPods), {}, [&](WatchEvent&& e) { seen.push_back(std::string(toString(e.type))); },
-          [&](const ApiResult& r) { podsClosed = r; });
-  c.watch(ResourceRef(gvr::kNodes), {}, [](WatchEvent&&) {}, [&](const ApiResult& r) { nodesClosed = r; });
+  c.watch(
+      ResourceRef(gvr::kPods), {}, [&](WatchEvent&& e) { seen.push_back(std::string(toString(e.type))); },
+      [&](const ApiResult& r) { podsClosed = r; });
+  c.watch(
+      ResourceRef(gvr::kNodes), {}, [](WatchEvent&&) {}, [&](const ApiResult& r) { nodesClosed = r; });
   sched.runAll();
   ASSERT_TRUE(nodesClosed);  // not held: answered after its latency
   EXPECT_EQ(nodesClosed->status, 403);

@@ -15,8 +15,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <ostream>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -91,17 +91,20 @@ Reply routes(const ReceivedRequest& r) {
   if (path == kConfigMaps) {
     if (r.method == "POST") return testing::json(201, configMap("created", 8192));
     return testing::json(200, R"({"kind":"ConfigMapList","apiVersion":"v1","metadata":{"resourceVersion":"10"},)"
-                              R"("items":[)" + configMap("a", 16, 9) + "," + configMap("b", 16, 10) + "]}");
+                              R"("items":[)" +
+                                  configMap("a", 16, 9) + "," + configMap("b", 16, 10) + "]}");
   }
   if (path == kConfigMaps + "/chunked") {
     // An 8 KiB object in four chunks.
     const std::string body = configMap("chunked", 8192);
     Reply c;
-    for (std::size_t at = 0; at < body.size(); at += body.size() / 4 + 1) c.chunks.push_back(body.substr(at, body.size() / 4 + 1));
+    for (std::size_t at = 0; at < body.size(); at += body.size() / 4 + 1)
+      c.chunks.push_back(body.substr(at, body.size() / 4 + 1));
     return c;
   }
   if (path == kConfigMaps + "/small") return testing::json(200, configMap("small", 16));
-  if (path.rfind(kConfigMaps + "/", 0) == 0) return testing::json(200, configMap(path.substr(kConfigMaps.size() + 1), 8192));
+  if (path.rfind(kConfigMaps + "/", 0) == 0)
+    return testing::json(200, configMap(path.substr(kConfigMaps.size() + 1), 8192));
   return testing::json(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404})");
 }
 
@@ -253,8 +256,8 @@ std::size_t offsetIn(const Reply& reply, Where w) {
     case Where::kMidChunkSize: return head + 1;
     case Where::kMidChunkData: return head + chunkLine(reply.chunks[0]).size() + reply.chunks[0].size() / 2;
     case Where::kBetweenChunks:
-      return head + chunkLine(reply.chunks[0]).size() + reply.chunks[0].size() + 2 +
-             chunkLine(reply.chunks[1]).size() + reply.chunks[1].size() + 2;
+      return head + chunkLine(reply.chunks[0]).size() + reply.chunks[0].size() + 2 + chunkLine(reply.chunks[1]).size() +
+             reply.chunks[1].size() + 2;
     case Where::kBeforeLastChunk: return reply.render().size() - std::string("0\r\n\r\n").size();
   }
   return 0;
@@ -302,7 +305,8 @@ TEST_P(GetFault, IsReportedAndLeavesTheTransportClean) {
     EXPECT_EQ(r.body, reply.chunked() ? configMap("chunked", 8192) : reply.body);
     EXPECT_EQ(origin_->count("GET", path), 2);
   } else {
-    const TransportOutcome want = c.kind == FaultKind::kStall ? TransportOutcome::kTimeout : TransportOutcome::kProtocolError;
+    const TransportOutcome want =
+        c.kind == FaultKind::kStall ? TransportOutcome::kTimeout : TransportOutcome::kProtocolError;
     EXPECT_EQ(r.outcome, want) << r.detail;
     EXPECT_FALSE(r.detail.empty());
     EXPECT_EQ(origin_->count("GET", path), 1);
@@ -525,8 +529,9 @@ TEST_P(WatchFault, DeliversTheWholeEventsBeforeTheCutThenEndsInError) {
   std::vector<ApiResult> closes;
   ListOptions from10;
   from10.resourceVersion = "10";
-  api.watch(kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
-            [&](const ApiResult& r) { closes.push_back(r); });
+  api.watch(
+      kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
   t->poll(50ms);  // a second close, if any, would come now
   EXPECT_EQ(proxy_->struck(), 1);
@@ -545,8 +550,9 @@ TEST_P(WatchFault, DeliversTheWholeEventsBeforeTheCutThenEndsInError) {
   closes.clear();
   ListOptions from20;
   from20.resourceVersion = "20";
-  CallId again = api.watch(kConfigMapCollection, from20, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
-                           [&](const ApiResult& r) { closes.push_back(r); });
+  CallId again = api.watch(
+      kConfigMapCollection, from20, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return events.size() >= 6u; }));
   expectEvents(events, 20, {21, 22, 23, 24, 25, 26});
   api.cancel(again);
@@ -619,8 +625,9 @@ TEST_F(Http1Faults, AWatchBodyEndedByACloseMidLineIsAMalformedStream) {
   std::vector<ApiResult> closes;
   ListOptions from10;
   from10.resourceVersion = "10";
-  api.watch(kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
-            [&](const ApiResult& r) { closes.push_back(r); });
+  api.watch(
+      kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
   EXPECT_EQ(proxy_->struck(), 1);
   expectEvents(events, 10, {11, 12, 13});
@@ -646,10 +653,9 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
     }
     if (watch && queryValue(r.target, "resourceVersion") == "12") {
       Reply gone;
-      gone.chunks.push_back(
-          R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)J"
-          R"J("message":"too old resource version: 12 (15)","reason":"Expired","code":410}})J"
-          "\n");
+      gone.chunks.push_back(R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure",)J"
+                            R"J("message":"too old resource version: 12 (15)","reason":"Expired","code":410}})J"
+                            "\n");
       return gone;
     }
     return routes(r);
@@ -686,7 +692,8 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
 
   std::vector<std::string> watchedFrom;
   for (const auto& r : origin_->requests()) {
-    if (r.target.find("watch=true") != std::string::npos) watchedFrom.push_back(queryValue(r.target, "resourceVersion"));
+    if (r.target.find("watch=true") != std::string::npos)
+      watchedFrom.push_back(queryValue(r.target, "resourceVersion"));
   }
   EXPECT_EQ(watchedFrom, (std::vector<std::string>{"10", "12", "20"}));
   const workloads::ReflectorCounts& n = reflector.counts();
@@ -898,8 +905,9 @@ TEST_F(Http2Faults, ApiClientRetriesAGetCutMidBodyButNotAPostOrPatchCutAfterSend
   for (Verb v : {Verb::kCreate, Verb::kPatch}) {
     const int struck = proxy_->struck();
     proxy_->inject({FaultKind::kReset, 0});
-    ApiResult r = api.call(v == Verb::kCreate ? ApiRequest::create(ResourceRef(gvr::kConfigMaps).in("posted"), {{"a", 1}})
-                                              : ApiRequest::patch(small, PatchType::kMerge, {{"a", 1}}));
+    ApiResult r =
+        api.call(v == Verb::kCreate ? ApiRequest::create(ResourceRef(gvr::kConfigMaps).in("posted"), {{"a", 1}})
+                                    : ApiRequest::patch(small, PatchType::kMerge, {{"a", 1}}));
     EXPECT_EQ(r.outcome, TransportOutcome::kProtocolError) << r.describe();
     EXPECT_EQ(r.attempts, 1);
     EXPECT_NE(r.detail.find("is not sent again"), std::string::npos) << r.detail;
@@ -919,7 +927,8 @@ TEST_F(Http2Faults, MultiplexedRequestsAllEndWhenTheirConnectionIsReset) {
   const std::string whole = configMap("big", kBigPayload);
   proxy_->inject({FaultKind::kReset, 512 * 1024});
   std::vector<HttpResponse> got;
-  for (int i = 0; i < 8; ++i) t->submit(get(kConfigMaps + "/big", 5s), [&](HttpResponse r) { got.push_back(std::move(r)); });
+  for (int i = 0; i < 8; ++i)
+    t->submit(get(kConfigMaps + "/big", 5s), [&](HttpResponse r) { got.push_back(std::move(r)); });
   ASSERT_TRUE(pollUntil(*t, [&] { return got.size() == 8u; }));
   EXPECT_EQ(proxy_->struck(), 1);
   for (const auto& r : got) {
@@ -948,8 +957,9 @@ TEST_F(Http2Faults, AWatchCutMidStreamDeliversOnlyWholeEvents) {
     proxy_->inject({k, 200 * 1024});
     std::vector<WatchEvent> events;
     std::vector<ApiResult> closes;
-    api.watch(watched, {}, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
-              [&](const ApiResult& r) { closes.push_back(r); });
+    api.watch(
+        watched, {}, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+        [&](const ApiResult& r) { closes.push_back(r); });
     ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
     ASSERT_EQ(closes.size(), 1u);
     EXPECT_EQ(closes[0].outcome, TransportOutcome::kProtocolError) << closes[0].describe();

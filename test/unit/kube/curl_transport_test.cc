@@ -50,9 +50,10 @@ std::string slurp(const std::string& path) {
 }
 
 bool makeCert(const TempDir& dir, const std::string& name, const std::string& san) {
-  std::string cmd = "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=" +
-                    name + " -addext subjectAltName=" + san + " -keyout " + (dir.path() / (name + ".key")).string() +
-                    " -out " + (dir.path() / (name + ".crt")).string() + " >/dev/null 2>&1";
+  std::string cmd =
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=" + name +
+      " -addext subjectAltName=" + san + " -keyout " + (dir.path() / (name + ".key")).string() + " -out " +
+      (dir.path() / (name + ".crt")).string() + " >/dev/null 2>&1";
   return std::system(cmd.c_str()) == 0;
 }
 
@@ -141,7 +142,8 @@ TEST_F(Http2Server, MultiplexesConcurrentRequestsOverOneConnection) {
   CurlTransport t(config());
   std::vector<HttpResponse> got;
   for (int batch = 0; batch < 2; ++batch) {
-    for (int i = 0; i < 20; ++i) t.submit(get("/api/v1/nodes/n1"), [&](HttpResponse r) { got.push_back(std::move(r)); });
+    for (int i = 0; i < 20; ++i)
+      t.submit(get("/api/v1/nodes/n1"), [&](HttpResponse r) { got.push_back(std::move(r)); });
     EXPECT_EQ(t.inFlight(), 20u);
     pollUntil(t, [&] { return got.size() == 20u * (batch + 1); });
   }
@@ -399,8 +401,10 @@ TEST(CurlTransportWire, EachRequestCarriesItsOwnHeadersPastTheSharedLists) {
     EXPECT_THAT(reqs[k], HasSubstr("GET /api/v1/namespaces/n" + std::to_string(i) + " HTTP/1.1\r\n"));
     EXPECT_THAT(reqs[k], HasSubstr("\r\nX-Set: " + std::to_string(i) + "\r\n"));
     EXPECT_EQ(reqs[k].find("X-Set:"), reqs[k].rfind("X-Set:")) << "one X-Set header only";
-    if (i % 2 == 0) EXPECT_THAT(reqs[k], HasSubstr("Accept: application/json\r\n"));
-    else EXPECT_THAT(reqs[k], Not(HasSubstr("Accept: application/json")));
+    if (i % 2 == 0)
+      EXPECT_THAT(reqs[k], HasSubstr("Accept: application/json\r\n"));
+    else
+      EXPECT_THAT(reqs[k], Not(HasSubstr("Accept: application/json")));
     EXPECT_THAT(reqs[k], Not(HasSubstr("Expect:")));
   }
 }

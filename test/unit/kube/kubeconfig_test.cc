@@ -40,10 +40,13 @@ std::string simpleConfig(const std::string& userBody) {
          "- name: c1\n"
          "  cluster:\n"
          "    server: https://10.0.0.1:6443\n"
-         "    certificate-authority-data: " + base64Encode(kCa) + "\n"
+         "    certificate-authority-data: " +
+         base64Encode(kCa) +
+         "\n"
          "users:\n"
          "- name: u1\n"
-         "  user:\n" + userBody +
+         "  user:\n" +
+         userBody +
          "contexts:\n"
          "- name: ctx1\n"
          "  context:\n"
@@ -139,7 +142,7 @@ TEST(Kubeconfig, ContextOverrideBeatsCurrentContext) {
   EXPECT_EQ(loadKubeconfig({.explicitPath = path}).server, "https://one:6443");
   RestConfig rc = loadKubeconfig({.explicitPath = path, .context = "second"});
   EXPECT_EQ(rc.server, "https://two:6443");  // trailing slash dropped
-  EXPECT_TRUE(rc.userName.empty());           // anonymous
+  EXPECT_TRUE(rc.userName.empty());          // anonymous
 }
 
 TEST(Kubeconfig, RelativePathsResolveAgainstTheNamingFile) {
@@ -175,12 +178,14 @@ TEST(Kubeconfig, DataFieldWinsOverFileAndTokenWinsOverTokenFile) {
                                "  cluster:\n"
                                "    server: https://h:1\n"
                                "    certificate-authority: /nonexistent/ca.crt\n"
-                               "    certificate-authority-data: " + base64Encode(kCa) + "\n"
-                               "users:\n"
-                               "- name: u\n"
-                               "  user: {token: inline, tokenFile: /nonexistent/token}\n"
-                               "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
-                               "current-context: x\n");
+                               "    certificate-authority-data: " +
+                                   base64Encode(kCa) +
+                                   "\n"
+                                   "users:\n"
+                                   "- name: u\n"
+                                   "  user: {token: inline, tokenFile: /nonexistent/token}\n"
+                                   "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                                   "current-context: x\n");
   RestConfig rc = loadKubeconfig({.explicitPath = path});
   EXPECT_EQ(rc.caPem, kCa);
   EXPECT_EQ(rc.bearerToken.reveal(), "inline");
@@ -208,9 +213,11 @@ TEST(Kubeconfig, InsecureWithCertificateAuthorityIsRejected) {
                                "  cluster:\n"
                                "    server: https://h:1\n"
                                "    insecure-skip-tls-verify: true\n"
-                               "    certificate-authority-data: " + base64Encode(kCa) + "\n"
-                               "contexts: [{name: x, context: {cluster: c}}]\n"
-                               "current-context: x\n");
+                               "    certificate-authority-data: " +
+                                   base64Encode(kCa) +
+                                   "\n"
+                                   "contexts: [{name: x, context: {cluster: c}}]\n"
+                                   "current-context: x\n");
   std::string msg = configError([&] { loadKubeconfig({.explicitPath = path}); });
   EXPECT_THAT(msg, HasSubstr(path + ":5"));
   EXPECT_THAT(msg, HasSubstr("clusters[0].cluster.insecure-skip-tls-verify"));
@@ -257,10 +264,12 @@ TEST(Kubeconfig, WrongFieldTypeNamesFieldPathAndLine) {
                                "users:\n"
                                "- name: u\n"
                                "  user:\n"
-                               "    client-certificate-data: " + base64Encode(kCert) + "\n"
-                               "    client-key: [not, a, path]\n"
-                               "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
-                               "current-context: x\n");
+                               "    client-certificate-data: " +
+                                   base64Encode(kCert) +
+                                   "\n"
+                                   "    client-key: [not, a, path]\n"
+                                   "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+                                   "current-context: x\n");
   std::string msg = configError([&] { loadKubeconfig({.explicitPath = path}); });
   EXPECT_THAT(msg, HasSubstr(path + ":8"));
   EXPECT_THAT(msg, HasSubstr("users[0].user.client-key"));
@@ -375,8 +384,8 @@ TEST(Kubeconfig, CredentialsNeverPrinted) {
   EXPECT_THAT(os.str(), HasSubstr("https://10.0.0.1:6443"));
 
   // An error about the user's entry must not leak the token that sits next to it.
-  std::string bad = dir.write("bad", simpleConfig(std::string("    token: ") + kToken +
-                                                  "\n    client-key-data: " + base64Encode(kKey) + "\n"));
+  std::string bad = dir.write(
+      "bad", simpleConfig(std::string("    token: ") + kToken + "\n    client-key-data: " + base64Encode(kKey) + "\n"));
   std::string msg = configError([&] { loadKubeconfig({.explicitPath = bad}); });
   EXPECT_THAT(msg, Not(HasSubstr(kToken)));
   EXPECT_THAT(msg, Not(HasSubstr("KEYBYTES")));

@@ -8,7 +8,8 @@ namespace cpscale::kube {
 namespace {
 
 TEST(ResourcePath, CoreNamespacedObject) {
-  EXPECT_EQ(resourcePath(ResourceRef(gvr::kPods).in("default").named("web-0")), "/api/v1/namespaces/default/pods/web-0");
+  EXPECT_EQ(resourcePath(ResourceRef(gvr::kPods).in("default").named("web-0")),
+            "/api/v1/namespaces/default/pods/web-0");
 }
 
 TEST(ResourcePath, CoreCollectionAcrossAllNamespaces) {
@@ -78,7 +79,8 @@ TEST(RequestPath, WatchQuery) {
             "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases"
             "?resourceVersion=123&watch=true&allowWatchBookmarks=true&timeoutSeconds=300");
   // Bookmarks only make sense on a watch.
-  EXPECT_EQ(requestPath(ResourceRef(gvr::kNodes), toQuery(o, false)), "/api/v1/nodes?resourceVersion=123&timeoutSeconds=300");
+  EXPECT_EQ(requestPath(ResourceRef(gvr::kNodes), toQuery(o, false)),
+            "/api/v1/nodes?resourceVersion=123&timeoutSeconds=300");
 }
 
 TEST(RequestPath, WriteQuery) {

@@ -8,11 +8,16 @@ namespace cpscale::kube {
 namespace {
 
 const std::string kStream =
-    R"({"type":"ADDED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"1"}}})" "\n"
-    R"({"type":"MODIFIED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"2"},"spec":{"holderIdentity":"x\ny"}}})" "\n"
-    R"({"type":"BOOKMARK","object":{"kind":"Lease","metadata":{"resourceVersion":"3"}}})" "\n"
-    R"({"type":"DELETED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"4"}}})" "\n"
-    R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})" "\n";
+    R"({"type":"ADDED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"1"}}})"
+    "\n"
+    R"({"type":"MODIFIED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"2"},"spec":{"holderIdentity":"x\ny"}}})"
+    "\n"
+    R"({"type":"BOOKMARK","object":{"kind":"Lease","metadata":{"resourceVersion":"3"}}})"
+    "\n"
+    R"({"type":"DELETED","object":{"kind":"Lease","metadata":{"name":"a","resourceVersion":"4"}}})"
+    "\n"
+    R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}})"
+    "\n";
 
 std::vector<std::string> summarize(const std::vector<WatchEvent>& evs) {
   std::vector<std::string> out;
@@ -50,7 +55,8 @@ TEST(WatchStreamDecoder, SplitAtEveryPossibleBoundary) {
 TEST(WatchStreamDecoder, ByteByByte) {
   WatchStreamDecoder d;
   std::vector<WatchEvent> evs;
-  for (char c : kStream) ASSERT_TRUE(d.feed(std::string_view(&c, 1), [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  for (char c : kStream)
+    ASSERT_TRUE(d.feed(std::string_view(&c, 1), [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
   EXPECT_EQ(summarize(evs), kWant);
 }
 
@@ -68,7 +74,9 @@ TEST(WatchStreamDecoder, FinalLineWithoutNewlineNeedsFinish) {
 TEST(WatchStreamDecoder, StatusBodyIsKeptNotFailed) {
   WatchStreamDecoder d;
   int n = 0;
-  ASSERT_TRUE(d.feed(R"({"kind":"Status","code":403,"reason":"Forbidden"})" "\n", [&](WatchEvent&&) { ++n; }));
+  ASSERT_TRUE(d.feed(R"({"kind":"Status","code":403,"reason":"Forbidden"})"
+                     "\n",
+                     [&](WatchEvent&&) { ++n; }));
   EXPECT_EQ(n, 0);
   ASSERT_TRUE(d.nonEvent().has_value());
   EXPECT_EQ((*d.nonEvent())["reason"], "Forbidden");

@@ -31,14 +31,11 @@ double valueOf(const std::vector<Figure>& figs, std::string_view name, const Lab
 Labels axis(std::string_view a) { return sortedLabels({{"axis", a}}); }
 
 TEST(AxisPressure, NodeIsLeaseAndNodeStatusWritesChurnIsTheRest) {
-  std::vector<Figure> in = {allWrites(1000),
-                            writes("coordination.k8s.io", "leases", "PUT", 900),
-                            writes("", "nodes/status", "PATCH", 30),
-                            // A node registration and a pod status are not liveness.
-                            writes("", "nodes", "POST", 10),
-                            writes("", "pods/status", "PATCH", 20),
-                            writes("agents.example.com", "sessions", "POST", 25),
-                            writes("agents.example.com", "sessions", "DELETE", 15)};
+  std::vector<Figure> in = {
+      allWrites(1000), writes("coordination.k8s.io", "leases", "PUT", 900), writes("", "nodes/status", "PATCH", 30),
+      // A node registration and a pod status are not liveness.
+      writes("", "nodes", "POST", 10), writes("", "pods/status", "PATCH", 20),
+      writes("agents.example.com", "sessions", "POST", 25), writes("agents.example.com", "sessions", "DELETE", 15)};
   auto out = axisPressureFigures(in);
   EXPECT_DOUBLE_EQ(valueOf(out, "axis_pressure", axis("node")), 930);
   EXPECT_DOUBLE_EQ(valueOf(out, "axis_pressure", axis("churn")), 70);
@@ -51,18 +48,20 @@ TEST(AxisPressure, NodeIsLeaseAndNodeStatusWritesChurnIsTheRest) {
 }
 
 TEST(AxisPressure, ChurnOnACustomResourceInAK8sIoGroupIsStillCustom) {
-  auto out = axisPressureFigures(std::vector<Figure>{allWrites(10), writes("gateway.networking.k8s.io", "httproutes", "PUT", 10)});
+  auto out = axisPressureFigures(
+      std::vector<Figure>{allWrites(10), writes("gateway.networking.k8s.io", "httproutes", "PUT", 10)});
   EXPECT_DOUBLE_EQ(valueOf(out, "churn_custom_resource_share"), 1.0);
 }
 
 TEST(AxisPressure, StateIsTheLargestReplicasObjectsAndTheTotalCountsEveryReplica) {
-  std::vector<Figure> in = {objects("kube-apiserver-0", "", "configmaps", 20000),
-                            objects("kube-apiserver-0", "rbac.authorization.k8s.io", "roles", 5000),
-                            objects("kube-apiserver-1", "", "configmaps", 20000),
-                            objects("kube-apiserver-1", "rbac.authorization.k8s.io", "roles", 4990),
-                            // The per-replica total beside them is not counted twice.
-                            Figure::measured("apiserver_objects_total", sortedLabels({{"apiserver", "kube-apiserver-0"}}),
-                                             25000, "objects", Source::kApiserver)};
+  std::vector<Figure> in = {
+      objects("kube-apiserver-0", "", "configmaps", 20000),
+      objects("kube-apiserver-0", "rbac.authorization.k8s.io", "roles", 5000),
+      objects("kube-apiserver-1", "", "configmaps", 20000),
+      objects("kube-apiserver-1", "rbac.authorization.k8s.io", "roles", 4990),
+      // The per-replica total beside them is not counted twice.
+      Figure::measured("apiserver_objects_total", sortedLabels({{"apiserver", "kube-apiserver-0"}}), 25000, "objects",
+                       Source::kApiserver)};
   auto out = axisPressureFigures(in);
   EXPECT_DOUBLE_EQ(valueOf(out, "axis_pressure", axis("state")), 25000);
   EXPECT_EQ(get(out, "axis_pressure", axis("state")).unit, "objects");
@@ -71,7 +70,8 @@ TEST(AxisPressure, StateIsTheLargestReplicasObjectsAndTheTotalCountsEveryReplica
 }
 
 TEST(AxisPressure, UnavailableInputsGiveUnavailablePressuresWithTheirReason) {
-  Figure w = Figure::unavailable("write_qps", {}, "1/s", Source::kApiserver, "kube-apiserver api-0 answered 1 scrape(s)");
+  Figure w =
+      Figure::unavailable("write_qps", {}, "1/s", Source::kApiserver, "kube-apiserver api-0 answered 1 scrape(s)");
   Figure o = Figure::unavailable("apiserver_objects", sortedLabels({{"apiserver", "api-0"}}), "objects",
                                  Source::kApiserver, "neither apiserver_resource_objects nor ... is exposed by api-0");
   auto out = axisPressureFigures(std::vector<Figure>{w, o});
@@ -83,7 +83,8 @@ TEST(AxisPressure, UnavailableInputsGiveUnavailablePressuresWithTheirReason) {
   // Nothing to read at all: each says which figure is missing.
   auto none = axisPressureFigures(std::vector<Figure>{});
   EXPECT_NE(get(none, "axis_pressure", axis("churn")).unavailableReason.find("no write_qps{}"), std::string::npos);
-  EXPECT_NE(get(none, "axis_pressure", axis("state")).unavailableReason.find("no apiserver_objects"), std::string::npos);
+  EXPECT_NE(get(none, "axis_pressure", axis("state")).unavailableReason.find("no apiserver_objects"),
+            std::string::npos);
 }
 
 TEST(AxisPressure, AReplicaWithoutCountsLeavesTheLargestButNotTheTotal) {
@@ -92,11 +93,13 @@ TEST(AxisPressure, AReplicaWithoutCountsLeavesTheLargestButNotTheTotal) {
                                                 Source::kApiserver, "kube-apiserver api-1 never answered a scrape")};
   auto out = axisPressureFigures(in);
   EXPECT_DOUBLE_EQ(valueOf(out, "axis_pressure", axis("state")), 100);
-  EXPECT_NE(get(out, "resident_objects_all_replicas").unavailableReason.find("api-1 never answered"), std::string::npos);
+  EXPECT_NE(get(out, "resident_objects_all_replicas").unavailableReason.find("api-1 never answered"),
+            std::string::npos);
 }
 
 TEST(AxisPressure, OnlyLivenessWritesLeaveNoChurnShare) {
-  auto out = axisPressureFigures(std::vector<Figure>{allWrites(30), writes("coordination.k8s.io", "leases", "PUT", 30)});
+  auto out =
+      axisPressureFigures(std::vector<Figure>{allWrites(30), writes("coordination.k8s.io", "leases", "PUT", 30)});
   EXPECT_DOUBLE_EQ(valueOf(out, "axis_pressure", axis("churn")), 0);
   EXPECT_FALSE(get(out, "churn_custom_resource_share").available());
 }
@@ -132,7 +135,8 @@ TEST(AxisPressure, ReadsWhatWriteAndMemoryFiguresMake) {
     return "# TYPE apiserver_request_total counter\n" + req("coordination.k8s.io", "leases", "", "PUT", leases) +
            req("", "nodes", "status", "PATCH", status) + req("agents.example.com", "sessions", "", "POST", sessions) +
            "# TYPE apiserver_resource_objects gauge\napiserver_resource_objects{group=\"\",resource=\"configmaps\"} " +
-           std::to_string(objs) + "\napiserver_resource_objects{group=\"agents.example.com\",resource=\"sessions\"} 50\n";
+           std::to_string(objs) +
+           "\napiserver_resource_objects{group=\"agents.example.com\",resource=\"sessions\"} 50\n";
   };
   std::vector<TargetScrapes> ts = {testing::target("kube-apiserver-0", TargetRole::kApiserver,
                                                    {{0, body(0, 0, 0, 900)}, {10, body(300, 20, 100, 1000)}})};

@@ -28,7 +28,9 @@ std::string num(double v) {
   std::snprintf(buf, sizeof buf, "%.6f", v);
   return buf;
 }
-std::string heap(double v) { return "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes " + num(v) + "\n"; }
+std::string heap(double v) {
+  return "# TYPE go_memstats_heap_inuse_bytes gauge\ngo_memstats_heap_inuse_bytes " + num(v) + "\n";
+}
 std::string heapAfterGc(double v) { return "cpscale_heap_inuse_after_gc_bytes " + num(v) + "\n"; }
 std::string count(const std::string& group, const std::string& resource, double v) {
   return "apiserver_resource_objects{group=\"" + group + "\",resource=\"" + resource + "\"} " + num(v) + "\n";
@@ -179,7 +181,8 @@ TEST(BytesPerObject, HeapAfterGcIsPreferredWhenEveryPointHasIt) {
 
 TEST(BytesPerObject, RampPhaseNamesRoundTrip) {
   EXPECT_EQ(kindRampPhase("platform", "", "configmaps"), "ramp/platform/configmaps");
-  EXPECT_EQ(kindRampPhase("platform", "op0.dormant.cpscale.io", "widgets"), "ramp/platform/op0.dormant.cpscale.io/widgets");
+  EXPECT_EQ(kindRampPhase("platform", "op0.dormant.cpscale.io", "widgets"),
+            "ramp/platform/op0.dormant.cpscale.io/widgets");
   auto cm = kindRampFromPhase("ramp/platform/configmaps", at(1), at(2));
   ASSERT_TRUE(cm);
   EXPECT_EQ(cm->workload, "platform");
@@ -290,7 +293,7 @@ const std::string kProfile =
 TEST(HeapProfile, HeapInuseFromTheMemStatsBlock) {
   EXPECT_EQ(heapInuseFromProfile(kProfile), 75071488.0);
   EXPECT_FALSE(heapInuseFromProfile("heap profile: 1: 2 [3: 4] @ heap/1048576\n"));  // no MemStats block
-  EXPECT_FALSE(heapInuseFromProfile("\x1f\x8b binary pprof"));                        // debug=0
+  EXPECT_FALSE(heapInuseFromProfile("\x1f\x8b binary pprof"));                       // debug=0
   EXPECT_FALSE(heapInuseFromProfile("# runtime.MemStats\n# HeapInuse = 12x\n"));
   EXPECT_EQ(heapInuseFromProfile("# runtime.MemStats\r\n# Alloc = 1\r\n# HeapInuse = 42\r\n"), 42.0);
 }

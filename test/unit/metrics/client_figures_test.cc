@@ -5,8 +5,8 @@
 namespace cpscale::metrics {
 namespace {
 
-using std::chrono::milliseconds;
 using engine::OutcomeClass;
+using std::chrono::milliseconds;
 
 TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
   engine::RequestStats s;
@@ -78,13 +78,16 @@ TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
   EXPECT_EQ(findFigure(figs, "client_latency_max", {{"verb", "WATCH"}}), nullptr);
   EXPECT_NE(findFigure(figs, "client_latency_max", {{"verb", "LIST"}}), nullptr);
   // Still counted.
-  EXPECT_NE(findFigure(clientCountFigures(s, std::chrono::seconds(1)), "client_requests", {{"verb", "WATCH"}}), nullptr);
+  EXPECT_NE(findFigure(clientCountFigures(s, std::chrono::seconds(1)), "client_requests", {{"verb", "WATCH"}}),
+            nullptr);
 }
 
 TEST(ClientFigures, CountsBesideApiserverAndErrorsByOutcome) {
   engine::RequestStats s;
-  for (int i = 0; i < 30; ++i) s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(1), milliseconds(1));
-  for (int i = 0; i < 6; ++i) s.recordLatency({"leases", "PUT", OutcomeClass::kClientError}, milliseconds(1), milliseconds(1));
+  for (int i = 0; i < 30; ++i)
+    s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(1), milliseconds(1));
+  for (int i = 0; i < 6; ++i)
+    s.recordLatency({"leases", "PUT", OutcomeClass::kClientError}, milliseconds(1), milliseconds(1));
   s.recordLatency({"pods", "GET", OutcomeClass::kServerError}, milliseconds(1), milliseconds(1));
   auto figs = clientCountFigures(s, std::chrono::seconds(12));
   EXPECT_EQ(*findFigure(figs, "client_write_requests", {{"resource", "leases"}, {"verb", "PUT"}})->value, 36);

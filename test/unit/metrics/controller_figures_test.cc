@@ -62,11 +62,11 @@ const Labels kCm{{"component", "kube-controller-manager"}};
 Labels cmQueue(std::string q) { return {{"component", "kube-controller-manager"}, {"queue", std::move(q)}}; }
 
 TEST(ControllerFigures, WorkqueueDepthMaxAndAddsOfTheBusyQueues) {
-  std::vector<TargetScrapes> ts{target(
-      "kube-controller-manager", TargetRole::kControllerManager,
-      {{0, queues({{"replicaset", 0, 100}, {"node_lifecycle_controller", 1, 10}, {"idle", 0, 5}})},
-       {10, queues({{"replicaset", 7, 150}, {"node_lifecycle_controller", 3, 20}, {"idle", 0, 5}})},
-       {20, queues({{"replicaset", 2, 400}, {"node_lifecycle_controller", 0, 30}, {"idle", 0, 5}})}})};
+  std::vector<TargetScrapes> ts{
+      target("kube-controller-manager", TargetRole::kControllerManager,
+             {{0, queues({{"replicaset", 0, 100}, {"node_lifecycle_controller", 1, 10}, {"idle", 0, 5}})},
+              {10, queues({{"replicaset", 7, 150}, {"node_lifecycle_controller", 3, 20}, {"idle", 0, 5}})},
+              {20, queues({{"replicaset", 2, 400}, {"node_lifecycle_controller", 0, 30}, {"idle", 0, 5}})}})};
   auto figs = controllerFigures(ts);
   // The peak over the window, not the last value, and the increase, not the counter.
   EXPECT_EQ(valueOf(figs, "workqueue_depth_max", cmQueue("replicaset")), 7);
@@ -107,11 +107,11 @@ TEST(ControllerFigures, CounterIncreaseAcrossAProcessRestart) {
 TEST(ControllerFigures, NodeLifecyclePerZoneAndAcrossZones) {
   auto body = [](double evA, double unA, double evB, double unB) {
     return "# TYPE node_collector_evictions_total counter\n"
-           "node_collector_evictions_total{zone=\"zone-a\"} " + std::to_string(evA) +
-           "\nnode_collector_evictions_total{zone=\"zone-b\"} " + std::to_string(evB) +
+           "node_collector_evictions_total{zone=\"zone-a\"} " +
+           std::to_string(evA) + "\nnode_collector_evictions_total{zone=\"zone-b\"} " + std::to_string(evB) +
            "\n# TYPE node_collector_unhealthy_nodes_in_zone gauge\n"
-           "node_collector_unhealthy_nodes_in_zone{zone=\"zone-a\"} " + std::to_string(unA) +
-           "\nnode_collector_unhealthy_nodes_in_zone{zone=\"zone-b\"} " + std::to_string(unB) +
+           "node_collector_unhealthy_nodes_in_zone{zone=\"zone-a\"} " +
+           std::to_string(unA) + "\nnode_collector_unhealthy_nodes_in_zone{zone=\"zone-b\"} " + std::to_string(unB) +
            "\n# TYPE taint_eviction_controller_pod_deletions_total counter\n"
            "taint_eviction_controller_pod_deletions_total 0\n";
   };
@@ -162,18 +162,18 @@ TEST(ControllerFigures, OneScrapeGivesPeaksButNoIncreases) {
 
 std::string schedulerBody(double active, double backoff, double unschedulable, double scheduled, double errors,
                           double leader) {
-  std::string s = "# TYPE scheduler_pending_pods gauge\n"
-                  "scheduler_pending_pods{queue=\"active\"} " + std::to_string(active) +
-                  "\nscheduler_pending_pods{queue=\"backoff\"} " + std::to_string(backoff) +
-                  "\nscheduler_pending_pods{queue=\"unschedulable\"} " + std::to_string(unschedulable) +
-                  "\n# TYPE scheduler_schedule_attempts_total counter\n"
-                  "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} " +
-                  std::to_string(scheduled) +
-                  "\nscheduler_schedule_attempts_total{profile=\"batch\",result=\"scheduled\"} " +
-                  std::to_string(scheduled) + "\n";
+  std::string s =
+      "# TYPE scheduler_pending_pods gauge\n"
+      "scheduler_pending_pods{queue=\"active\"} " +
+      std::to_string(active) + "\nscheduler_pending_pods{queue=\"backoff\"} " + std::to_string(backoff) +
+      "\nscheduler_pending_pods{queue=\"unschedulable\"} " + std::to_string(unschedulable) +
+      "\n# TYPE scheduler_schedule_attempts_total counter\n"
+      "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"scheduled\"} " +
+      std::to_string(scheduled) + "\nscheduler_schedule_attempts_total{profile=\"batch\",result=\"scheduled\"} " +
+      std::to_string(scheduled) + "\n";
   if (errors > 0)
-    s += "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} " +
-         std::to_string(errors) + "\n";
+    s += "scheduler_schedule_attempts_total{profile=\"default-scheduler\",result=\"error\"} " + std::to_string(errors) +
+         "\n";
   return s + "# TYPE leader_election_master_status gauge\nleader_election_master_status{name=\"kube-scheduler\"} " +
          std::to_string(leader) + "\n";
 }
@@ -209,14 +209,15 @@ TEST(ControllerFigures, WithoutTargetsTheHeadlineFiguresAreUnavailableWithTheRea
                                        {{0, queues({{"crd_naming_condition_controller", 5, 10}})},
                                         {10, queues({{"crd_naming_condition_controller", 9, 20}})}})};
   auto figs = controllerFigures(ts);
-  const std::string noCm = "no kube-controller-manager was scraped (a user's cluster: its controller-manager is not "
-                           "reachable, or the profile turned it off)";
-  for (auto [name, labels] : std::initializer_list<std::pair<const char*, Labels>>{
-           {"workqueue_depth_max", kCm},
-           {"workqueue_adds", kCm},
-           {"node_lifecycle_evictions", {}},
-           {"node_lifecycle_unhealthy_nodes_max", {}},
-           {"taint_eviction_pod_deletions", {}}}) {
+  const std::string noCm =
+      "no kube-controller-manager was scraped (a user's cluster: its controller-manager is not "
+      "reachable, or the profile turned it off)";
+  for (auto [name, labels] :
+       std::initializer_list<std::pair<const char*, Labels>>{{"workqueue_depth_max", kCm},
+                                                             {"workqueue_adds", kCm},
+                                                             {"node_lifecycle_evictions", {}},
+                                                             {"node_lifecycle_unhealthy_nodes_max", {}},
+                                                             {"taint_eviction_pod_deletions", {}}}) {
     const Figure& f = figure(figs, name, labels);
     EXPECT_FALSE(f.available()) << name;
     EXPECT_EQ(f.unavailableReason, noCm) << name;
@@ -254,8 +255,15 @@ TEST(ControllerFigures, ApiserverAndEtcdFiguresIgnoreControllerTargets) {
   std::string cmBody = apiserverBody(5e7, 7, 9) + queues({{"replicaset", 2, 3}});
   std::vector<TargetScrapes> both = apiOnly;
   both.push_back(target("kube-controller-manager", TargetRole::kControllerManager,
-                        {{0, cmBody}, {5, cmBody}, {10, cmBody}, {15, cmBody}, {20, cmBody}, {25, cmBody},
-                         {30, cmBody}, {35, cmBody}, {40, cmBody}}));
+                        {{0, cmBody},
+                         {5, cmBody},
+                         {10, cmBody},
+                         {15, cmBody},
+                         {20, cmBody},
+                         {25, cmBody},
+                         {30, cmBody},
+                         {35, cmBody},
+                         {40, cmBody}}));
   auto apiserverAndEtcd = [](std::span<const TargetScrapes> ts) {
     std::vector<Figure> out;
     for (auto fs : {writeFigures(ts), apiserverRequestFigures(ts), leaseShareFigures(ts), apiserverMemoryFigures(ts),

@@ -17,7 +17,8 @@ using std::chrono::seconds;
 using testing::at;
 using testing::target;
 
-TargetScrapes etcd(std::string name, std::vector<std::string> resources, std::vector<std::pair<int, std::string>> scrapes) {
+TargetScrapes etcd(std::string name, std::vector<std::string> resources,
+                   std::vector<std::pair<int, std::string>> scrapes) {
   TargetScrapes t = target(name, TargetRole::kEtcd, std::move(scrapes));
   t.info.etcdCluster = name;
   t.info.etcdResources = std::move(resources);
@@ -195,16 +196,16 @@ TEST(Figures, ServerLatencyOverARestartAddsTheBucketsOfBothProcesses) {
   auto put = [&](double start, double fast, double medium, double all) {
     std::string s = startTime(start) + kDuration;
     for (auto [le, v] : {std::pair{"0.1", fast}, {"0.5", medium}, {"+Inf", all}}) {
-      s += "apiserver_request_duration_seconds_bucket{group=\"\",resource=\"pods\",subresource=\"\",verb=\"PUT\",le=\"" +
-           std::string(le) + "\"} " + std::to_string(v) + "\n";
+      s +=
+          "apiserver_request_duration_seconds_bucket{group=\"\",resource=\"pods\",subresource=\"\",verb=\"PUT\",le=\"" +
+          std::string(le) + "\"} " + std::to_string(v) + "\n";
     }
     return s;
   };
   // Before the restart: +10 fast, +10 medium; after it, from 0: 150 fast, 40 medium, 10 slower.
-  std::vector<TargetScrapes> ts{target("api-0", TargetRole::kApiserver,
-                                       {{0, put(1000, 100, 100, 100)},
-                                        {10, put(1000, 110, 120, 120)},
-                                        {20, put(2000, 150, 190, 200)}})};
+  std::vector<TargetScrapes> ts{
+      target("api-0", TargetRole::kApiserver,
+             {{0, put(1000, 100, 100, 100)}, {10, put(1000, 110, 120, 120)}, {20, put(2000, 150, 190, 200)}})};
   auto figs = serverLatencyFigures(ts);
   Labels pods{{"resource", "pods"}, {"verb", "PUT"}};
   // 160 <= 0.1, 210 <= 0.5, 220 in all.
@@ -220,7 +221,8 @@ TEST(Figures, RequestsPerApiserverReplica) {
            coded("", "pods", "WATCH", "200", watches) + coded("coordination.k8s.io", "leases", "PUT", "409", conflicts);
   };
   auto api1 = [](double ok, double lists) {
-    return kReqType + coded("coordination.k8s.io", "leases", "PUT", "200", ok) + coded("", "pods", "LIST", "200", lists);
+    return kReqType + coded("coordination.k8s.io", "leases", "PUT", "200", ok) +
+           coded("", "pods", "LIST", "200", lists);
   };
   std::vector<TargetScrapes> ts;
   ts.push_back(target("api-0", TargetRole::kApiserver,
@@ -280,14 +282,16 @@ TEST(Figures, EtcdLeaseShareNeedsLeasesInAnEtcdOfTheirOwn) {
   figs = leaseShareFigures(ts);
   const Figure* f = findFigure(figs, "etcd_lease_proposal_share");
   ASSERT_TRUE(f && !f->value);
-  EXPECT_NE(f->unavailableReason.find("no etcd cluster of its own holds coordination.k8s.io/leases"), std::string::npos);
+  EXPECT_NE(f->unavailableReason.find("no etcd cluster of its own holds coordination.k8s.io/leases"),
+            std::string::npos);
 }
 
 std::string etcdBody(double proposalsV, double db, double inUse, double keys, double renewals) {
   return "# TYPE etcd_server_proposals_committed_total gauge\netcd_server_proposals_committed_total " +
-         std::to_string(proposalsV) + "\n# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes " +
-         std::to_string(db) + "\netcd_mvcc_db_total_size_in_use_in_bytes " + std::to_string(inUse) +
-         "\netcd_debugging_mvcc_keys_total " + std::to_string(keys) +
+         std::to_string(proposalsV) +
+         "\n# TYPE etcd_mvcc_db_total_size_in_bytes gauge\netcd_mvcc_db_total_size_in_bytes " + std::to_string(db) +
+         "\netcd_mvcc_db_total_size_in_use_in_bytes " + std::to_string(inUse) + "\netcd_debugging_mvcc_keys_total " +
+         std::to_string(keys) +
          "\n# TYPE etcd_debugging_lease_renewed_total counter\netcd_debugging_lease_renewed_total " +
          std::to_string(renewals) + "\netcd_server_has_leader 1\n";
 }
@@ -312,10 +316,9 @@ TEST(Figures, AGaugeWithNoSampleInTheWindowIsUnavailableNotACrash) {
   // The db gauge was seen before the window (scrape at 0) and not in any of the
   // window's scrapes (an etcd, or a saturated apiserver, that answered without it).
   std::vector<TargetScrapes> ts;
-  ts.push_back(etcd("main", {},
-                    {{0, etcdBody(100, 4096, 2048, 10, 0)},
-                     {10, "etcd_server_has_leader 1\n"},
-                     {20, "etcd_server_has_leader 1\n"}}));
+  ts.push_back(etcd(
+      "main", {},
+      {{0, etcdBody(100, 4096, 2048, 10, 0)}, {10, "etcd_server_has_leader 1\n"}, {20, "etcd_server_has_leader 1\n"}}));
   auto window = sliceTargets(ts, at(10), at(20));
   auto figs = etcdFigures(window);
   const Figure* db = findFigure(figs, "etcd_db_total_size_bytes", {{"etcd", "main"}});
@@ -374,7 +377,8 @@ std::string memBody(double heap, double rss) {
 
 TEST(Figures, HeapAndRssPerApiserverAndAcrossReplicas) {
   std::vector<TargetScrapes> ts;
-  ts.push_back(target("api-0", TargetRole::kApiserver, {{0, memBody(100, 10)}, {10, memBody(200, 20)}, {20, memBody(150, 30)}}));
+  ts.push_back(
+      target("api-0", TargetRole::kApiserver, {{0, memBody(100, 10)}, {10, memBody(200, 20)}, {20, memBody(150, 30)}}));
   ts.push_back(target("api-1", TargetRole::kApiserver, {{0, memBody(1000, 1)}, {20, memBody(1100, 2)}}));
   auto figs = apiserverMemoryFigures(ts);
   EXPECT_EQ(valueOf(figs, "apiserver_heap_inuse_bytes", {{"apiserver", "api-0"}}), 150);
@@ -413,8 +417,9 @@ TEST(Figures, ObjectsPerResourceWithDeprecatedFallback) {
   std::vector<TargetScrapes> ts;
   ts.push_back(target("api-0", TargetRole::kApiserver, {{0, objects(3, 4)}}));
   ts.push_back(target("api-old", TargetRole::kApiserver,
-                      {{0, "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 9\n"
-                           "apiserver_storage_objects{resource=\"pods\"} 2\n"}}));
+                      {{0,
+                        "apiserver_storage_objects{resource=\"leases.coordination.k8s.io\"} 9\n"
+                        "apiserver_storage_objects{resource=\"pods\"} 2\n"}}));
   auto figs = apiserverMemoryFigures(ts);
   EXPECT_EQ(valueOf(figs, "apiserver_objects", {{"apiserver", "api-0"}, {"resource", "pods"}}), 3);
   EXPECT_EQ(valueOf(figs, "apiserver_objects_total", {{"apiserver", "api-0"}}), 7);
@@ -432,8 +437,9 @@ TEST(Figures, StoredBytesPerObjectFromTheApiserversOwnEstimate) {
   const std::string cmBytes = "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"configmaps\"} ";
   const std::string crs = "apiserver_resource_objects{group=\"op0.example.com\",resource=\"widgets\"} ";
   const std::string crBytes = "apiserver_resource_size_estimate_bytes{group=\"op0.example.com\",resource=\"widgets\"} ";
-  const std::string none = "apiserver_resource_objects{group=\"\",resource=\"secrets\"} 0\n"
-                           "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"secrets\"} 0\n";
+  const std::string none =
+      "apiserver_resource_objects{group=\"\",resource=\"secrets\"} 0\n"
+      "apiserver_resource_size_estimate_bytes{group=\"\",resource=\"secrets\"} 0\n";
   std::vector<TargetScrapes> ts;
   ts.push_back(target("api-0", TargetRole::kApiserver,
                       {{0, cms + "10\n" + cmBytes + "20000\n" + crs + "0\n" + crBytes + "0\n" + none},
@@ -446,8 +452,9 @@ TEST(Figures, StoredBytesPerObjectFromTheApiserversOwnEstimate) {
   EXPECT_DOUBLE_EQ(valueOf(figs, "stored_bytes_per_object",
                            {{"apiserver", "api-0"}, {"group", "op0.example.com"}, {"resource", "widgets"}}),
                    4096);
-  EXPECT_EQ(findFigure(figs, "stored_bytes_per_object", {{"apiserver", "api-0"}, {"group", ""}, {"resource", "secrets"}}),
-            nullptr);
+  EXPECT_EQ(
+      findFigure(figs, "stored_bytes_per_object", {{"apiserver", "api-0"}, {"group", ""}, {"resource", "secrets"}}),
+      nullptr);
   const Figure* old = findFigure(figs, "stored_bytes_per_object", {{"apiserver", "api-old"}});
   ASSERT_NE(old, nullptr);
   EXPECT_FALSE(old->available());
@@ -459,10 +466,13 @@ TEST(Figures, StoredBytesPerObjectFromTheApiserversOwnEstimate) {
 // counter drops) starts over; a resource that never received an event holds none.
 TEST(Figures, WatchCacheEventsHeldReplayTheRing) {
   auto scrape = [](int capacity, std::optional<int> received) {
-    std::string s = "# TYPE watch_cache_capacity gauge\n"
-                    "watch_cache_capacity{group=\"x.io\",resource=\"widgets\"} " + std::to_string(capacity) + "\n"
-                    "watch_cache_capacity{group=\"\",resource=\"pods\"} 100\n"
-                    "# TYPE apiserver_watch_cache_events_received_total counter\n";
+    std::string s =
+        "# TYPE watch_cache_capacity gauge\n"
+        "watch_cache_capacity{group=\"x.io\",resource=\"widgets\"} " +
+        std::to_string(capacity) +
+        "\n"
+        "watch_cache_capacity{group=\"\",resource=\"pods\"} 100\n"
+        "# TYPE apiserver_watch_cache_events_received_total counter\n";
     if (received)
       s += "apiserver_watch_cache_events_received_total{group=\"x.io\",resource=\"widgets\"} " +
            std::to_string(*received) + "\n";
@@ -519,7 +529,8 @@ TEST(Figures, BytesPerObjectByRegression) {
 }
 
 const std::string kDurationType = "# TYPE apiserver_request_duration_seconds histogram\n";
-std::string durations(const std::string& verb, const std::string& resource, std::vector<std::pair<std::string, double>> buckets) {
+std::string durations(const std::string& verb, const std::string& resource,
+                      std::vector<std::pair<std::string, double>> buckets) {
   std::string s;
   for (auto& [le, v] : buckets) {
     s += "apiserver_request_duration_seconds_bucket{component=\"apiserver\",dry_run=\"\",group=\"\",resource=\"" +
@@ -532,14 +543,16 @@ std::string durations(const std::string& verb, const std::string& resource, std:
 TEST(Figures, ServerLatencyFromBucketDeltasAcrossApiservers) {
   std::vector<TargetScrapes> ts;
   // Before the window: 1000 fast requests that must not count.
-  ts.push_back(target("api-0", TargetRole::kApiserver,
-                      {{0, kDurationType + durations("PUT", "pods", {{"0.1", 1000}, {"0.5", 1000}, {"1", 1000}, {"+Inf", 1000}})},
-                       {10, kDurationType + durations("PUT", "pods", {{"0.1", 1030}, {"0.5", 1060}, {"1", 1060}, {"+Inf", 1060}})}}));
+  ts.push_back(target(
+      "api-0", TargetRole::kApiserver,
+      {{0, kDurationType + durations("PUT", "pods", {{"0.1", 1000}, {"0.5", 1000}, {"1", 1000}, {"+Inf", 1000}})},
+       {10, kDurationType + durations("PUT", "pods", {{"0.1", 1030}, {"0.5", 1060}, {"1", 1060}, {"+Inf", 1060}})}}));
   // A restart in the window: its counts start again from 0.
-  ts.push_back(target("api-1", TargetRole::kApiserver,
-                      {{0, kDurationType + durations("PUT", "pods", {{"0.1", 500}, {"0.5", 600}, {"1", 700}, {"+Inf", 700}})},
-                       {10, kDurationType + durations("PUT", "pods", {{"0.1", 20}, {"0.5", 30}, {"1", 40}, {"+Inf", 40}}) +
-                                durations("WATCH", "pods", {{"0.1", 0}, {"+Inf", 5}})}}));
+  ts.push_back(
+      target("api-1", TargetRole::kApiserver,
+             {{0, kDurationType + durations("PUT", "pods", {{"0.1", 500}, {"0.5", 600}, {"1", 700}, {"+Inf", 700}})},
+              {10, kDurationType + durations("PUT", "pods", {{"0.1", 20}, {"0.5", 30}, {"1", 40}, {"+Inf", 40}}) +
+                       durations("WATCH", "pods", {{"0.1", 0}, {"+Inf", 5}})}}));
   // In the window: <=0.1: 50, (0.1,0.5]: 40, (0.5,1]: 10, total 100.
   auto figs = serverLatencyFigures(ts);
   Labels pods{{"resource", "pods"}, {"verb", "PUT"}};
@@ -553,7 +566,10 @@ TEST(Figures, ServerLatencyFromBucketDeltasAcrossApiservers) {
 TEST(Figures, AReplicaThatStoppedAnsweringDropsOutOfTheTotals) {
   std::vector<TargetScrapes> ts;
   ts.push_back(target("api-0", TargetRole::kApiserver,
-                      {{0, memBody(100, 1)}, {5, memBody(100, 1)}, {10, memBody(100, 1)}, {15, memBody(100, 1)},
+                      {{0, memBody(100, 1)},
+                       {5, memBody(100, 1)},
+                       {10, memBody(100, 1)},
+                       {15, memBody(100, 1)},
                        {20, memBody(100, 1)}}));
   ts.push_back(target("api-1", TargetRole::kApiserver, {{0, memBody(1000, 10)}, {5, memBody(1000, 10)}}));
   auto figs = apiserverMemoryFigures(ts);
@@ -669,8 +685,8 @@ TEST(Figures, CpuAndFsyncFromRealScrapes) {
 TEST(Figures, WalFsyncMeanOverTheWindow) {
   auto body = [](double sum, double count) {
     return "# TYPE etcd_disk_wal_fsync_duration_seconds histogram\n"
-           "etcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} " + std::to_string(count) +
-           "\netcd_disk_wal_fsync_duration_seconds_sum " + std::to_string(sum) +
+           "etcd_disk_wal_fsync_duration_seconds_bucket{le=\"+Inf\"} " +
+           std::to_string(count) + "\netcd_disk_wal_fsync_duration_seconds_sum " + std::to_string(sum) +
            "\netcd_disk_wal_fsync_duration_seconds_count " + std::to_string(count) + "\n";
   };
   std::vector<TargetScrapes> ts;

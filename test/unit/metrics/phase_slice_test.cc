@@ -28,7 +28,7 @@ std::string body(double posts, double puts) {
 TargetScrapes run() {
   TargetScrapes t;
   t.info.name = "kube-apiserver-0";
-  const std::pair<int, std::string> scrapes[] = {{0, body(0, 0)},      {10, body(150, 50)},  {20, body(300, 200)},
+  const std::pair<int, std::string> scrapes[] = {{0, body(0, 0)},      {10, body(150, 50)},   {20, body(300, 200)},
                                                  {40, body(300, 800)}, {60, body(300, 1400)}, {80, body(300, 2000)}};
   for (const auto& [s, b] : scrapes) {
     auto r = parsePrometheusText(b);

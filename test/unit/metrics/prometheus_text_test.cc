@@ -145,21 +145,14 @@ TEST_P(PrometheusTextMalformed, NamesLineAndProblem) {
 INSTANTIATE_TEST_SUITE_P(
     Cases, PrometheusTextMalformed,
     ::testing::Values(
-        Malformed{"ok 1\n9bad 1\n", 2, "invalid metric name"},
-        Malformed{"a{x=\"1\" 2\n", 1, "expected ',' or '}'"},
-        Malformed{"a 1\na{x=\"1\n", 2, "unterminated value of label 'x'"},
-        Malformed{"a{x=1} 2\n", 1, "expected '\"'"},
-        Malformed{"a{x} 2\n", 1, "expected '='"},
-        Malformed{"a{1x=\"v\"} 2\n", 1, "invalid label name"},
+        Malformed{"ok 1\n9bad 1\n", 2, "invalid metric name"}, Malformed{"a{x=\"1\" 2\n", 1, "expected ',' or '}'"},
+        Malformed{"a 1\na{x=\"1\n", 2, "unterminated value of label 'x'"}, Malformed{"a{x=1} 2\n", 1, "expected '\"'"},
+        Malformed{"a{x} 2\n", 1, "expected '='"}, Malformed{"a{1x=\"v\"} 2\n", 1, "invalid label name"},
         Malformed{"a{x=\"\\t\"} 2\n", 1, "invalid escape sequence '\\t'"},
-        Malformed{"a{x=\"1\",x=\"2\"} 2\n", 1, "duplicate label 'x'"},
-        Malformed{"a{x=\"1\"\n", 1, "missing '}'"},
-        Malformed{"a{\n", 1, "missing '}'"},
-        Malformed{"\n\na\n", 3, "missing value"},
-        Malformed{"a one\n", 1, "invalid value 'one'"},
-        Malformed{"a 1 12.5\n", 1, "invalid timestamp '12.5'"},
-        Malformed{"a 1 2 3\n", 1, "unexpected '3'"},
-        Malformed{"# TYPE a countr\n", 1, "unknown metric type 'countr'"},
+        Malformed{"a{x=\"1\",x=\"2\"} 2\n", 1, "duplicate label 'x'"}, Malformed{"a{x=\"1\"\n", 1, "missing '}'"},
+        Malformed{"a{\n", 1, "missing '}'"}, Malformed{"\n\na\n", 3, "missing value"},
+        Malformed{"a one\n", 1, "invalid value 'one'"}, Malformed{"a 1 12.5\n", 1, "invalid timestamp '12.5'"},
+        Malformed{"a 1 2 3\n", 1, "unexpected '3'"}, Malformed{"# TYPE a countr\n", 1, "unknown metric type 'countr'"},
         Malformed{"# TYPE a counter\n# TYPE a gauge\n", 2, "second TYPE line for a"},
         Malformed{"# HELP a x\n# HELP a y\n", 2, "second HELP line for a"},
         Malformed{"a 1\n# TYPE a counter\n", 2, "TYPE line for a after its samples"},
@@ -170,8 +163,7 @@ INSTANTIATE_TEST_SUITE_P(
         Malformed{"# TYPE h histogram\nh 1\n", 2, "must end in _bucket, _sum or _count"},
         Malformed{"# TYPE s summary\ns 1\n", 2, "without a 'quantile' label"},
         Malformed{"# TYPE s summary\ns{quantile=\"p50\"} 1\n", 2, "non-numeric quantile='p50'"},
-        Malformed{"a ++1\n", 1, "invalid value"},
-        Malformed{"{x=\"1\"} 1\n", 1, "invalid metric name"}),
+        Malformed{"a ++1\n", 1, "invalid value"}, Malformed{"{x=\"1\"} 1\n", 1, "invalid metric name"}),
     // Named by what the error must say, not by the case's bytes (its pointers would
     // change the test's name from one build to the next).
     [](const ::testing::TestParamInfo<Malformed>& info) {
@@ -202,8 +194,10 @@ TEST(PrometheusTextFixtures, KubeApiserver) {
     Labels rest;
     std::string le;
     for (const Label& l : s.labels) {
-      if (l.name == "le") le = l.value;
-      else rest.push_back(l);
+      if (l.name == "le")
+        le = l.value;
+      else
+        rest.push_back(l);
     }
     if (s.name == "apiserver_request_duration_seconds_bucket") {
       series[rest].push_back({le == "+Inf" ? HUGE_VAL : std::stod(le), s.value});
@@ -231,9 +225,9 @@ TEST(PrometheusTextFixtures, KubeApiserver) {
 TEST(PrometheusTextFixtures, Etcd) {
   ParseResult r = parseOk(readFixture("etcd.prom"));
   ASSERT_TRUE(r.ok());
-  for (const char* name : {"etcd_server_proposals_committed_total", "etcd_server_has_leader",
-                           "etcd_mvcc_db_total_size_in_bytes", "etcd_mvcc_db_total_size_in_use_in_bytes",
-                           "etcd_debugging_mvcc_keys_total"}) {
+  for (const char* name :
+       {"etcd_server_proposals_committed_total", "etcd_server_has_leader", "etcd_mvcc_db_total_size_in_bytes",
+        "etcd_mvcc_db_total_size_in_use_in_bytes", "etcd_debugging_mvcc_keys_total"}) {
     ASSERT_TRUE(r.families.contains(name)) << name;
     EXPECT_EQ(family(r, name).samples.size(), 1u) << name;
   }
@@ -266,9 +260,8 @@ TEST(PrometheusTextFixtures, Throughput) {
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return std::make_pair(static_cast<double>(flat.size()) * kRounds / s / 1e6, samples / kRounds);
   };
-  auto [filteredMBs, keptSamples] = measure([](std::string_view n) {
-    return n.starts_with("apiserver_request") || n.starts_with("go_memstats_heap");
-  });
+  auto [filteredMBs, keptSamples] = measure(
+      [](std::string_view n) { return n.starts_with("apiserver_request") || n.starts_with("go_memstats_heap"); });
   auto [fullMBs, allSamples] = measure({});
   std::printf("parser throughput on a %.2f MB scrape: %.0f MB/s keeping %zu samples, %.0f MB/s keeping all %zu\n",
               static_cast<double>(flat.size()) / 1e6, filteredMBs, keptSamples, fullMBs, allSamples);

@@ -27,7 +27,8 @@ ScrapeHistory historyOf(std::initializer_list<Scrape> scrapes) {
     std::string body = "# TYPE apiserver_request_total counter\n";
     if (s.puts >= 0) body += "apiserver_request_total{code=\"200\",verb=\"PUT\"} " + std::to_string(s.puts) + "\n";
     if (s.startTime > 0) {
-      body += "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " + std::to_string(s.startTime) + "\n";
+      body +=
+          "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " + std::to_string(s.startTime) + "\n";
     }
     if (!s.replica.empty()) {
       body += "apiserver_authentication_config_controller_last_config_info{apiserver_id_hash=\"sha256:" + s.replica +
@@ -113,8 +114,8 @@ TEST(ScrapeHistory, SliceKeepsWhichProcessAnswered) {
 TEST(ScrapeHistory, AScrapeWithoutAStartTimeBelongsToItsNeighbours) {
   // The first scrape lacks the start time (taken as the next one's), the fourth too
   // (taken as the previous one's): no restart at either, one at 40.
-  ScrapeHistory h = historyOf(
-      {{0, 0, "", 100}, {10, 1000, "", 110}, {20, 1000, "", 120}, {30, 0, "", 130}, {40, 2000, "", 5}});
+  ScrapeHistory h =
+      historyOf({{0, 0, "", 100}, {10, 1000, "", 110}, {20, 1000, "", 120}, {30, 0, "", 130}, {40, 2000, "", 5}});
   EXPECT_EQ(h.processes().ofScrape, (std::vector<std::size_t>{0, 0, 0, 0, 1}));
   EXPECT_EQ(h.processes().startedWithin, (std::vector<bool>{false, true}));
   EXPECT_EQ(totalIncrease(puts(h)), 30 + 5);

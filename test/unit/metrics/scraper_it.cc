@@ -65,10 +65,16 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     // The real servers say which process answered: one process, started before the run.
     for (std::size_t r = 0; r < t.history.scrapes(); ++r) EXPECT_TRUE(t.history.identity(r).startTime);
     EXPECT_EQ(t.history.processes().count(), 1u);
-    if (t.info.role == TargetRole::kEtcd) { EXPECT_FALSE(t.history.identity(0).replica.empty()); }
+    if (t.info.role == TargetRole::kEtcd) {
+      EXPECT_FALSE(t.history.identity(0).replica.empty());
+    }
     // What the controller figures read is kept from the real controllers' expositions.
-    if (t.info.role == TargetRole::kControllerManager) { EXPECT_FALSE(t.history.seriesNamed("workqueue_depth").empty()); }
-    if (t.info.role == TargetRole::kScheduler) { EXPECT_FALSE(t.history.seriesNamed("scheduler_pending_pods").empty()); }
+    if (t.info.role == TargetRole::kControllerManager) {
+      EXPECT_FALSE(t.history.seriesNamed("workqueue_depth").empty());
+    }
+    if (t.info.role == TargetRole::kScheduler) {
+      EXPECT_FALSE(t.history.seriesNamed("scheduler_pending_pods").empty());
+    }
     if (t.info.role != TargetRole::kApiserver) continue;
     const auto& ids = t.history.seriesNamed("apiserver_request_total");
     ASSERT_FALSE(ids.empty());
@@ -83,8 +89,8 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
   }
 
   auto figs = allFigures(scraper.targets());
-  for (const char* name : {"write_qps", "write_requests", "apiserver_heap_inuse_bytes_all_replicas",
-                           "apiserver_rss_bytes_all_replicas"}) {
+  for (const char* name :
+       {"write_qps", "write_requests", "apiserver_heap_inuse_bytes_all_replicas", "apiserver_rss_bytes_all_replicas"}) {
     const Figure* f = findFigure(figs, name);
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->value) << name << ": " << f->unavailableReason;
@@ -97,8 +103,8 @@ TEST(ScraperIT, ScrapesTheLocalPlane) {
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->value) << name << ": " << f->unavailableReason;
   }
-  for (const char* name : {"etcd_proposals_committed_per_second", "etcd_db_total_size_bytes", "etcd_keys",
-                           "etcd_has_leader"}) {
+  for (const char* name :
+       {"etcd_proposals_committed_per_second", "etcd_db_total_size_bytes", "etcd_keys", "etcd_has_leader"}) {
     const Figure* f = findFigure(figs, name, {{"etcd", "etcd-main"}});
     ASSERT_NE(f, nullptr) << name;
     EXPECT_TRUE(f->value) << name << ": " << f->unavailableReason;

@@ -34,9 +34,10 @@ class ScraperTest : public ::testing::Test {
     t->setHandler([n = 0](const kube::HttpRequest&) mutable {
       kube::HttpResponse r;
       r.status = 200;
-      r.body = "# TYPE apiserver_request_total counter\n"
-               "apiserver_request_total{code=\"200\",group=\"coordination.k8s.io\",resource=\"leases\",verb=\"PUT\"} " +
-               std::to_string(50 * n++) + "\n# TYPE unrelated_total counter\nunrelated_total 1\n";
+      r.body =
+          "# TYPE apiserver_request_total counter\n"
+          "apiserver_request_total{code=\"200\",group=\"coordination.k8s.io\",resource=\"leases\",verb=\"PUT\"} " +
+          std::to_string(50 * n++) + "\n# TYPE unrelated_total counter\nunrelated_total 1\n";
       return r;
     });
     return t;
@@ -48,8 +49,8 @@ TEST_F(ScraperTest, ScrapesEveryTargetEachIntervalAndKeepsGoingOnFailure) {
   auto api = apiserver();
   auto etcd = fake(seconds(1));
   etcd->setFault([](const kube::HttpRequest&) { return kube::TransportOutcome::kConnectFailed; });
-  Scraper scraper(sim_, {{{"api-0", TargetRole::kApiserver, "", {}}, api},
-                         {{"etcd-main", TargetRole::kEtcd, "main", {}}, etcd}});
+  Scraper scraper(
+      sim_, {{{"api-0", TargetRole::kApiserver, "", {}}, api}, {{"etcd-main", TargetRole::kEtcd, "main", {}}, etcd}});
   scraper.start();
   sim_.runUntil(at(22));
 
@@ -109,8 +110,8 @@ TEST_F(ScraperTest, SlowTargetDoesNotDelayOthersAndOverrunsAreCounted) {
     r.body = "etcd_server_has_leader 1\n";
     return r;
   });
-  Scraper scraper(sim_, {{{"api-0", TargetRole::kApiserver, "", {}}, api},
-                         {{"etcd-slow", TargetRole::kEtcd, "", {}}, slow}});
+  Scraper scraper(sim_,
+                  {{{"api-0", TargetRole::kApiserver, "", {}}, api}, {{"etcd-slow", TargetRole::kEtcd, "", {}}, slow}});
   scraper.start();
   sim_.runUntil(at(16));
   EXPECT_EQ(scraper.targets()[0].history.scrapes(), 4u);  // 0, 5, 10, 15: on time

@@ -28,8 +28,8 @@ TEST(TimeSeries, RatesUseEachIntervalsLength) {
 
 TEST(TimeSeries, SumCounterRatesAcrossReplicas) {
   TimeSeries a = series({{0, 0}, {5, 50}, {10, 100}, {15, 150}});  // 10/s
-  TimeSeries b = series({{0, 0}, {15, 60}});                         // 4/s, two missed scrapes
-  TimeSeries c = series({{10, 0}, {15, 5}});                         // 1/s from t=10 on
+  TimeSeries b = series({{0, 0}, {15, 60}});                       // 4/s, two missed scrapes
+  TimeSeries c = series({{10, 0}, {15, 5}});                       // 1/s from t=10 on
   std::vector<TimeSeries> all{a, b, c};
   EXPECT_EQ(sumCounterRates(all), series({{5, 14}, {10, 14}, {15, 15}}));
 }
@@ -101,8 +101,8 @@ TEST(TimeSeries, FitLineUndefined) {
 TEST(TimeSeries, HistogramQuantileLikePrometheus) {
   // 100 observations: 50 <= 0.1, 40 in (0.1, 0.5], 9 in (0.5, 1], 1 in (1, +Inf).
   std::vector<Bucket> b{{0.5, 90}, {0.1, 50}, {HUGE_VAL, 100}, {1, 99}};  // unsorted on purpose
-  EXPECT_DOUBLE_EQ(histogramQuantile(0.5, b), 0.1);                     // rank 50 ends bucket 1
-  EXPECT_DOUBLE_EQ(histogramQuantile(0.25, b), 0.05);                   // halfway into [0, 0.1]
+  EXPECT_DOUBLE_EQ(histogramQuantile(0.5, b), 0.1);                       // rank 50 ends bucket 1
+  EXPECT_DOUBLE_EQ(histogramQuantile(0.25, b), 0.05);                     // halfway into [0, 0.1]
   EXPECT_DOUBLE_EQ(histogramQuantile(0.7, b), 0.1 + 0.4 * (20.0 / 40.0));
   EXPECT_DOUBLE_EQ(histogramQuantile(0.9, b), 0.5);
   EXPECT_DOUBLE_EQ(histogramQuantile(0.95, b), 0.5 + 0.5 * (5.0 / 9.0));

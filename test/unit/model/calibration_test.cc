@@ -268,7 +268,8 @@ Calibration sample() {
   c.etcdDbBaseBytes = {2.4e6, 2.4e6, 2.5e6};
   c.etcdDbBytesPerWrite = {900, 880, 920};
   c.etcdFsyncSeconds = Param::fixed(0.0015);
-  c.background = {{"leases", "coordination.k8s.io", "PUT", 1.1}, {"prioritylevelconfigurations/status", "flowcontrol.apiserver.k8s.io", "PATCH", 0.05}};
+  c.background = {{"leases", "coordination.k8s.io", "PUT", 1.1},
+                  {"prioritylevelconfigurations/status", "flowcontrol.apiserver.k8s.io", "PATCH", 0.05}};
   c.fits = {{"apiserver_cpu", 105, 5, 0.98, 0.008}, {"etcd_cpu", 105, 2, 0.99, 0.003}};
   c.validation = {{"write_qps{resource=leases}", 41.2, 40.0, 0.029, 0.1}};
   c.notes = {"etcdFsyncSeconds: not measured"};
@@ -578,8 +579,9 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   EXPECT_EQ(c.hostCores, 2);
   // Pinned: the host is the placement, kube-apiserver alone on CPU 1.
   EXPECT_FALSE(c.sharedHost);
-  EXPECT_EQ(c.placement, (std::vector<CpuSet>{{"0", 1, {"etcd", "generator", "kube-controller-manager", "kube-scheduler"}},
-                                              {"1", 1, {"kube-apiserver"}}}));
+  EXPECT_EQ(c.placement,
+            (std::vector<CpuSet>{{"0", 1, {"etcd", "generator", "kube-controller-manager", "kube-scheduler"}},
+                                 {"1", 1, {"kube-apiserver"}}}));
   EXPECT_EQ(c.apiserverCores, 1);
   EXPECT_EQ(c.etcdCores, 1);
   EXPECT_EQ(c.kubernetesVersion, "v1.36.3");
@@ -594,9 +596,11 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
     EXPECT_GT(f.observations, f.parameters) << f.name;
     EXPECT_GT(f.r2, 0.5) << f.name;
   }
-  EXPECT_EQ(fits, (std::set<std::string>{"apiserver_cpu", "apiserver_cpu_watch_event", "etcd_cpu", "generator_cpu", "heap_per_object",
-                                         "heap_per_custom_resource_event", "heap_per_node", "etcd_db"}));
-  const FitQuality& cpu = *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "apiserver_cpu"; });
+  EXPECT_EQ(fits,
+            (std::set<std::string>{"apiserver_cpu", "apiserver_cpu_watch_event", "etcd_cpu", "generator_cpu",
+                                   "heap_per_object", "heap_per_custom_resource_event", "heap_per_node", "etcd_db"}));
+  const FitQuality& cpu =
+      *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "apiserver_cpu"; });
   EXPECT_EQ(cpu.observations, 11u * 15u);  // 11 windows of 15 scrape intervals
   EXPECT_NEAR(cpu.residualStd, 0.008, 0.003);
 
@@ -624,7 +628,8 @@ TEST(CalibrateFit, PerWindowMeansWhenFiguresCarryNoSeries) {
       for (auto& s : p.result.capacity->steps) strip(s.figures);
   }
   Calibration c = fitCalibration(probes);
-  const FitQuality& etcd = *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "etcd_cpu"; });
+  const FitQuality& etcd =
+      *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "etcd_cpu"; });
   EXPECT_EQ(etcd.observations, 11u);
   expectCovers(c.etcdCpuPerProposal, truth()["etcdCpuPerProposal"], "etcdCpuPerProposal");
 }
@@ -684,7 +689,8 @@ TEST(CalibrateFit, ARegressorNoProbeExercisedIsHeldAtZeroWithANote) {
 TEST(CalibrateFit, ProbeFileRoundTripsAndNamesItsErrors) {
   const fs::path dir = tempDir() / "probe";
   fs::create_directories(dir);
-  fs::copy_file(kFixtures / "probes" / "idle" / "result.json", dir / "result.json", fs::copy_options::overwrite_existing);
+  fs::copy_file(kFixtures / "probes" / "idle" / "result.json", dir / "result.json",
+                fs::copy_options::overwrite_existing);
   ProbeResult p;
   p.name = "my-probe";
   p.kind = ProbeKind::kNode;
@@ -723,13 +729,10 @@ TEST(CalibrationScenarios, EveryProbeScenarioLoads) {
       EXPECT_EQ(scenario::capacityLadder(*s.capacity).size(), 2u);
     }
   }
-  EXPECT_EQ(ladder, (std::map<std::string, bool>{
-                        {"idle", false},
-                        {"node", true},
-                        {"churn", true},
-                        {"state", false},
-                        {"fanout", false},
-                        {"relist", false}}));
+  EXPECT_EQ(
+      ladder,
+      (std::map<std::string, bool>{
+          {"idle", false}, {"node", true}, {"churn", true}, {"state", false}, {"fanout", false}, {"relist", false}}));
 }
 
 }  // namespace

@@ -94,7 +94,8 @@ TEST(ModelAdmission, NPlusKMutatingRequestsAgainstNSeatsGetKTooManyRequests) {
     (metrics::labelValue(s.labels, "code") == "429" ? refused : served) += s.value;
   }
   for (const auto& s : p.families["apiserver_request_duration_seconds"].samples)
-    if (s.name == "apiserver_request_duration_seconds_count" && metrics::labelValue(s.labels, "resource") == "configmaps")
+    if (s.name == "apiserver_request_duration_seconds_count" &&
+        metrics::labelValue(s.labels, "resource") == "configmaps")
       observed += s.value;
   EXPECT_EQ(served, 6);
   EXPECT_EQ(refused, 2);

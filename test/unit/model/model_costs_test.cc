@@ -80,16 +80,18 @@ TEST(ModelCosts, ACustomResourceHasTheGarbageCollectorsWatcher) {
   ModelOptions o = quiet();
   o.calibration.planeWatchersPerCustomResource = 1;
   Harness h(std::move(o));
-  const json crd = {
-      {"apiVersion", "apiextensions.k8s.io/v1"},
-      {"kind", "CustomResourceDefinition"},
-      {"metadata", {{"name", "widgets.t.cpscale.io"}}},
-      {"spec",
-       {{"group", "t.cpscale.io"},
-        {"scope", "Namespaced"},
-        {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
-        {"versions",
-         {{{"name", "v1"}, {"served", true}, {"storage", true}, {"schema", {{"openAPIV3Schema", {{"type", "object"}}}}}}}}}}};
+  const json crd = {{"apiVersion", "apiextensions.k8s.io/v1"},
+                    {"kind", "CustomResourceDefinition"},
+                    {"metadata", {{"name", "widgets.t.cpscale.io"}}},
+                    {"spec",
+                     {{"group", "t.cpscale.io"},
+                      {"scope", "Namespaced"},
+                      {"names", {{"plural", "widgets"}, {"singular", "widget"}, {"kind", "Widget"}}},
+                      {"versions",
+                       {{{"name", "v1"},
+                         {"served", true},
+                         {"storage", true},
+                         {"schema", {{"openAPIV3Schema", {{"type", "object"}}}}}}}}}}};
   ASSERT_TRUE(h.api->create(ResourceRef(kube::gvr::kCustomResourceDefinitions), crd).ok());
   h.sim.runFor(5s);
   const ResourceRef widgets = ResourceRef(kube::GroupVersionResource{"t.cpscale.io", "v1", "widgets"}).in("default");

@@ -136,9 +136,10 @@ TEST(ModelFaults, AKilledApiserversWatchesEndAndResumeOnlyByRelisting) {
   EXPECT_EQ(h.plane->stats().watchers, 1u);
   // A write the watch does not see moves the store's revision past the watch's.
   const ResourceRef leases = ResourceRef(kube::gvr::kLeases).in("default");
-  ASSERT_TRUE(h.api->create(leases, {{"apiVersion", "coordination.k8s.io/v1"},
-                                     {"kind", "Lease"},
-                                     {"metadata", {{"name", "l"}, {"namespace", "default"}}}})
+  ASSERT_TRUE(h.api
+                  ->create(leases, {{"apiVersion", "coordination.k8s.io/v1"},
+                                    {"kind", "Lease"},
+                                    {"metadata", {{"name", "l"}, {"namespace", "default"}}}})
                   .ok());
   h.sim.runFor(1s);
   EXPECT_TRUE(open.events.empty());
@@ -186,8 +187,8 @@ TEST(ModelFaults, AFrozenEtcdHoldsWritesUntilResumeAndAKilledOneFailsThem) {
   h.sim.scheduleAt(t0 + 4s, [&] { h.plane->resume("etcd-main"); });
 
   Answer write, read, scrape;
-  submitAt(h, *h.transport, t0 + 1s, request("PATCH", "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"v"}})"),
-           write);
+  submitAt(h, *h.transport, t0 + 1s,
+           request("PATCH", "/api/v1/namespaces/default/configmaps/a", R"({"data":{"k":"v"}})"), write);
   submitAt(h, *h.transport, t0 + 1s, request("GET", "/api/v1/namespaces/default/configmaps/a"), read);
   auto etcd = h.plane->memberTransport("etcd-main");
   submitAt(h, *etcd, t0 + 2s, request("GET", "/metrics"), scrape);

@@ -58,7 +58,8 @@ std::vector<metrics::TargetScrapes> run(Harness& h) {
   scraper.start();
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(h.api->create(kLeases, lease("n" + std::to_string(i))).ok());
   std::vector<std::string> rvs(5);
-  for (int i = 0; i < 5; ++i) rvs[i] = h.api->get(kLeases.named("n" + std::to_string(i))).body["metadata"]["resourceVersion"];
+  for (int i = 0; i < 5; ++i)
+    rvs[i] = h.api->get(kLeases.named("n" + std::to_string(i))).body["metadata"]["resourceVersion"];
   const ResourceRef cms = ResourceRef(kube::gvr::kConfigMaps).in("default");
   int cm = 0;
   const auto start = h.sim.now();
@@ -91,7 +92,8 @@ TEST(ModelMetrics, WeightedCountsThroughTheFigures) {
   auto scrapes = run(h);
   auto writes = metrics::writeFigures(scrapes);
   // 5 leases x 20 renewals x 10, and 40 ConfigMaps x 10, within the scraped window.
-  const double leasePuts = value(writes, "write_requests", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}});
+  const double leasePuts =
+      value(writes, "write_requests", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}});
   EXPECT_NEAR(leasePuts, 5 * 20 * 10, 5 * 10);
   EXPECT_EQ(std::fmod(leasePuts, 10), 0);
   const double cmPosts = value(writes, "write_requests", {{"resource", "configmaps"}, {"verb", "POST"}});
@@ -114,8 +116,8 @@ TEST(ModelMetrics, WeightedCountsThroughTheFigures) {
   EXPECT_NEAR(value(memory, "apiserver_heap_inuse_bytes_all_replicas"), 2 * heap, 2);
   // What one stored ConfigMap takes, as kube-apiserver estimates it: the model's is the
   // JSON it stores, whatever the sampling weight.
-  const double stored =
-      static_cast<double>(h.api->get(ResourceRef(kube::gvr::kConfigMaps).in("default").named("cm-10")).body.dump().size());
+  const double stored = static_cast<double>(
+      h.api->get(ResourceRef(kube::gvr::kConfigMaps).in("default").named("cm-10")).body.dump().size());
   EXPECT_NEAR(value(memory, "stored_bytes_per_object", {{"apiserver", "kube-apiserver-1"}, {"resource", "configmaps"}}),
               stored, 0.05 * stored);
 
@@ -148,9 +150,10 @@ TEST(ModelMetrics, ExpositionParsesAndCarriesCpu) {
   ASSERT_EQ(r.status, 200);
   metrics::ParseResult p = metrics::parsePrometheusText(r.body);
   ASSERT_TRUE(p.ok()) << p.error->describe();
-  for (const char* f : {"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_storage_objects",
-                        "apiserver_resource_objects", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes",
-                        "process_start_time_seconds", "process_cpu_seconds_total", "apiserver_current_inflight_requests"}) {
+  for (const char* f :
+       {"apiserver_request_total", "apiserver_request_duration_seconds", "apiserver_storage_objects",
+        "apiserver_resource_objects", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes",
+        "process_start_time_seconds", "process_cpu_seconds_total", "apiserver_current_inflight_requests"}) {
     EXPECT_TRUE(p.families.count(f)) << f;
   }
   // Idle CPU over ~10 s plus the requests.
@@ -175,7 +178,8 @@ TEST(ModelMetrics, ExpositionParsesAndCarriesCpu) {
 TEST(ModelMetrics, BackgroundWritesAreCounted) {
   ModelOptions o;
   o.calibration = testing::smallCalibration();
-  o.calibration.background = {{"leases", "coordination.k8s.io", "PUT", 2.0}, {"endpointslices", "discovery.k8s.io", "PUT", 0.5}};
+  o.calibration.background = {{"leases", "coordination.k8s.io", "PUT", 2.0},
+                              {"endpointslices", "discovery.k8s.io", "PUT", 0.5}};
   Harness h(o);
   h.sim.runFor(100s);
   EXPECT_NEAR(static_cast<double>(h.plane->stats().backgroundRequests), 250, 2);

@@ -59,9 +59,8 @@ json readyReport(int n) {
   const std::string t = "2026-01-01T00:01:" + std::to_string(10 + n % 50) + "Z";
   json conditions = json::array();
   for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure", "Ready"}) {
-    conditions.push_back({{"type", type},
-                          {"status", std::string(type) == "Ready" ? "True" : "False"},
-                          {"lastHeartbeatTime", t}});
+    conditions.push_back(
+        {{"type", type}, {"status", std::string(type) == "Ready" ? "True" : "False"}, {"lastHeartbeatTime", t}});
   }
   return {{"status", {{"conditions", conditions}}}};
 }

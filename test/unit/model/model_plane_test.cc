@@ -141,7 +141,8 @@ TEST(ModelPlane, StatusSubresourceAndStrategicNodePatch) {
   ASSERT_TRUE(h.api->create(nodes, node).ok());
   kube::ApiResult p = h.api->patchStrategic(
       nodes.named("n1").sub("status"),
-      json::parse(R"({"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","lastHeartbeatTime":"t1"}]}})"));
+      json::parse(
+          R"({"status":{"$setElementOrder/conditions":[{"type":"Ready"}],"conditions":[{"type":"Ready","lastHeartbeatTime":"t1"}]}})"));
   ASSERT_TRUE(p.ok()) << p.describe();
   EXPECT_EQ(p.body["status"]["conditions"][0]["status"], "True");
   EXPECT_EQ(p.body["status"]["conditions"][0]["lastHeartbeatTime"], "t1");
@@ -207,7 +208,8 @@ TEST(ModelPlane, CrdBecomesEstablishedAndServesItsResources) {
             "versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{}},
                          "schema":{"openAPIV3Schema":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}}]}})");
   const ResourceRef crds(kube::gvr::kCustomResourceDefinitions);
-  const ResourceRef widgets = ResourceRef(kube::GroupVersionResource{"example.com", "v1", "widgets", true}).in("default");
+  const ResourceRef widgets =
+      ResourceRef(kube::GroupVersionResource{"example.com", "v1", "widgets", true}).in("default");
   EXPECT_TRUE(h.api->list(widgets).notFound()) << "not served before its CRD";
   ASSERT_TRUE(h.api->create(crds, crd).ok());
   kube::ApiResult g = h.api->get(crds.named("widgets.example.com"));
@@ -221,7 +223,10 @@ TEST(ModelPlane, CrdBecomesEstablishedAndServesItsResources) {
   EXPECT_TRUE(accepted);
   EXPECT_EQ(g.body["status"]["acceptedNames"]["kind"], "Widget");
 
-  json w = {{"apiVersion", "example.com/v1"}, {"kind", "Widget"}, {"metadata", {{"name", "w1"}}}, {"spec", {{"size", 1}}},
+  json w = {{"apiVersion", "example.com/v1"},
+            {"kind", "Widget"},
+            {"metadata", {{"name", "w1"}}},
+            {"spec", {{"size", 1}}},
             {"status", {{"phase", "ignored"}}}};
   kube::ApiResult c = h.api->create(widgets, w);
   ASSERT_TRUE(c.ok()) << c.describe();

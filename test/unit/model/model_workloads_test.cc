@@ -95,8 +95,9 @@ TEST(ModelWorkloads, WatchersRelistEverythingOnTheirInterval) {
   // Over the 105 s after the first sync each relists 9 or 10 times; every relist
   // returns all 40 objects, and each watch reopens from its LIST.
   testing::Harness h;
-  auto w = workload("kind: dormant\nname: d\ncrdKinds: 1\nobjectsPerKind: 40\nnamespaces: 1\ncreateQps: 1000\n"
-                    "createBurst: 1000\nwatchers: {perKind: 3, pageSize: 15, relistEvery: 10s}\n");
+  auto w = workload(
+      "kind: dormant\nname: d\ncrdKinds: 1\nobjectsPerKind: 40\nnamespaces: 1\ncreateQps: 1000\n"
+      "createBurst: 1000\nwatchers: {perKind: 3, pageSize: 15, relistEvery: 10s}\n");
   w->prepare(*h.api, h.sim.clock(), "r3");
   workloads::WorkloadContext ctx{h.sim, *h.api, "r3", 5};
   auto inst = w->start(ctx);

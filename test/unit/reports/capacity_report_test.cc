@@ -90,8 +90,9 @@ TEST(CapacityIndexTest, MarkdownTableOfRecipesByAxis) {
                      0),
             0u)
       << md;
-  expectLines(md, {
-      // clang-format off
+  expectLines(md,
+              {
+                  // clang-format off
       "| recipe     | node          | churn                           | state                            |",
       "| classic-ha | 900 nodes [1] | generator-limited at 9,600      | at least 12,000 objects/kind [3] |",
       "|            |               |   sessions/min (held 4,800) [2] |                                  |",
@@ -105,8 +106,8 @@ TEST(CapacityIndexTest, MarkdownTableOfRecipesByAxis) {
       "- [4] split-etcd, node axis, workloads.fleet.count: broke first:",
       "  client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}; no axis pressure: no step",
       "  held; result: [split-etcd/node/result.json](split-etcd/node/result.json)",
-      // clang-format on
-  });
+                  // clang-format on
+              });
   std::istringstream lines(md);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(displayWidth(line), kSummaryColumns) << line;
 }
@@ -149,10 +150,11 @@ TEST(CapacityIndexTest, HtmlCellsWithWhatBrokeAndTheirLinks) {
   EXPECT_NE(html.find("<td class=\"limit-generator\"><div class=\"held\">generator-limited at 9,600 sessions/min (held "
                       "4,800)</div>"),
             std::string::npos);
-  EXPECT_NE(html.find("<div class=\"held\">at least 12,000 objects/kind</div><div class=\"why\">nothing broke up to the "
-                      "search&apos;s max</div><div class=\"why\">axis_pressure{<wbr>axis=state} at 12,000 "
-                      "objects/<wbr>kind: 1</div>"),
-            std::string::npos)
+  EXPECT_NE(
+      html.find("<div class=\"held\">at least 12,000 objects/kind</div><div class=\"why\">nothing broke up to the "
+                "search&apos;s max</div><div class=\"why\">axis_pressure{<wbr>axis=state} at 12,000 "
+                "objects/<wbr>kind: 1</div>"),
+      std::string::npos)
       << html;
   EXPECT_NE(html.find("<td class=\"limit-server none-held\"><div class=\"held\">none held</div>"), std::string::npos);
   EXPECT_NE(html.find("<tr><th>split-etcd</th><td class=\"limit-server none-held\">"), std::string::npos);
@@ -186,8 +188,8 @@ namespace {
 // the rest.
 TEST(CapacityIndexEntry, KeepsTheReadFiguresWithoutTheirSeries) {
   CapacitySearch s = testing::brokeAtStep3();
-  s.steps[0].figures.push_back(metrics::Figure::measured("etcd_db_total_size_bytes", {}, 1, "bytes",
-                                                         metrics::Source::kEtcd));
+  s.steps[0].figures.push_back(
+      metrics::Figure::measured("etcd_db_total_size_bytes", {}, 1, "bytes", metrics::Source::kEtcd));
   s.steps[0].figures[0].overTime.push(engine::TimePoint{}, 1.0);
   const CapacitySearch e = indexEntry(s);
   ASSERT_EQ(e.steps.size(), s.steps.size());

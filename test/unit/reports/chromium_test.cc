@@ -32,9 +32,11 @@ std::string chromium() {
 
 // Flags that keep a headless run hermetic: no profile reuse, no network chatter.
 std::string chromiumCommand(const std::string& bin, const fs::path& profile) {
-  return bin + " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
-               " --disable-component-update --disable-sync --disable-dev-shm-usage --hide-scrollbars"
-               " --user-data-dir=" + profile.string();
+  return bin +
+         " --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking"
+         " --disable-component-update --disable-sync --disable-dev-shm-usage --hide-scrollbars"
+         " --user-data-dir=" +
+         profile.string();
 }
 
 std::string run(const std::string& cmd) {
@@ -85,7 +87,8 @@ TEST(ChromiumRenderTest, ReportRendersWithEveryChart) {
   writeRunOutputs(r, dir / "run");
   fs::path html = fs::absolute(dir / "run" / std::string(kHtmlFile));
 
-  std::string dom = run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
+  std::string dom =
+      run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
   ASSERT_NE(dom.find("</html>"), std::string::npos) << "chromium printed no DOM";
   // The parsed DOM still holds every chart's <svg> with drawn series: nothing was
   // dropped as invalid markup.
@@ -99,8 +102,8 @@ TEST(ChromiumRenderTest, ReportRendersWithEveryChart) {
 
   fs::path png = dir / "report.png";
   if (const char* keep = std::getenv("CPSCALE_KEEP_SCREENSHOT")) png = keep;
-  run(chromiumCommand(bin, dir / "profile-shot") + " --window-size=1280,4000 --screenshot=" + png.string() + " file://" +
-      html.string() + " 2>/dev/null");
+  run(chromiumCommand(bin, dir / "profile-shot") + " --window-size=1280,4000 --screenshot=" + png.string() +
+      " file://" + html.string() + " 2>/dev/null");
   ASSERT_TRUE(fs::exists(png)) << "chromium wrote no screenshot";
   EXPECT_GT(fs::file_size(png), 50'000u);
   Image img = decode(png);
@@ -119,7 +122,8 @@ TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
   fs::remove_all(dir);
   writeRunOutputs(testing::capacityResult(), dir / "run");
   fs::path html = fs::absolute(dir / "run" / std::string(kHtmlFile));
-  std::string dom = run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
+  std::string dom =
+      run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
   ASSERT_NE(dom.find("</html>"), std::string::npos) << "chromium printed no DOM";
   ASSERT_NE(dom.find("<section id=\"capacity\">"), std::string::npos);
   // Every chart against the knob kept its line, its points and the break marker.
@@ -136,7 +140,8 @@ TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
   // The capacity index is a page of the same family: it parses with its table whole.
   writeCapacityIndexOutputs(testing::capacityIndex(), dir / "index");
   fs::path index = fs::absolute(dir / "index" / std::string(kCapacityIndexHtmlFile));
-  std::string idom = run(chromiumCommand(bin, dir / "profile-index") + " --dump-dom file://" + index.string() + " 2>/dev/null");
+  std::string idom =
+      run(chromiumCommand(bin, dir / "profile-index") + " --dump-dom file://" + index.string() + " 2>/dev/null");
   ASSERT_NE(idom.find("</html>"), std::string::npos) << "chromium printed no DOM for the index";
   EXPECT_NE(idom.find("id=\"measured-on\""), std::string::npos);
   EXPECT_NE(idom.find("<a href=\"classic-ha/node/result.json\">"), std::string::npos);

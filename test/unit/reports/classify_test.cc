@@ -181,7 +181,8 @@ TEST(Classify, AResultWithoutSteadyPressuresIsAConfigErrorSayingWhy) {
   RunResult r = readResult(kDir + "/node-bound.json");
   for (auto& f : r.figures)
     if (f.window == metrics::Window::kSteady && (f.name == "write_qps" || f.name == "apiserver_objects"))
-      f = metrics::Figure::unavailable(f.name, f.labels, f.unit, f.source, "the steady window never started: interrupted");
+      f = metrics::Figure::unavailable(f.name, f.labels, f.unit, f.source,
+                                       "the steady window never started: interrupted");
   try {
     resultPressures(r, "cut.json");
     FAIL() << "no error";

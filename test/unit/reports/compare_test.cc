@@ -29,18 +29,20 @@ RunResult withFigures(std::vector<Figure> figures, std::string id) {
 const metrics::Labels kLeasePut{{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}};
 
 TEST(CompareTest, ExactDeltasToleranceAndDirection) {
-  RunResult a = withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.010, "s", Source::kClient),
-                             Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 1000, "bytes", Source::kApiserver),
-                             Figure::measured("lease_write_share", {}, 0.70, "ratio", Source::kApiserver),
-                             Figure::measured("write_qps", {}, 200, "1/s", Source::kApiserver),
-                             Figure::measured("generator_limited", {}, 0, "", Source::kClient)},
-                            "A");
-  RunResult b = withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.0125, "s", Source::kClient),
-                             Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 950, "bytes", Source::kApiserver),
-                             Figure::measured("lease_write_share", {}, 0.35, "ratio", Source::kApiserver),
-                             Figure::measured("write_qps", {}, 100, "1/s", Source::kApiserver),
-                             Figure::measured("generator_limited", {}, 1, "", Source::kClient)},
-                            "B");
+  RunResult a =
+      withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.010, "s", Source::kClient),
+                   Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 1000, "bytes", Source::kApiserver),
+                   Figure::measured("lease_write_share", {}, 0.70, "ratio", Source::kApiserver),
+                   Figure::measured("write_qps", {}, 200, "1/s", Source::kApiserver),
+                   Figure::measured("generator_limited", {}, 0, "", Source::kClient)},
+                  "A");
+  RunResult b =
+      withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.0125, "s", Source::kClient),
+                   Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 950, "bytes", Source::kApiserver),
+                   Figure::measured("lease_write_share", {}, 0.35, "ratio", Source::kApiserver),
+                   Figure::measured("write_qps", {}, 100, "1/s", Source::kApiserver),
+                   Figure::measured("generator_limited", {}, 1, "", Source::kClient)},
+                  "B");
   Comparison c = compareResults(a, b);
   const auto& lat = byKey(c, "client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}");
   EXPECT_DOUBLE_EQ(lat.absoluteChange, 0.0025);
@@ -72,12 +74,14 @@ TEST(CompareTest, ExactDeltasToleranceAndDirection) {
 }
 
 TEST(CompareTest, OverridesByKeyThenByName) {
-  RunResult a = withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.010, "s", Source::kClient),
-                             Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.010, "s", Source::kClient)},
-                            "A");
-  RunResult b = withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.0125, "s", Source::kClient),
-                             Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.0125, "s", Source::kClient)},
-                            "B");
+  RunResult a =
+      withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.010, "s", Source::kClient),
+                   Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.010, "s", Source::kClient)},
+                  "A");
+  RunResult b =
+      withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.0125, "s", Source::kClient),
+                   Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.0125, "s", Source::kClient)},
+                  "B");
   CompareOptions o;
   o.overrides["client_latency_p99"] = 0.30;
   o.overrides["client_latency_p99{resource=pods}"] = 0.20;
@@ -125,13 +129,12 @@ TEST(CompareTest, RatesOfAFewEventsAreNoise) {
   // 0.114/s vs 0.129/s over a 60 s window is 6.8 vs 7.7 events: nothing moved, however
   // large the relative change (+13 %).
   auto run = [](double watch, double leases, double requests, std::string id) {
-    RunResult r = withFigures({Figure::measured("apiserver_watch_events_qps", {{"resource", "configmaps"}}, watch, "1/s",
-                                                Source::kApiserver),
-                               Figure::measured("write_qps", {{"resource", "leases"}, {"verb", "PUT"}}, leases, "1/s",
-                                                Source::kApiserver),
-                               Figure::measured("write_requests", {{"resource", "pods"}, {"verb", "POST"}}, requests,
-                                                "count", Source::kApiserver)},
-                              std::move(id));
+    RunResult r = withFigures(
+        {Figure::measured("apiserver_watch_events_qps", {{"resource", "configmaps"}}, watch, "1/s", Source::kApiserver),
+         Figure::measured("write_qps", {{"resource", "leases"}, {"verb", "PUT"}}, leases, "1/s", Source::kApiserver),
+         Figure::measured("write_requests", {{"resource", "pods"}, {"verb", "POST"}}, requests, "count",
+                          Source::kApiserver)},
+        std::move(id));
     r.measuredSeconds = 60;
     return r;
   };
@@ -149,9 +152,10 @@ TEST(CompareTest, RatesOfAFewEventsAreNoise) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("2 other figures stayed within tolerance."), std::string::npos) << text;
-  EXPECT_NE(text.find("A figure moved when it changed by more than 10 % and by more than its noise: 20 events over its\n"
-                      "window for rates and counts, 1.0 ms for latencies, 1 percentage point for shares."),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("A figure moved when it changed by more than 10 % and by more than its noise: 20 events over its\n"
+                "window for rates and counts, 1.0 ms for latencies, 1 percentage point for shares."),
+      std::string::npos)
       << text;
 }
 
@@ -191,7 +195,8 @@ TEST(CompareTest, VerdictRestsOnTheHeadlineOfTheAxesThatRan) {
 TEST(CompareTest, AHeadlineFigureThatBecameUnavailableIsReportedAsSuch) {
   RunResult a = withFigures({Figure::measured("lease_write_share", {}, 0.7, "ratio", Source::kApiserver)}, "A");
   RunResult b = withFigures(
-      {Figure::unavailable("lease_write_share", {}, "ratio", Source::kApiserver, "kube-apiserver-0 never answered")}, "B");
+      {Figure::unavailable("lease_write_share", {}, "ratio", Source::kApiserver, "kube-apiserver-0 never answered")},
+      "B");
   a.workloads = b.workloads = {{"kubelets", "nodes", {}}};
   Comparison c = compareResults(a, b);
   const auto& share = byKey(c, "lease_write_share");
@@ -211,7 +216,8 @@ TEST(CompareTest, AHeadlineFigureThatBecameUnavailableIsReportedAsSuch) {
 
 TEST(CompareTest, SetupAndSteadyWindowsAreComparedApart) {
   auto run = [](double steady, double setup, std::string id) {
-    Figure s = Figure::measured("write_qps", {{"resource", "nodes"}, {"verb", "POST"}}, steady, "1/s", Source::kApiserver);
+    Figure s =
+        Figure::measured("write_qps", {{"resource", "nodes"}, {"verb", "POST"}}, steady, "1/s", Source::kApiserver);
     Figure u = s;
     u.value = setup;
     u.window = metrics::Window::kSetup;
@@ -247,15 +253,18 @@ TEST(CompareTest, TextAndMarkdownRenderings) {
   EXPECT_FALSE(c.regressed());
   std::string text = renderComparisonText(c);
   EXPECT_NE(text.find("Headline, node-bound:\n\n| figure "), std::string::npos) << text;
-  EXPECT_NE(text.find("| write_qps{resource=leases,verb=PUT} |       100/s |        50/s |  -50/s |  -50.0 % | better  |"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find("| write_qps{resource=leases,verb=PUT} |       100/s |        50/s |  -50/s |  -50.0 % | better  |"),
+      std::string::npos)
       << text;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) EXPECT_LE(displayWidth(line), kSummaryColumns) << line;
   std::string md = renderComparisonMarkdown(c, "classic-ha vs node-plane");
-  EXPECT_EQ(md.rfind("## classic-ha vs node-plane\n\nA is 20250301-101500-ab12, B is other. Headline: 1 of ", 0), 0u) << md;
+  EXPECT_EQ(md.rfind("## classic-ha vs node-plane\n\nA is 20250301-101500-ab12, B is other. Headline: 1 of ", 0), 0u)
+      << md;
   EXPECT_NE(md.find("### Headline, node-bound\n"), std::string::npos) << md;
-  EXPECT_NE(md.find("- [1] unavailable in A and B: leases share an etcd with everything else\n"), std::string::npos) << md;
+  EXPECT_NE(md.find("- [1] unavailable in A and B: leases share an etcd with everything else\n"), std::string::npos)
+      << md;
   EXPECT_NE(md.find("### Headline, setup\n"), std::string::npos) << md;
 }
 

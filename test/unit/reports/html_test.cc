@@ -40,7 +40,7 @@ TEST(HtmlTest, OneSvgPerChartWithItsId) {
   }
   // leases, sessions, and configmaps: written in setup only, so its layer is the ramp.
   EXPECT_EQ(count(chart(html, kChartWriteQps), "class=\"series area\""), 3);
-  EXPECT_EQ(count(chart(html, kChartHeap), "class=\"series line\""), 2);      // two apiservers
+  EXPECT_EQ(count(chart(html, kChartHeap), "class=\"series line\""), 2);  // two apiservers
   EXPECT_NE(chart(html, kChartLeaseShare).find(">100 %</text>"), std::string::npos);
   EXPECT_NE(chart(html, kChartHeap).find(" MiB</text>"), std::string::npos);
   EXPECT_NE(chart(html, kChartWriteQps).find(">1m</text>"), std::string::npos);
@@ -62,11 +62,13 @@ TEST(HtmlTest, SelfContainedSectionsAndTables) {
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
-  for (std::string id : {"axis-node-bound", "axis-churn-bound", "axis-state-bound", "latency", "gates", "environment", "generator"})
+  for (std::string id :
+       {"axis-node-bound", "axis-churn-bound", "axis-state-bound", "latency", "gates", "environment", "generator"})
     EXPECT_NE(html.find("<section id=\"" + id + "\""), std::string::npos) << id;
   EXPECT_NE(html.find("<td class=\"verdict-fail\">FAIL</td>"), std::string::npos);
   EXPECT_NE(html.find("<code>write_qps{resource=leases} &lt;= 600</code>"), std::string::npos);
-  EXPECT_NE(html.find("unavailable <span class=\"why\">(leases share an etcd with everything else)</span>"), std::string::npos);
+  EXPECT_NE(html.find("unavailable <span class=\"why\">(leases share an etcd with everything else)</span>"),
+            std::string::npos);
   EXPECT_NE(html.find("<tr><th>kubernetes version</th><td>v1.33.1</td></tr>"), std::string::npos);
 }
 
@@ -83,7 +85,8 @@ TEST(HtmlTest, UnavailableDataShowsALabelledPlaceholder) {
   EXPECT_NE(qps.find(">kube-apiserver-0 never answered a scrape</text>"), std::string::npos) << qps;
   EXPECT_EQ(qps.find("class=\"series"), std::string::npos);
   std::string heap = chart(html, kChartHeap);
-  EXPECT_NE(heap.find(">the result has no apiserver heap over time (apiserver_heap_inuse_bytes)</text>"), std::string::npos)
+  EXPECT_NE(heap.find(">the result has no apiserver heap over time (apiserver_heap_inuse_bytes)</text>"),
+            std::string::npos)
       << heap;
   EXPECT_NE(chart(html, kChartLatency).find("chart-unavailable"), std::string::npos);
 }
@@ -143,15 +146,17 @@ TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
                       "<td class=\"num\">30s</td><td>complete</td></tr>"),
             std::string::npos);
   EXPECT_NE(html.find("<tr class=\"phase-ramp\"><td>&#8627; ramp/platform/configmaps</td>"), std::string::npos);
-  EXPECT_NE(html.find("<li class=\"incident\">at 1m10s: member-exited kube-apiserver-1 (exit status 137 (killed))</li>"),
-            std::string::npos);
+  EXPECT_NE(
+      html.find("<li class=\"incident\">at 1m10s: member-exited kube-apiserver-1 (exit status 137 (killed))</li>"),
+      std::string::npos);
   EXPECT_NE(html.find("<tr><td>kube-apiserver-1</td><td class=\"num\">95/s</td><td class=\"num\">48/s</td>"),
             std::string::npos);
   std::string setup = html.substr(html.find("<section id=\"setup\">"));
   setup = setup.substr(0, setup.find("</section>"));
-  EXPECT_NE(setup.find("<code>bytes_per_object{apiserver=kube-apiserver-0,heap=inuse}</code></td><td class=\"num\">3.4 KiB "
-                       "<span class=\"why\">(3.2–3.6 KiB, r² 0.98)</span></td><td class=\"window\">setup</td>"),
-            std::string::npos)
+  EXPECT_NE(
+      setup.find("<code>bytes_per_object{apiserver=kube-apiserver-0,heap=inuse}</code></td><td class=\"num\">3.4 KiB "
+                 "<span class=\"why\">(3.2–3.6 KiB, r² 0.98)</span></td><td class=\"window\">setup</td>"),
+      std::string::npos)
       << setup;
   std::string node = html.substr(html.find("<section id=\"axis-node-bound\""));
   node = node.substr(0, node.find("</section>"));
@@ -219,12 +224,13 @@ TEST(HtmlCapacityTest, StepsTableAndAChartPerFigureWithTheBreakMarked) {
   // Rows in order of value, the bisection step (run last) between 600 and 1,200.
   auto r300 = sec.find("<tr class=\"held\"><td class=\"num\">300</td>");
   auto r900 = sec.find("<tr class=\"held\"><td class=\"num\">900</td>");
-  auto r1200 = sec.find("<tr class=\"not-held break\"><td class=\"num\">1,200</td><td class=\"verdict-fail\">no "
-                        "<span class=\"break-label\">&#8592; broke</span></td><td class=\"num\">1</td><td "
-                        "class=\"num\">120/s</td><td class=\"num\">70.0 %</td><td class=\"num\">1.80 s <span "
-                        "class=\"why\">PUT leases</span></td><td class=\"num\">320 MiB</td><td class=\"broke-by\"><span class=\"why\">"
-                        "client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s: measured "
-                        "1.8</span></td></tr>");
+  auto r1200 = sec.find(
+      "<tr class=\"not-held break\"><td class=\"num\">1,200</td><td class=\"verdict-fail\">no "
+      "<span class=\"break-label\">&#8592; broke</span></td><td class=\"num\">1</td><td "
+      "class=\"num\">120/s</td><td class=\"num\">70.0 %</td><td class=\"num\">1.80 s <span "
+      "class=\"why\">PUT leases</span></td><td class=\"num\">320 MiB</td><td class=\"broke-by\"><span class=\"why\">"
+      "client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s: measured "
+      "1.8</span></td></tr>");
   ASSERT_NE(r1200, std::string::npos) << sec;
   EXPECT_LT(r300, r900);
   EXPECT_LT(r900, r1200);
@@ -246,15 +252,17 @@ TEST(HtmlCapacityTest, StepsTableAndAChartPerFigureWithTheBreakMarked) {
     EXPECT_NE(svg.find(">nodes</text>"), std::string::npos) << id;  // the x axis' unit
   }
   std::string gate = chart(sec, capacityGateChartId(1));
-  EXPECT_NE(gate.find("<title>Gate: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s</title>"),
-            std::string::npos);
+  EXPECT_NE(
+      gate.find("<title>Gate: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} &lt;= 1s</title>"),
+      std::string::npos);
   EXPECT_EQ(count(gate, "class=\"point held\""), 3);
   EXPECT_NE(gate.find("<g class=\"threshold\"><title>&lt;= 1s</title>"), std::string::npos) << gate;
   EXPECT_NE(gate.find("<title>1,200 nodes: 1.80 s (did not hold)</title>"), std::string::npos) << gate;
   // The step without a heap figure is an n/a mark saying why, and breaks the line.
   std::string heap = chart(sec, kChartCapacityHeap);
-  EXPECT_NE(heap.find("<title>900 nodes: kube-apiserver-1 did not answer a scrape in the window (held)</title>n/a</text>"),
-            std::string::npos)
+  EXPECT_NE(
+      heap.find("<title>900 nodes: kube-apiserver-1 did not answer a scrape in the window (held)</title>n/a</text>"),
+      std::string::npos)
       << heap;
   EXPECT_EQ(count(heap, "class=\"point held\""), 2);
   EXPECT_NE(chart(sec, kChartCapacityClientP99).find("<title>900 nodes: 400 ms, PUT leases (held)</title>"),
@@ -274,14 +282,17 @@ TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
 
   RunResult max = testing::capacityResult(testing::reachedMax());
   for (auto& st : max.capacity->steps)
-    std::erase_if(st.figures, [](const metrics::Figure& f) { return f.name == "apiserver_heap_inuse_bytes_all_replicas"; });
+    std::erase_if(st.figures,
+                  [](const metrics::Figure& f) { return f.name == "apiserver_heap_inuse_bytes_all_replicas"; });
   std::string top = capacitySection(renderHtml(max));
   EXPECT_NE(top.find("class=\"pill ok\">at least 12,000 objects/kind</span>"), std::string::npos) << top;
   EXPECT_EQ(top.find("break-mark"), std::string::npos) << top;
   EXPECT_EQ(top.find("class=\"point not-held\""), std::string::npos);
-  EXPECT_NE(chart(top, kChartCapacityPressure)
-                .find("<title>3,000 objects/kind: the step&apos;s figures have no axis_pressure{axis=state} (held)</title>n/a"),
-            std::string::npos);
+  EXPECT_NE(
+      chart(top, kChartCapacityPressure)
+          .find(
+              "<title>3,000 objects/kind: the step&apos;s figures have no axis_pressure{axis=state} (held)</title>n/a"),
+      std::string::npos);
   // No step has a number: one sentence saying why instead of an empty chart.
   std::string heap = chart(top, kChartCapacityHeap);
   EXPECT_NE(heap.find("chart-unavailable"), std::string::npos) << heap;
@@ -304,11 +315,12 @@ TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {
   c.xUnit = "nodes";
   c.unit = "s";
   // In the order they ran: the ladder, then a bisection step between 600 and 1,200.
-  c.series = {{"client p99", {{300, 0.1, true, "300 nodes: 100 ms"},
-                              {600, 0.2, true, "600 nodes: 200 ms"},
-                              {1200, 1.8, false, "1,200 nodes: 1.80 s"},
-                              {900, 0.4, true, "900 nodes: 400 ms"},
-                              {1500, std::nullopt, false, "no requests were measured"}}}};
+  c.series = {{"client p99",
+               {{300, 0.1, true, "300 nodes: 100 ms"},
+                {600, 0.2, true, "600 nodes: 200 ms"},
+                {1200, 1.8, false, "1,200 nodes: 1.80 s"},
+                {900, 0.4, true, "900 nodes: 400 ms"},
+                {1500, std::nullopt, false, "no requests were measured"}}}};
   c.mark = svg::XyMark{1200, "broke", "broke at 1,200 nodes"};
   c.threshold = 1.0;
   c.thresholdLabel = "<= 1s";
@@ -337,7 +349,8 @@ TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {
   // Axes with ticks in the units a reader uses, the knob's unit under the x axis.
   EXPECT_NE(s.find(">1,500</text>"), std::string::npos) << s;
   EXPECT_NE(s.find(">2 s</text>"), std::string::npos) << s;
-  EXPECT_NE(s.find("class=\"axis-label\" text-anchor=\"end\" x=\"414.0\" y=\"256\">nodes</text>"), std::string::npos) << s;
+  EXPECT_NE(s.find("class=\"axis-label\" text-anchor=\"end\" x=\"414.0\" y=\"256\">nodes</text>"), std::string::npos)
+      << s;
   for (const char* legend : {">client p99</text>", ">held</text>", ">did not hold</text>", ">broke</text>"})
     EXPECT_NE(s.find(legend), std::string::npos) << legend;
 }

@@ -24,8 +24,9 @@ TEST(JunitTest, OneCasePerGatePlusRunCompleted) {
   EXPECT_EQ(count(xml, "<testcase "), 4);
   EXPECT_EQ(count(xml, "<failure "), 2);
   EXPECT_NE(xml.find("tests=\"4\" failures=\"2\""), std::string::npos);
-  EXPECT_NE(xml.find("<testcase classname=\"cpscale.mixed-smoke\" name=\"run completed\" time=\"60.000\">\n    </testcase>"),
-            std::string::npos);
+  EXPECT_NE(
+      xml.find("<testcase classname=\"cpscale.mixed-smoke\" name=\"run completed\" time=\"60.000\">\n    </testcase>"),
+      std::string::npos);
   // Gate text is escaped in the name; the failure carries measured, threshold and reason.
   EXPECT_NE(xml.find("name=\"write_qps{resource=leases} &lt;= 600\""), std::string::npos);
   EXPECT_NE(xml.find("<failure type=\"GateFailed\" message=\"measured 12.3 ms, threshold &lt;= 10ms: failed\">"),
@@ -43,7 +44,8 @@ TEST(JunitTest, RunThatDidNotCompleteFails) {
   r.statusDetail = "apiserver <0> exited & \"etcd\" too";
   std::string xml = renderJunit(r);
   EXPECT_NE(xml.find("tests=\"1\" failures=\"1\""), std::string::npos);
-  EXPECT_NE(xml.find("message=\"run failed: apiserver &lt;0&gt; exited &amp; &quot;etcd&quot; too\""), std::string::npos);
+  EXPECT_NE(xml.find("message=\"run failed: apiserver &lt;0&gt; exited &amp; &quot;etcd&quot; too\""),
+            std::string::npos);
 }
 
 TEST(JunitTest, EscapesMarkupAndDropsCharactersXmlForbids) {

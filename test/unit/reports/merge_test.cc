@@ -53,14 +53,16 @@ RunResult shard(std::size_t index, std::size_t count, const engine::RequestStats
   for (auto f : metrics::clientCountFigures(stats, 30s)) r.figures.push_back(f);
   if (index == 0) {
     r.figures.push_back(metrics::Figure::measured("write_qps", {}, 33.0, "1/s", metrics::Source::kApiserver));
-    r.figures.push_back(metrics::Figure::measured("client_watch_streams_opened", {}, 4, "count", metrics::Source::kClient));
+    r.figures.push_back(
+        metrics::Figure::measured("client_watch_streams_opened", {}, 4, "count", metrics::Source::kClient));
     r.figures.back().window = metrics::Window::kRun;
   }
   for (const char* g : {"write_qps >= 30", "client_latency_p99{resource=leases,verb=PUT,measured_from=sent} <= 1s",
                         "generator_limited == false"})
     if (index == 0) r.gates.push_back(scenario::evaluateGate(scenario::parseGate(g, "s.yaml", "gates"), r.figures));
   r.workloads.push_back({"kubelets", "fleet", {{"leaseRenewals", 100 * (index + 1)}}});
-  r.workloads.push_back({"cleanup", "cleanup", index == 0 ? nlohmann::json{{"complete", true}} : nlohmann::json{{"skipped", "shard 0"}}});
+  r.workloads.push_back(
+      {"cleanup", "cleanup", index == 0 ? nlohmann::json{{"complete", true}} : nlohmann::json{{"skipped", "shard 0"}}});
   return r;
 }
 

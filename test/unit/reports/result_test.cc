@@ -19,8 +19,9 @@ namespace fs = std::filesystem;
 class ResultFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cpscale-result-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
-                                        "-" + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("cpscale-result-test-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
   }
   void TearDown() override { fs::remove_all(dir_); }
@@ -109,7 +110,8 @@ void expectConfigError(const fs::path& file, const std::string& field, const std
 TEST_F(ResultFileTest, MissingFileNamesIt) { expectConfigError(dir_ / "nope.json", "", "cannot be read"); }
 
 TEST_F(ResultFileTest, MalformedJsonNamesTheFile) {
-  expectConfigError(write("bad.json", "{\"apiVersion\": \"cpscale.io/v1alpha1\",\n  \"kind\": }"), "", "not valid JSON");
+  expectConfigError(write("bad.json", "{\"apiVersion\": \"cpscale.io/v1alpha1\",\n  \"kind\": }"), "",
+                    "not valid JSON");
 }
 
 TEST_F(ResultFileTest, WrongApiVersionKindOrSchemaVersion) {
@@ -120,12 +122,14 @@ TEST_F(ResultFileTest, WrongApiVersionKindOrSchemaVersion) {
 }
 
 TEST_F(ResultFileTest, BadFieldsAreNamedByJsonPath) {
-  expectConfigError(writeEdited([](auto& j) { j["figures"][3]["value"] = "lots"; }), "/figures/3/value", "expected a number");
+  expectConfigError(writeEdited([](auto& j) { j["figures"][3]["value"] = "lots"; }), "/figures/3/value",
+                    "expected a number");
   expectConfigError(writeEdited([](auto& j) { j["figures"][4].erase("unavailable"); }), "/figures/4/value",
                     "no \"unavailable\" reason");
   expectConfigError(writeEdited([](auto& j) { j["figures"][0]["source"] = "guess"; }), "/figures/0/source",
                     "unknown source 'guess'");
-  expectConfigError(writeEdited([](auto& j) { j["gates"][1]["gate"]["op"] = "~"; }), "/gates/1/gate/op", "unknown operator");
+  expectConfigError(writeEdited([](auto& j) { j["gates"][1]["gate"]["op"] = "~"; }), "/gates/1/gate/op",
+                    "unknown operator");
   expectConfigError(writeEdited([](auto& j) { j["gates"][1]["gate"]["fold"] = "avg"; }), "/gates/1/gate/fold",
                     "unknown fold 'avg' (one of max, min, sum)");
   expectConfigError(writeEdited([](auto& j) { j["status"] = "done"; }), "/status", "unknown status 'done'");
@@ -133,7 +137,8 @@ TEST_F(ResultFileTest, BadFieldsAreNamedByJsonPath) {
                     "/figures/0/overTime/values", "7 times");
   expectConfigError(writeEdited([](auto& j) { j["figures"][0]["overTime"]["seconds"][2] = 5.0; }),
                     "/figures/0/overTime/seconds/2", "strictly increase");
-  expectConfigError(writeEdited([](auto& j) { j["target"]["kind"] = "cloud"; }), "/target/kind", "one of local, cluster");
+  expectConfigError(writeEdited([](auto& j) { j["target"]["kind"] = "cloud"; }), "/target/kind",
+                    "one of local, cluster");
 }
 
 TEST_F(ResultFileTest, RunOutputsAreAllWritten) {

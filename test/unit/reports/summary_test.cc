@@ -94,15 +94,17 @@ TEST(SummaryTest, CutShortPhaseSaysWhy) {
   r.phases[2].detail = "interrupted";
   r.incidents.clear();
   std::string md = renderSummary(r);
-  expectLines(md, {"- steady: 30s to 1m15s (45s), cut short: interrupted (the headline and the gates)",
-                   "- incidents: none"});
+  expectLines(
+      md, {"- steady: 30s to 1m15s (45s), cut short: interrupted (the headline and the gates)", "- incidents: none"});
 }
 
 TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
   std::string md = renderSummary(testing::sampleResult());
   std::string headline = section(md, "## Headline\n", "### Setup\n");
-  expectLines(headline, {
-      // clang-format off
+  expectLines(
+      headline,
+      {
+          // clang-format off
       "### All writes",
       "| write_qps          | 140/s   | steady | apiserver |",
       "| rejected_write_qps | 0.500/s | steady | apiserver |",
@@ -128,8 +130,8 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
       "| apiserver        | requests | writes | heap in use |",
       "| kube-apiserver-0 |    180/s |   92/s |     300 MiB |",
       "| kube-apiserver-1 |     95/s |   48/s |     280 MiB |",
-      // clang-format on
-  });
+          // clang-format on
+      });
   // Nobody wrote configmaps in the steady window: no 0/s row, and nothing measured over
   // setup is mixed in with the steady figures.
   EXPECT_EQ(headline.find("configmaps"), std::string::npos) << headline;
@@ -137,8 +139,9 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
   EXPECT_EQ(headline.find("bytes_per_object"), std::string::npos) << headline;
 
   std::string setup = section(md, "### Setup\n", "## Gates\n");
-  expectLines(setup, {
-      // clang-format off
+  expectLines(setup,
+              {
+                  // clang-format off
       "Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²),",
       "| write_qps{resource=configmaps,verb=POST} | 250/s                          | setup  | apiserver |",
       "| write_qps{resource=leases,verb=PUT}      | 60/s                           | setup  | apiserver |",
@@ -148,8 +151,8 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
       // Context labels common to every row are said once, not on every key.
       "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0, heap=inuse,",
       "workload=platform.",
-      // clang-format on
-  });
+                  // clang-format on
+              });
   EXPECT_EQ(setup.find("| steady "), std::string::npos) << setup;
   // The fit's companions are read into its row, not listed again.
   EXPECT_EQ(setup.find("bytes_per_object_r2"), std::string::npos) << setup;
@@ -170,9 +173,10 @@ TEST(SummaryTest, NodeBoundRunShowsOnlyTheNodeAxis) {
   EXPECT_EQ(headline.find("bytes_per_object"), std::string::npos) << headline;
   // Everything is still listed once, with its window, under All figures.
   std::string all = section(md, "## All figures", "\n\n\n");
-  expectLines(all, {"| write_qps{group=cpscale.io,resource=sessions,verb=POST} | 40/s            | steady | apiserver |",
-                    "| write_qps{group=,resource=configmaps,verb=POST}         | 0/s             | steady | apiserver |",
-                    "| write_qps{group=,resource=configmaps,verb=POST}         | 250/s           | setup  | apiserver |"});
+  expectLines(all,
+              {"| write_qps{group=cpscale.io,resource=sessions,verb=POST} | 40/s            | steady | apiserver |",
+               "| write_qps{group=,resource=configmaps,verb=POST}         | 0/s             | steady | apiserver |",
+               "| write_qps{group=,resource=configmaps,verb=POST}         | 250/s           | setup  | apiserver |"});
 }
 
 TEST(SummaryTest, OneReplicaHasNoReplicaTable) {
@@ -204,8 +208,9 @@ TEST(SummaryTest, TheTerminalGetsEverythingButAllFigures) {
 
 TEST(SummaryTest, GatesAndGeneratorHealth) {
   std::string md = renderSummary(testing::sampleResult());
-  expectLines(md, {
-      // clang-format off
+  expectLines(md,
+              {
+                  // clang-format off
       "| gate                                                 |    measured | threshold | verdict | why |",
       "| write_qps{resource=leases} <= 600                    |       100/s | <= 600    | pass    |     |",
       "| client_latency_p99{verb=PUT,resource=leases} <= 10ms |     12.3 ms | <= 10ms   | FAIL    |     |",
@@ -216,8 +221,8 @@ TEST(SummaryTest, GatesAndGeneratorHealth) {
       "| schedule_lag_p99                  | 2.1 ms | steady | client |",
       "| generator_limited{limit=schedule} | 0      | steady | client |",
       "## All figures (31)",
-      // clang-format on
-  });
+                  // clang-format on
+              });
 }
 
 TEST(SummaryTest, AllFiguresGroupedByNameWithTheirWindow) {
@@ -248,17 +253,19 @@ TEST(SummaryTest, NoLineWiderThanATerminal) {
   EXPECT_GT(widest, 90u);  // the limit was actually pressed against
   // Nothing is cut off: the longest key survives, broken after its commas.
   std::string all = section(md, "## All figures", "\n\n\n");
-  expectLines(all, {"| apiserver_objects{apiserver=kube-apiserver-0,             | 12,000          | steady | apiserver |",
-                    "|   group=observability.platform.example.com,               |                 |        |           |",
-                    "|   resource=alertmanagerconfigurations}                    |                 |        |           |"});
+  expectLines(all,
+              {"| apiserver_objects{apiserver=kube-apiserver-0,             | 12,000          | steady | apiserver |",
+               "|   group=observability.platform.example.com,               |                 |        |           |",
+               "|   resource=alertmanagerconfigurations}                    |                 |        |           |"});
 }
 
 TEST(SummaryTest, ControllersSectionWithTheDeepestWorkqueues) {
   std::string md = renderSummary(testing::controllerResult());
   if (const char* dump = std::getenv("CPSCALE_DUMP_CONTROLLERS_SUMMARY")) std::ofstream(dump) << md;
   std::string controllers = section(md, "### Controllers\n", "### Setup\n");
-  expectLines(controllers, {
-      // clang-format off
+  expectLines(controllers,
+              {
+                  // clang-format off
       "| workqueue_depth_max                               | 41    | steady | kube-controller-manager |",
       "| workqueue_adds                                    | 5,230 | steady | kube-controller-manager |",
       "| node_lifecycle_evictions                          | 12    | steady | kube-controller-manager |",
@@ -278,8 +285,8 @@ TEST(SummaryTest, ControllersSectionWithTheDeepestWorkqueues) {
       "| replicaset                          | kube-controller-manager |         3 |   180 |",
       "| endpoint_slice                      | kube-controller-manager |         1 |   150 |",
       "| ... 2 more under All figures        |                         |           |       |",
-      // clang-format on
-  });
+                  // clang-format on
+              });
   // The idle queues, a result that never happened, per-zone repeats of the totals and
   // the leader flag are under All figures only.
   for (const char* absent : {"ttl_jobs_to_delete", "| namespace", "result=error", "zone=", "leader_election"})
@@ -308,8 +315,9 @@ TEST(SummaryTest, NoControllersSectionWithoutAMeasuredControllerFigure) {
 TEST(SummaryTest, NodeBoundShowsTheFleetsNotReadyAndReadyTransitions) {
   std::string md = renderSummary(testing::controllerResult());
   std::string node = section(md, "### node-bound\n", "### churn-bound\n");
-  expectLines(node, {
-      // clang-format off
+  expectLines(node,
+              {
+                  // clang-format off
       "| node_not_ready_transitions                   | 50              | run    | client    |",
       "| node_not_ready_seconds_p50                   | 42.50 s         | run    | client    |",
       "| node_not_ready_seconds_max                   | 48.10 s         | run    | client    |",
@@ -317,8 +325,8 @@ TEST(SummaryTest, NodeBoundShowsTheFleetsNotReadyAndReadyTransitions) {
       "| node_ready_again_seconds_p50                 | 1.20 s          | run    | client    |",
       "| node_ready_again_seconds_max                 | 3.40 s          | run    | client    |",
       "Left out of the keys above, the same wherever present: apiserver=kube-apiserver-0, workload=nodes.",
-      // clang-format on
-  });
+                  // clang-format on
+              });
   // Not an axis of their own: a churn-only run does not show them.
   RunResult churn = testing::controllerResult();
   churn.workloads = {{"churn", "sessions", {}}};
@@ -356,8 +364,9 @@ TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
   ASSERT_NE(at, std::string::npos) << md;
   EXPECT_LT(at, md.find("## Headline"));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
-  expectLines(cap, {
-      // clang-format off
+  expectLines(
+      cap, {
+               // clang-format off
       "- knob: workloads.fleet.count (nodes) on the node axis, 4 steps from 300 nodes to 1,200 nodes (1 by",
       "  bisection)",
       "- result: 900 nodes, the largest value that held",
@@ -374,13 +383,14 @@ TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
       "- [1] n/a: kube-apiserver-1 did not answer a scrape in the window",
       "- [2] broke by: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} <= 1s: measured",
       "  1.8",
-      // clang-format on
-  });
+               // clang-format on
+           });
   // The detail says what broke: no separate line repeating it.
   EXPECT_EQ(cap.find("- broke by:"), std::string::npos) << cap;
   EXPECT_EQ(cap.find("99 s"), std::string::npos) << cap;
   // The capacity figure reads with the knob's unit under All figures.
-  EXPECT_NE(section(md, "## All figures", "\n\n\n").find("| capacity{axis=node,knob=workloads.fleet.count}          | 900 nodes       |"),
+  EXPECT_NE(section(md, "## All figures", "\n\n\n")
+                .find("| capacity{axis=node,knob=workloads.fleet.count}          | 900 nodes       |"),
             std::string::npos);
   expectNarrow(md);
 }
@@ -388,8 +398,9 @@ TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
 TEST(SummaryCapacityTest, GeneratorLimitedIsNotACapacity) {
   std::string md = renderSummary(testing::capacityResult(testing::generatorLimited()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
-  expectLines(cap, {
-      // clang-format off
+  expectLines(
+      cap, {
+               // clang-format off
       "- result: generator-limited at 9,600 sessions/min (held 4,800)",
       "- limit: generator (the generator fell behind its schedule: that step says nothing of the server, so",
       "- broke by: the generator fell behind its own schedule (generator_limited_by_schedule): the step",
@@ -397,8 +408,8 @@ TEST(SummaryCapacityTest, GeneratorLimitedIsNotACapacity) {
       "|        9,600 | generator-limited |        1 |  320/s |  5.0 % | 200 ms POST sessions | 300 MiB |",
       "|              |   [1]             |          |        |        |                      |         |",
       "- [1] broke by: the generator fell behind its own schedule (generator_limited_by_schedule): the step",
-      // clang-format on
-  });
+               // clang-format on
+           });
   expectNarrow(md);
 }
 
@@ -406,14 +417,14 @@ TEST(SummaryCapacityTest, ReachedTheMaxAndAStepWithoutPressure) {
   std::string md = renderSummary(testing::capacityResult(testing::reachedMax()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
   expectLines(cap, {
-      // clang-format off
+                       // clang-format off
       "- result: at least 12,000 objects/kind",
       "- limit: max (every step up to the search's max held: the capacity is at least the max)",
       "|        3,000 | yes             |  n/a [1] |    5/s |  5.0 % | 50.0 ms PATCH  | 450 MiB |",
       "|       12,000 | yes             |        1 |    5/s |  5.0 % | 50.0 ms PATCH  | 900 MiB |",
       "- [1] n/a: the step's figures have no axis_pressure{axis=state}",
-      // clang-format on
-  });
+                       // clang-format on
+                   });
   EXPECT_EQ(cap.find("| no "), std::string::npos) << cap;
   expectNarrow(md);
 }
@@ -421,15 +432,16 @@ TEST(SummaryCapacityTest, ReachedTheMaxAndAStepWithoutPressure) {
 TEST(SummaryCapacityTest, NoStepHeld) {
   std::string md = renderSummary(testing::capacityResult(testing::noneHeld()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
-  expectLines(cap, {
-      // clang-format off
+  expectLines(
+      cap, {
+               // clang-format off
       "- knob: workloads.fleet.count (nodes) on the node axis, 1 step at 300 nodes",
       "- result: none held",
       "- detail: the first step (300 nodes) already broke:",
       "|   300 | no [1]          |    0.250 |   30/s | 70.0 % | 2.50 s PUT leases | 230 MiB |",
       "- [1] broke by: client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT} <= 1s: measured",
-      // clang-format on
-  });
+               // clang-format on
+           });
   // No step held: no claim about whose figures the headline shows.
   EXPECT_EQ(cap.find("last step that held"), std::string::npos) << cap;
   expectLines(section(md, "## All figures", "\n\n\n"),

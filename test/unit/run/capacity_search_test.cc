@@ -38,7 +38,8 @@ struct FifoServer {
 class ScriptedTarget {
  public:
   ScriptedTarget(Duration service, Duration submitCost)
-      : server_{service}, transport_(sim_, [this](const kube::HttpRequest&) { return server_.answer(sim_.clock().now()); }),
+      : server_{service},
+        transport_(sim_, [this](const kube::HttpRequest&) { return server_.answer(sim_.clock().now()); }),
         driver_(transport_, sim_.clock(), driverOptions()) {
     transport_.submitCost = submitCost;
   }
@@ -111,8 +112,8 @@ scenario::CapacitySpec nodeSpec(int bisect) {
   s.max = 32000;
   s.hold = 30s;
   s.bisect = bisect;
-  s.gates = {scenario::parseGate("client_latency_p99{resource=leases,verb=PUT,measured_from=scheduled} <= 1s",
-                                 "test", "gates[0]")};
+  s.gates = {scenario::parseGate("client_latency_p99{resource=leases,verb=PUT,measured_from=scheduled} <= 1s", "test",
+                                 "gates[0]")};
   return s;
 }
 

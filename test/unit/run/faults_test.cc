@@ -59,7 +59,8 @@ std::vector<scenario::FaultSpec> rehearsal() {
   return {kill, stop};
 }
 
-const metrics::Figure* find(const std::vector<metrics::Figure>& fs, const std::string& name, const std::string& member) {
+const metrics::Figure* find(const std::vector<metrics::Figure>& fs, const std::string& name,
+                            const std::string& member) {
   for (const auto& f : fs)
     for (const auto& [k, v] : f.labels)
       if (f.name == name && k == "member" && v == member) return &f;

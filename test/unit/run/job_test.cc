@@ -65,7 +65,8 @@ struct Audit {
       used.insert(a.path + "|" + a.verb);
     }
     if (!kube::allows(rules, a)) refused.push_back(kube::describe(a));
-    if (a.apiGroup == kRbac && (a.verb == "create" || a.verb == "update" || a.verb == "patch")) escalation(rules, a, body);
+    if (a.apiGroup == kRbac && (a.verb == "create" || a.verb == "update" || a.verb == "patch"))
+      escalation(rules, a, body);
   }
   // What RBAC's registry checks beyond the verb (pkg/registry/rbac): a role granting
   // what its writer does not hold needs `escalate` on it (the dormant roles grant
@@ -150,16 +151,18 @@ void runCleanup(const std::vector<workloads::WorkloadPtr>& ws, const std::vector
   Client c([&](const kube::HttpRequest& r) {
     const RequestAttributes a = kube::requestAttributes(r.method, r.path);
     if (a.verb == "list") {
-      if (a.resource == "customresourcedefinitions") return jsonResponse(200, {{"items", crds}, {"metadata", nlohmann::json::object()}});
+      if (a.resource == "customresourcedefinitions")
+        return jsonResponse(200, {{"items", crds}, {"metadata", nlohmann::json::object()}});
       return jsonResponse(200, {{"items", {{{"metadata", {{"name", "x"}, {"namespace", "cpscale-t1-x"}}}}}},
                                 {"metadata", nlohmann::json::object()}});
     }
     if (a.verb == "get" && a.resource == "leases")
-      return jsonResponse(200, {{"spec",
-                                 {{"renewTime", workloads::microTime(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                                         std::chrono::system_clock::now().time_since_epoch())
-                                                                         .count())},
-                                  {"leaseDurationSeconds", 15}}}});
+      return jsonResponse(200,
+                          {{"spec",
+                            {{"renewTime", workloads::microTime(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                                    std::chrono::system_clock::now().time_since_epoch())
+                                                                    .count())},
+                             {"leaseDurationSeconds", 15}}}});
     return jsonResponse(200, {{"kind", "Status"}, {"status", "Success"}});
   });
   workloads::CleanupOptions co;
@@ -192,7 +195,8 @@ TEST(JobRole, EachWorkloadsRequestsAreAllowedByItsOwnRole) {
     SCOPED_TRACE(entry);
     Audit audit;
     runWorkload(entry, audit);
-    EXPECT_TRUE(audit.refused.empty()) << ::testing::PrintToString(std::set<std::string>(audit.refused.begin(), audit.refused.end()));
+    EXPECT_TRUE(audit.refused.empty()) << ::testing::PrintToString(
+        std::set<std::string>(audit.refused.begin(), audit.refused.end()));
   }
 }
 
@@ -215,7 +219,8 @@ TEST(JobRole, GrantsExactlyWhatARunSends) {
         if (!audit.used.count(url + "|" + verb)) unused.push_back(url + " " + verb);
       for (const auto& group : rule.apiGroups)
         for (const auto& resource : rule.resources)
-          if (!audit.used.count(group + "|" + resource + "|" + verb)) unused.push_back(group + "/" + resource + " " + verb);
+          if (!audit.used.count(group + "|" + resource + "|" + verb))
+            unused.push_back(group + "/" + resource + " " + verb);
     }
   }
   EXPECT_TRUE(unused.empty()) << "granted, never sent: " << ::testing::PrintToString(unused);
@@ -292,10 +297,12 @@ TEST(JobManifests, AnIndexedJobOfNonRootPodsEachOneShard) {
     EXPECT_EQ(d["metadata"]["labels"], (nlohmann::json{{"cpscale.io/job", "rjob1"}}));  // not cpscale.io/run
     EXPECT_NE(d["metadata"]["name"].get<std::string>().find("rjob1"), std::string::npos);
   }
-  EXPECT_EQ(kinds, (std::vector<std::string>{"ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"}));
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"ConfigMap", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Job"}));
   EXPECT_EQ(docs[0]["data"]["smoke.yaml"], "name: smoke\n");
   EXPECT_EQ(docs[2]["rules"], nlohmann::ordered_json(kube::toJson(s.rules)));
-  EXPECT_EQ(docs[3]["subjects"][0], (nlohmann::ordered_json{{"kind", "ServiceAccount"}, {"name", "cpscale-rjob1"}, {"namespace", "load"}}));
+  EXPECT_EQ(docs[3]["subjects"][0],
+            (nlohmann::ordered_json{{"kind", "ServiceAccount"}, {"name", "cpscale-rjob1"}, {"namespace", "load"}}));
   EXPECT_EQ(docs[3]["roleRef"]["name"], "cpscale-rjob1");
 
   const auto& job = docs[4];
@@ -321,7 +328,8 @@ TEST(JobManifests, AnIndexedJobOfNonRootPodsEachOneShard) {
   EXPECT_EQ(c["resources"]["requests"]["cpu"], "2");
   EXPECT_TRUE(c["resources"]["requests"].contains("memory"));
   // The output directory is the pod's writable volume; the scenario its ConfigMap.
-  EXPECT_EQ(pod["volumes"][0], (nlohmann::ordered_json{{"name", "work"}, {"emptyDir", nlohmann::ordered_json::object()}}));
+  EXPECT_EQ(pod["volumes"][0],
+            (nlohmann::ordered_json{{"name", "work"}, {"emptyDir", nlohmann::ordered_json::object()}}));
   EXPECT_EQ(c["volumeMounts"][0]["mountPath"], "/work");
   EXPECT_EQ(pod["volumes"][1]["configMap"]["name"], "cpscale-rjob1-scenario");
   EXPECT_EQ(c["volumeMounts"][1]["mountPath"], "/scenario");
@@ -371,9 +379,9 @@ TEST(JobManifests, YamlReadsBackAsTheManifests) {
     for (const auto& d : jobManifests(s)) EXPECT_EQ(readBack(toYaml(d)), nlohmann::json(d)) << toYaml(d);
   }
   const nlohmann::ordered_json odd = {
-      {"strings",
-       {"true", "yes", "No", "on", "null", "~", "", "0", "1e3", "0x1F", "-1", ".5", "a: b", "#x", "- x", "'q'", "\"q\"",
-        "@at", "tab\there", "é ünï €", "trailing ", " leading", "[x]", "{x}", "x\ny", "\r\n", "multi\nline\n"}},
+      {"strings", {"true",      "yes",     "No",        "on",       "null", "~",   "",     "0",     "1e3",
+                   "0x1F",      "-1",      ".5",        "a: b",     "#x",   "- x", "'q'",  "\"q\"", "@at",
+                   "tab\there", "é ünï €", "trailing ", " leading", "[x]",  "{x}", "x\ny", "\r\n",  "multi\nline\n"}},
       {"text",
        {{"plain", "a\nb\n"},
         {"noNewline", "a\nb"},

@@ -146,12 +146,15 @@ class QuietApiserver final : public kube::Transport {
       r.body = obj.dump();
     } else if (req.method == "GET" && req.statsVerb == "LIST") {
       r.status = 200;
-      r.body = json{{"kind", "List"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}, {"items", json::array()}}
-                   .dump();
+      r.body =
+          json{
+              {"kind", "List"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}, {"items", json::array()}}
+              .dump();
     } else if (req.method == "GET") {
       r.status = 404;
-      r.body = json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", "NotFound"}, {"code", 404}}
-                   .dump();
+      r.body =
+          json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"reason", "NotFound"}, {"code", 404}}
+              .dump();
     } else {
       r.status = 200;
       r.body = json{{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Success"}}.dump();

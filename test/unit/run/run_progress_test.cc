@@ -29,8 +29,8 @@ TEST(CountingTransport, CountsWritesErrorsAndTheWorstLag) {
   f->enqueue(409);
   f->enqueue(200);
   clock.advance(std::chrono::milliseconds(30));
-  t.submit(request("POST", engine::TimePoint{}), [](kube::HttpResponse) {});              // 30 ms late
-  t.submit(request("PUT", clock.now()), [](kube::HttpResponse) {});                      // on time
+  t.submit(request("POST", engine::TimePoint{}), [](kube::HttpResponse) {});  // 30 ms late
+  t.submit(request("PUT", clock.now()), [](kube::HttpResponse) {});           // on time
   t.submit(request("GET", clock.now() - std::chrono::milliseconds(5)), [](kube::HttpResponse) {});
   while (t.inFlight() > 0) t.poll(std::chrono::milliseconds(1));
   EXPECT_EQ(counters.sent.load(), 3u);

@@ -115,9 +115,9 @@ TEST(ShardResults, CollectWaitsForTheMissingAndSaysWhichAndIgnoresHalfResults) {
 
   const auto start = collector.clock.now();
   int looks = 0;
-  CollectedResults c = awaitShardResults(collector.api, collector.clock, "r1", std::nullopt, std::chrono::seconds(10),
-                                         std::chrono::seconds(2), [] { return false; },
-                                         [&](const CollectedResults&) { ++looks; });
+  CollectedResults c = awaitShardResults(
+      collector.api, collector.clock, "r1", std::nullopt, std::chrono::seconds(10), std::chrono::seconds(2),
+      [] { return false; }, [&](const CollectedResults&) { ++looks; });
   EXPECT_FALSE(c.complete());
   EXPECT_EQ(collector.clock.now() - start, std::chrono::seconds(10));  // the whole timeout, in virtual time
   EXPECT_GE(looks, 5);

@@ -111,8 +111,7 @@ class SimulateTest : public ::testing::Test {
   static std::string failedGates(const reports::RunResult& r) {
     std::string out;
     for (const auto& g : r.gates)
-      if (!g.passed)
-        out += g.gate.text + ": " + (g.measured ? std::to_string(*g.measured) : g.reason) + "\n";
+      if (!g.passed) out += g.gate.text + ": " + (g.measured ? std::to_string(*g.measured) : g.reason) + "\n";
     return out;
   }
 };
@@ -215,18 +214,19 @@ TEST_F(SimulateTest, ASaturatedPlaneStillReportsItsFiguresAndAnOffPlaneGenerator
   so.calibration.apiserverCpuLeaseWrite = model::Param::fixed(0.33);
   so.maxActors = 3000;
   so.dedicatedCores = 1;
-  auto r = simulateScenario(scenarioFile("node-bound.yaml"),
-                            {{"workloads.fleet.count", "3000"}, {"workloads.fleet.registrationQps", "3000"},
-                             {"duration", "120s"}},
-                            so);
+  auto r = simulateScenario(
+      scenarioFile("node-bound.yaml"),
+      {{"workloads.fleet.count", "3000"}, {"workloads.fleet.registrationQps", "3000"}, {"duration", "120s"}}, so);
   ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
   // Every scrape of the members was answered, so the server's figures are there.
   EXPECT_GT(value(r, "write_qps"), 0);
   EXPECT_GT(value(r, "lease_write_share"), 0.5);
-  EXPECT_GT(value(r, "server_latency_p99", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}), 10);
+  EXPECT_GT(value(r, "server_latency_p99", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}),
+            10);
   EXPECT_LT(value(r, "server_latency_p99", {{"group", ""}, {"resource", "//metrics"}, {"verb", "GET"}}), 0.01);
   // The clients saw the overload as latency, not as a generator that fell behind.
-  EXPECT_GT(value(r, "client_latency_p99", {{"resource", "leases"}, {"verb", "PUT"}, {"measured_from", "scheduled"}}), 10);
+  EXPECT_GT(value(r, "client_latency_p99", {{"resource", "leases"}, {"verb", "PUT"}, {"measured_from", "scheduled"}}),
+            10);
   EXPECT_EQ(value(r, "generator_limited"), 0);
   EXPECT_EQ(value(r, "generator_limited_by_concurrency"), 0);
   EXPECT_EQ(r.model.value("generator", std::string()), "off-plane");
@@ -408,7 +408,8 @@ TEST_P(SimulateFaultsTest, TheFaultRehearsalRunsOnTheModelAndPassesItsGates) {
 INSTANTIATE_TEST_SUITE_P(Profiles, SimulateFaultsTest, ::testing::Values("classic.yaml", "classic-ha.yaml"),
                          [](const auto& info) {
                            std::string n = info.param;
-                           return n.substr(0, n.find('.')) == "classic-ha" ? std::string("ClassicHa") : std::string("Classic");
+                           return n.substr(0, n.find('.')) == "classic-ha" ? std::string("ClassicHa")
+                                                                           : std::string("Classic");
                          });
 
 // A target whose members are not the run's to kill (a user's cluster): nothing of it is

@@ -47,7 +47,9 @@ struct ScriptedRun final : SupervisedRun {
   bool setupComplete() override { return stage < setupTakes.size() && sim.now() >= stageStart + setupTakes[stage]; }
   std::size_t setupPending() override { return 3; }
   void startSettling() override { settlingSince = sim.now(); }
-  bool controllersSettled() override { return settleTakes && settlingSince && sim.now() >= *settlingSince + *settleTakes; }
+  bool controllersSettled() override {
+    return settleTakes && settlingSince && sim.now() >= *settlingSince + *settleTakes;
+  }
   void windowStarts(TimePoint now, std::size_t step) override { windows.emplace_back(now, step); }
   void stopLoad(TimePoint now, bool boundaryRound) override { stops.emplace_back(now, boundaryRound); }
 };
@@ -128,8 +130,9 @@ TEST(Supervisor, ASteadyRunGoesThroughEveryStageOnTime) {
   run.settleTakes = 2s;
   Supervisor sup(options(), run);
   supervise(sim, sup);
-  EXPECT_EQ(stagesOf(sup), (Stages{{"setup", at(0s)}, {"settle", at(3s)}, {"warmup", at(5s)},
-                                   {"steady", at(15s)}, {"over", at(45s)}}));
+  EXPECT_EQ(
+      stagesOf(sup),
+      (Stages{{"setup", at(0s)}, {"settle", at(3s)}, {"warmup", at(5s)}, {"steady", at(15s)}, {"over", at(45s)}}));
   const RunTimeline& tl = sup.timeline();
   EXPECT_EQ(tl.endReason, EndReason::kWindowRan);
   EXPECT_EQ(tl.cut, "");
@@ -168,8 +171,8 @@ TEST(Supervisor, NoWarmupAndIdleControllersStartTheWindowInTheSamePass) {
   o.warmup = 0s;
   Supervisor sup(o, run);
   supervise(sim, sup);
-  EXPECT_EQ(stagesOf(sup), (Stages{{"setup", at(0s)}, {"settle", at(3s)}, {"warmup", at(3s)},
-                                   {"steady", at(3s)}, {"over", at(33s)}}));
+  EXPECT_EQ(stagesOf(sup),
+            (Stages{{"setup", at(0s)}, {"settle", at(3s)}, {"warmup", at(3s)}, {"steady", at(3s)}, {"over", at(33s)}}));
 }
 
 TEST(Supervisor, ASetupThatNeverFinishesIsCutAtTheTimeoutSayingHowManyAreLeft) {

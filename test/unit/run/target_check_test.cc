@@ -66,9 +66,7 @@ TEST(TargetCheckTest, NamesThatMerelyLookLocalAreNotLoopback) {
 }
 
 TEST(TargetCheckTest, LocalhostMustResolveToLoopbackOnly) {
-  auto resolvingTo = [](std::vector<std::string> addrs) {
-    return [addrs](const std::string&) { return addrs; };
-  };
+  auto resolvingTo = [](std::vector<std::string> addrs) { return [addrs](const std::string&) { return addrs; }; };
   EXPECT_TRUE(isLoopbackServer("https://localhost:6443", resolvingTo({"127.0.0.1"})));
   EXPECT_TRUE(isLoopbackServer("https://localhost:6443", resolvingTo({"::1", "127.0.1.1"})));
   EXPECT_FALSE(isLoopbackServer("https://localhost:6443", resolvingTo({"127.0.0.1", "10.0.0.5"})));

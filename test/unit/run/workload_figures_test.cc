@@ -15,13 +15,22 @@ using nlohmann::json;
 
 TEST(MergeSummary, NumbersAddFlagsAndArraysConcatenateObjectsMergeByTheSameRules) {
   json merged = json::object();
-  mergeSummary(merged, {{"nodes", 3}, {"setupComplete", true}, {"lastError", "first"},
-                        {"nodeLifecycle", {{"notReadyTransitions", 1}, {"notReadySeconds", {41.5}},
-                                           {"watch", {{"synced", true}, {"lists", 1}}}}}});
-  mergeSummary(merged, {{"nodes", 4}, {"setupComplete", false}, {"lastError", "second"}, {"extra", {1, 2}},
-                        {"nodeLifecycle", {{"notReadyTransitions", 2}, {"notReadySeconds", {44.0, 40.25}},
-                                           {"readyAgainSeconds", {3.0}},
-                                           {"watch", {{"synced", true}, {"lists", 2}}}}}});
+  mergeSummary(
+      merged,
+      {{"nodes", 3},
+       {"setupComplete", true},
+       {"lastError", "first"},
+       {"nodeLifecycle",
+        {{"notReadyTransitions", 1}, {"notReadySeconds", {41.5}}, {"watch", {{"synced", true}, {"lists", 1}}}}}});
+  mergeSummary(merged, {{"nodes", 4},
+                        {"setupComplete", false},
+                        {"lastError", "second"},
+                        {"extra", {1, 2}},
+                        {"nodeLifecycle",
+                         {{"notReadyTransitions", 2},
+                          {"notReadySeconds", {44.0, 40.25}},
+                          {"readyAgainSeconds", {3.0}},
+                          {"watch", {{"synced", true}, {"lists", 2}}}}}});
   EXPECT_EQ(merged["nodes"], 7);
   EXPECT_EQ(merged["setupComplete"], false);
   EXPECT_EQ(merged["lastError"], "first");
@@ -46,10 +55,13 @@ const metrics::Figure& figure(const std::vector<metrics::Figure>& fs, const char
 }
 
 TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
-  std::vector<reports::WorkloadSummary> ws{
-      {"churn", "sessions", {{"sessionsCreated", 10}}},
-      fleet(5, 5, {{"notReadyTransitions", 5}, {"readyTransitions", 4}, {"notReadyAtEnd", 1},
-                   {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}}, {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
+  std::vector<reports::WorkloadSummary> ws{{"churn", "sessions", {{"sessionsCreated", 10}}},
+                                           fleet(5, 5,
+                                                 {{"notReadyTransitions", 5},
+                                                  {"readyTransitions", 4},
+                                                  {"notReadyAtEnd", 1},
+                                                  {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}},
+                                                  {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
   auto fs = workloadFigures(ws);
   // The churn workload's one (session_write_failures), the fleet's two renewal counts
   // and its seven lifecycle figures.
@@ -74,9 +86,12 @@ TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
 }
 
 TEST(WorkloadFigures, WithoutFailuresTheSecondsAreUnavailable) {
-  std::vector<reports::WorkloadSummary> ws{fleet(0, 0, {{"notReadyTransitions", 0}, {"readyTransitions", 0},
-                                                       {"notReadyAtEnd", 0}, {"notReadySeconds", json::array()},
-                                                       {"readyAgainSeconds", json::array()}})};
+  std::vector<reports::WorkloadSummary> ws{fleet(0, 0,
+                                                 {{"notReadyTransitions", 0},
+                                                  {"readyTransitions", 0},
+                                                  {"notReadyAtEnd", 0},
+                                                  {"notReadySeconds", json::array()},
+                                                  {"readyAgainSeconds", json::array()}})};
   auto fs = workloadFigures(ws);
   for (const char* n : {"node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_again_seconds_p50",
                         "node_ready_again_seconds_max"}) {
@@ -88,9 +103,12 @@ TEST(WorkloadFigures, WithoutFailuresTheSecondsAreUnavailable) {
 }
 
 TEST(WorkloadFigures, FailuresWithoutAnyNotReadySeenPointAtTheMissingController) {
-  std::vector<reports::WorkloadSummary> ws{fleet(3, 3, {{"notReadyTransitions", 0}, {"readyTransitions", 0},
-                                                       {"notReadyAtEnd", 0}, {"notReadySeconds", json::array()},
-                                                       {"readyAgainSeconds", json::array()}})};
+  std::vector<reports::WorkloadSummary> ws{fleet(3, 3,
+                                                 {{"notReadyTransitions", 0},
+                                                  {"readyTransitions", 0},
+                                                  {"notReadyAtEnd", 0},
+                                                  {"notReadySeconds", json::array()},
+                                                  {"readyAgainSeconds", json::array()}})};
   auto fs = workloadFigures(ws);
   EXPECT_EQ(figure(fs, "node_not_ready_transitions").value, 0);
   for (const char* n : {"node_not_ready_seconds_p50", "node_ready_again_seconds_max"}) {
@@ -99,8 +117,9 @@ TEST(WorkloadFigures, FailuresWithoutAnyNotReadySeenPointAtTheMissingController)
 }
 
 TEST(WorkloadFigures, NotReadySeenButNoReturnLeavesOnlyTheReadyAgainUnavailable) {
-  std::vector<reports::WorkloadSummary> ws{fleet(2, 0, {{"notReadyTransitions", 2}, {"readyTransitions", 0},
-                                                       {"notReadyAtEnd", 2}, {"notReadySeconds", {50.0, 51.0}}})};
+  std::vector<reports::WorkloadSummary> ws{fleet(
+      2, 0,
+      {{"notReadyTransitions", 2}, {"readyTransitions", 0}, {"notReadyAtEnd", 2}, {"notReadySeconds", {50.0, 51.0}}})};
   auto fs = workloadFigures(ws);
   EXPECT_EQ(figure(fs, "node_not_ready_seconds_p50").value, 50.0);
   EXPECT_EQ(figure(fs, "node_ready_again_seconds_p50").unavailableReason, "no failed node returned in this run");
@@ -158,8 +177,11 @@ TEST(WorkloadFigures, ADormantPopulationCountsWhatItWasAskedAgainstWhatItMade) {
 // the scenario's gates are checked against at load).
 TEST(WorkloadFigures, EachKindReportsExactlyItsOwnFigures) {
   std::vector<reports::WorkloadSummary> ws{
-      fleet(5, 5, {{"notReadyTransitions", 5}, {"readyTransitions", 4}, {"notReadySeconds", {50.0}},
-                   {"readyAgainSeconds", {4.0}}}),
+      fleet(5, 5,
+            {{"notReadyTransitions", 5},
+             {"readyTransitions", 4},
+             {"notReadySeconds", {50.0}},
+             {"readyAgainSeconds", {4.0}}}),
       {"churn", "sessions", {{"writeFailures", 0}}},
       {"dormant", "platform", {{"objects", 10}, {"created", 10}, {"watchers", 2}, {"watchersSynced", 2}}},
   };

@@ -43,7 +43,8 @@ TEST_F(GateCheckTest, AnIdlePopulationHasNoGeneratorHealthToJudge) {
   // The setup window has the creations' latency; updates or relists load the steady one.
   EXPECT_EQ(refusal(kIdle + "gates:\n  - client_latency_p99{resource=widgets,verb=POST,window=setup} <= 1s\n"), "");
   EXPECT_EQ(refusal(kIdle + "    updatesPerSecond: 1\ngates:\n  - generator_limited == false\n"), "");
-  EXPECT_EQ(refusal(kIdle + "    watchers: {perKind: 1, relistEvery: 30s}\ngates:\n  - generator_limited == false\n"), "");
+  EXPECT_EQ(refusal(kIdle + "    watchers: {perKind: 1, relistEvery: 30s}\ngates:\n  - generator_limited == false\n"),
+            "");
   // A figure of the plane exists whatever the workloads.
   EXPECT_EQ(refusal(kIdle + "gates:\n  - max(apiserver_heap_inuse_bytes_peak) <= 1GiB\n"), "");
 }
@@ -59,8 +60,9 @@ TEST_F(GateCheckTest, AWorkloadsOwnFiguresNeedThatWorkloadConfiguredToMeasureThe
   EXPECT_NE(e.find("the scenario has none"), std::string::npos) << e;
   e = refusal(kIdle + "gates:\n  - dormant_object_missing == 0\n");
   EXPECT_NE(e.find("reports no figure named dormant_object_missing"), std::string::npos) << e;
-  e = refusal(kFleet + "  - kind: dormant\n    name: platform\n    crdKinds: 1\n    objectsPerKind: 1\n"
-                       "gates:\n  - nodes_not_ready_at_end{workload=platform} == 0\n");
+  e = refusal(kFleet +
+              "  - kind: dormant\n    name: platform\n    crdKinds: 1\n    objectsPerKind: 1\n"
+              "gates:\n  - nodes_not_ready_at_end{workload=platform} == 0\n");
   EXPECT_NE(e.find("workload 'platform' is of kind dormant"), std::string::npos) << e;
 }
 
@@ -72,8 +74,10 @@ TEST_F(GateCheckTest, NodeFailureFiguresNeedNodesThatFailAndReturn) {
   std::string e = refusal(kFleet + "gates:\n  - node_not_ready_seconds_max <= 65s\n");
   EXPECT_NE(e.find("no node of fleet 'fleet' fails"), std::string::npos) << e;
   // 10 nodes x 5 % is under one node: none fails.
-  EXPECT_NE(refusal(kFleet + "    failures: {fraction: 0.05, at: 5s}\ngates:\n  - node_not_ready_seconds_max <= 65s\n"), "");
-  EXPECT_EQ(refusal(kFleet + "    failures: {fraction: 0.1, at: 5s}\ngates:\n  - node_not_ready_seconds_max <= 65s\n"), "");
+  EXPECT_NE(refusal(kFleet + "    failures: {fraction: 0.05, at: 5s}\ngates:\n  - node_not_ready_seconds_max <= 65s\n"),
+            "");
+  EXPECT_EQ(refusal(kFleet + "    failures: {fraction: 0.1, at: 5s}\ngates:\n  - node_not_ready_seconds_max <= 65s\n"),
+            "");
   e = refusal(kFleet + "    failures: {fraction: 0.1, at: 5s}\ngates:\n  - node_ready_again_seconds_max <= 30s\n");
   EXPECT_NE(e.find("never return"), std::string::npos) << e;
   // An override is checked like the file: --set that removes the failures refuses.
@@ -84,8 +88,10 @@ TEST_F(GateCheckTest, NodeFailureFiguresNeedNodesThatFailAndReturn) {
 
 TEST_F(GateCheckTest, CapacityIsJudgedOnlyByASearchOnItsAxis) {
   const std::string capacity = "capacity:\n  knob: workloads.fleet.count\n  start: 10\n  max: 20\n";
-  EXPECT_EQ(refusal(kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=node} >= 10\n"), "");
-  std::string e = refusal(kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=state} >= 10\n");
+  EXPECT_EQ(refusal(kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=node} >= 10\n"),
+            "");
+  std::string e =
+      refusal(kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=state} >= 10\n");
   EXPECT_NE(e.find("searches the node axis, not state"), std::string::npos) << e;
   e = refusal(kFleet + "gates:\n  - capacity{axis=node} >= 10\n");
   EXPECT_NE(e.find("no capacity: block"), std::string::npos) << e;
@@ -94,7 +100,8 @@ TEST_F(GateCheckTest, CapacityIsJudgedOnlyByASearchOnItsAxis) {
 
   // Loaded, a capacity scenario still cannot be run as one plain run: the command says
   // which command judges it.
-  Scenario s = loadScenario(write(kHead + kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=node} >= 10\n"));
+  Scenario s = loadScenario(
+      write(kHead + kFleet + capacity + "  gates: [\"write_qps <= 100\"]\ngates:\n  - capacity{axis=node} >= 10\n"));
   try {
     refuseCapacityGatesOutsideASearch(s);
     ADD_FAILURE() << "a plain run of a capacity gate was accepted";
@@ -105,8 +112,10 @@ TEST_F(GateCheckTest, CapacityIsJudgedOnlyByASearchOnItsAxis) {
 }
 
 TEST_F(GateCheckTest, NotReadyTimingsNeedAPlaneWithTheNodeLifecycleController) {
-  Scenario s = loadScenario(write(kHead + kFleet + "    failures: {fraction: 0.1, at: 5s, returnAfter: 20s}\n"
-                                    "gates:\n  - nodes_not_ready_at_end == 0\n  - node_ready_again_seconds_max <= 30s\n"));
+  Scenario s =
+      loadScenario(write(kHead + kFleet +
+                         "    failures: {fraction: 0.1, at: 5s, returnAfter: 20s}\n"
+                         "gates:\n  - nodes_not_ready_at_end == 0\n  - node_ready_again_seconds_max <= 30s\n"));
   controlplane::Profile classic;
   EXPECT_NO_THROW(checkGatesOnProfile(s, classic));
   controlplane::Profile bare;

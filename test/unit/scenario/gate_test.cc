@@ -14,17 +14,17 @@ Gate gate(const std::string& text) { return parseGate(text, "s.yaml:9", "gates[0
 std::vector<Figure> figures() {
   return {
       Figure::measured("write_qps", {}, 120, "1/s", Source::kApiserver),
-      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}, 80, "1/s",
-                       Source::kApiserver),
-      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "POST"}}, 5, "1/s",
-                       Source::kApiserver),
+      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}}, 80,
+                       "1/s", Source::kApiserver),
+      Figure::measured("write_qps", {{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "POST"}}, 5,
+                       "1/s", Source::kApiserver),
       Figure::measured("write_qps", {{"group", ""}, {"resource", "nodes/status"}, {"verb", "PATCH"}}, 35, "1/s",
                        Source::kApiserver),
       Figure::measured("lease_write_share", {}, 0.7083, "ratio", Source::kApiserver),
       Figure::measured("client_latency_p99", {{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}},
                        0.012, "s", Source::kClient),
-      Figure::measured("client_latency_p99", {{"measured_from", "sent"}, {"resource", "leases"}, {"verb", "PUT"}}, 0.010,
-                       "s", Source::kClient),
+      Figure::measured("client_latency_p99", {{"measured_from", "sent"}, {"resource", "leases"}, {"verb", "PUT"}},
+                       0.010, "s", Source::kClient),
       Figure::unavailable("etcd_proposals_committed_per_second", {}, "1/s", Source::kEtcd,
                           "no etcd target: the cluster's etcd is not reachable"),
       Figure::measured("generator_limited", {{"limit", "none"}}, 0, "count", Source::kClient),
@@ -51,10 +51,10 @@ TEST(GateTest, ThresholdsOutOfRangeOrNotNumbersAreConfigErrors) {
   // std::stod throws std::out_of_range on some of these: that used to escape as an
   // outage (exit 3) instead of bad input (exit 2).
   std::string huge = "x <= 1" + std::string(400, '0');
-  for (std::string bad : {std::string("x <= 1e999"), std::string("x <= -1e999"), std::string("x <= 1e-999"), huge,
-                          std::string("x <= nan"), std::string("x <= NaN"), std::string("x <= inf"),
-                          std::string("x <= --5"), std::string("x <= +-5"), std::string("x <= 1e308GiB"),
-                          std::string("x <= 0x10"), std::string("x <= 1.2.3")}) {
+  for (std::string bad :
+       {std::string("x <= 1e999"), std::string("x <= -1e999"), std::string("x <= 1e-999"), huge,
+        std::string("x <= nan"), std::string("x <= NaN"), std::string("x <= inf"), std::string("x <= --5"),
+        std::string("x <= +-5"), std::string("x <= 1e308GiB"), std::string("x <= 0x10"), std::string("x <= 1.2.3")}) {
     SCOPED_TRACE(bad);
     try {
       gate(bad);
@@ -81,8 +81,8 @@ TEST(GateTest, BadGatesNameWhereAndField) {
 
 TEST(GateTest, OverlongGateIsAConfigErrorNotAStackOverflow) {
   // std::regex recursed once per character: these crashed the process.
-  for (std::string bad : {"write_qps <= " + std::string(200'000, '1'), "write_qps{" + std::string(200'000, 'a') + "=b} <= 1",
-                          std::string(200'000, 'x') + " <= 1"}) {
+  for (std::string bad : {"write_qps <= " + std::string(200'000, '1'),
+                          "write_qps{" + std::string(200'000, 'a') + "=b} <= 1", std::string(200'000, 'x') + " <= 1"}) {
     try {
       gate(bad);
       FAIL() << "expected ConfigError";
@@ -119,16 +119,20 @@ TEST(GateTest, PartialSelectorOverNonAdditiveFiguresIsAmbiguous) {
   EXPECT_FALSE(r.measured);
   EXPECT_NE(r.reason.find("2 figures match"), std::string::npos) << r.reason;
   EXPECT_NE(r.reason.find("measured_from"), std::string::npos) << r.reason;
-  auto one = evaluateGate(gate("client_latency_p99{verb=PUT,resource=leases,measured_from=scheduled} <= 1s"), figures());
+  auto one =
+      evaluateGate(gate("client_latency_p99{verb=PUT,resource=leases,measured_from=scheduled} <= 1s"), figures());
   EXPECT_TRUE(one.passed) << one.reason;
   EXPECT_DOUBLE_EQ(*one.measured, 0.012);
 }
 
 TEST(GateTest, FoldsTakeTheLargestSmallestOrSumOfEveryMatch) {
   const std::vector<Figure> heap = {
-      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes", Source::kApiserver),
-      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, 500, "bytes", Source::kApiserver),
-      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-2"}}, 400, "bytes", Source::kApiserver),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes",
+                       Source::kApiserver),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, 500, "bytes",
+                       Source::kApiserver),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-2"}}, 400, "bytes",
+                       Source::kApiserver),
       Figure::measured("server_latency_p99", {{"apiserver", "kube-apiserver-0"}}, 0.2, "s", Source::kApiserver),
       Figure::measured("server_latency_p99", {{"apiserver", "kube-apiserver-1"}}, 0.9, "s", Source::kApiserver),
   };
@@ -140,7 +144,9 @@ TEST(GateTest, FoldsTakeTheLargestSmallestOrSumOfEveryMatch) {
   EXPECT_EQ(evaluateGate(gate("min(apiserver_heap_inuse_bytes_peak) >= 300"), heap).measured, 300);
   EXPECT_EQ(evaluateGate(gate("sum(apiserver_heap_inuse_bytes_peak) <= 1200"), heap).measured, 1200);
   // A fold still honours the selector, and an exact match does not stop it.
-  EXPECT_EQ(evaluateGate(gate("max(apiserver_heap_inuse_bytes_peak{apiserver=kube-apiserver-2}) <= 450"), heap).measured, 400);
+  EXPECT_EQ(
+      evaluateGate(gate("max(apiserver_heap_inuse_bytes_peak{apiserver=kube-apiserver-2}) <= 450"), heap).measured,
+      400);
   // Latencies do not add up, but their largest is what a per-replica budget reads.
   EXPECT_DOUBLE_EQ(*evaluateGate(gate("max(server_latency_p99) <= 1s"), heap).measured, 0.9);
   GateResult summed = evaluateGate(gate("sum(server_latency_p99) <= 1s"), heap);
@@ -150,9 +156,10 @@ TEST(GateTest, FoldsTakeTheLargestSmallestOrSumOfEveryMatch) {
 
 TEST(GateTest, AFoldWithOneUnavailableMemberFailsNamingIt) {
   const std::vector<Figure> heap = {
-      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes", Source::kApiserver),
-      Figure::unavailable("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, "bytes", Source::kApiserver,
-                          "every scrape failed"),
+      Figure::measured("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-0"}}, 300, "bytes",
+                       Source::kApiserver),
+      Figure::unavailable("apiserver_heap_inuse_bytes_peak", {{"apiserver", "kube-apiserver-1"}}, "bytes",
+                          Source::kApiserver, "every scrape failed"),
   };
   GateResult r = evaluateGate(gate("max(apiserver_heap_inuse_bytes_peak) <= 1GiB"), heap);
   EXPECT_FALSE(r.passed);

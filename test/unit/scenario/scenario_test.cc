@@ -54,8 +54,8 @@ TEST_F(ScenarioTest, ShippedIndexScenariosEachStepOneAxis) {
     axisOf[s.capacity->axis] = s.capacity->knob;
   }
   EXPECT_EQ(axisOf, (std::map<std::string, std::string>{{"node", "workloads.fleet.count"},
-                                                         {"churn", "workloads.sessions.sessionsPerMinute"},
-                                                         {"state", "workloads.platform.objectsPerKind"}}));
+                                                        {"churn", "workloads.sessions.sessionsPerMinute"},
+                                                        {"state", "workloads.platform.objectsPerKind"}}));
 }
 
 TEST_F(ScenarioTest, CapacityBlockIsValidatedNamingTheField) {
@@ -77,8 +77,9 @@ TEST_F(ScenarioTest, CapacityBlockIsValidatedNamingTheField) {
   e = errorOf(withCapacity("  knob: workloads.nodes.count\n  start: 1\n  max: 2\n"));
   EXPECT_NE(e.find("no workload named 'nodes' (the scenario has fleet)"), std::string::npos) << e;
   e = errorOf(withCapacity("  knob: workloads.fleet.nodeImages\n  start: 10\n  max: 20\n"));
-  EXPECT_NE(e.find("field 'capacity.knob': 'nodeImages' of this kubelets workload cannot grow in place (it can: count)"),
-            std::string::npos)
+  EXPECT_NE(
+      e.find("field 'capacity.knob': 'nodeImages' of this kubelets workload cannot grow in place (it can: count)"),
+      std::string::npos)
       << e;
   e = errorOf(withCapacity("  knob: workloads.fleet.count\n  start: 10\n  factor: 1\n  max: 20\n"));
   EXPECT_NE(e.find("field 'capacity.factor': must be > 1"), std::string::npos) << e;
@@ -103,7 +104,8 @@ TEST_F(ScenarioTest, CapacityLadderOfMoreThanAHundredStepsIsAConfigError) {
             std::string::npos)
       << e;
   e = errorOf(base + "  start: 1e-300\n  max: 1e300\n");  // max / start overflows to inf
-  EXPECT_NE(e.find("start 1e-300, factor 2 and max 1e300 make a ladder of more than 100 steps"), std::string::npos) << e;
+  EXPECT_NE(e.find("start 1e-300, factor 2 and max 1e300 make a ladder of more than 100 steps"), std::string::npos)
+      << e;
   // The longest ladder allowed: 1, 2, 4, ..., 2^98, then max (2^99 is 6.3e29).
   Scenario s = loadScenario(write(base + "  start: 1\n  max: 6e29\n"));
   ASSERT_TRUE(s.capacity);
@@ -159,7 +161,8 @@ TEST_F(ScenarioTest, ErrorsNameFileLineAndField) {
   EXPECT_NE(e.find(":7: field 'gates[0]'"), std::string::npos) << e;
   e = errorOf("name: t\nduration: 10s\nworkers: 0\nworkloads:\n  - kind: kubelets\n    count: 1\n");
   EXPECT_NE(e.find(":3: field 'workers': must be between 1 and 64"), std::string::npos) << e;
-  e = errorOf("name: t\nduration: 10s\nworkloads:\n  - kind: kubelets\n    count: 1\n  - kind: kubelets\n    count: 2\n");
+  e = errorOf(
+      "name: t\nduration: 10s\nworkloads:\n  - kind: kubelets\n    count: 1\n  - kind: kubelets\n    count: 2\n");
   EXPECT_NE(e.find("duplicate workload name"), std::string::npos) << e;
 }
 

@@ -18,7 +18,8 @@ TEST(CallTracker, SlotsAreReusedAndCancelAllEndsExactlyTheCallsStillInFlight) {
   engine::VirtualSimulator sim;
   // Each call's latency, in ms, is its object's name.
   engine::testing::ScriptedTransport t(sim, [](const kube::HttpRequest& r) {
-    return engine::testing::ScriptedTransport::Reply{std::chrono::milliseconds(std::stoi(r.path.substr(r.path.rfind('/') + 1)))};
+    return engine::testing::ScriptedTransport::Reply{
+        std::chrono::milliseconds(std::stoi(r.path.substr(r.path.rfind('/') + 1)))};
   });
   kube::ApiClient api(t, sim.clock(), sim);
   CallTracker calls(api);

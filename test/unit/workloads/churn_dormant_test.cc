@@ -54,16 +54,15 @@ dwell:
     seq.push_back(r.request.method + " " + what);
   }
   EXPECT_EQ(seq, (std::vector<std::string>{
-                     "POST agentsessions",           // create
-                     "PATCH agentsessions/status",   // running
-                     "PATCH agentsessions/status",   // status while running (4 s)
-                     "PATCH agentsessions/status",   // (8 s)
-                     "PATCH agentsessions(suspend)", // suspended at 10 s
-                     "PATCH agentsessions(resume)",  // resumed 20 s later
-                     "PATCH agentsessions/status",   // running again
-                     "PATCH agentsessions/status",
-                     "PATCH agentsessions/status",
-                     "DELETE agentsessions",         // maxSuspends reached: deleted
+                     "POST agentsessions",            // create
+                     "PATCH agentsessions/status",    // running
+                     "PATCH agentsessions/status",    // status while running (4 s)
+                     "PATCH agentsessions/status",    // (8 s)
+                     "PATCH agentsessions(suspend)",  // suspended at 10 s
+                     "PATCH agentsessions(resume)",   // resumed 20 s later
+                     "PATCH agentsessions/status",    // running again
+                     "PATCH agentsessions/status", "PATCH agentsessions/status",
+                     "DELETE agentsessions",  // maxSuspends reached: deleted
                  }));
   json created = json::parse(h.requests("POST", kSessions)[0].request.body);
   EXPECT_EQ(created["kind"], "AgentSession");
@@ -82,8 +81,8 @@ void traceSessions(const std::vector<kube::FakeTransport::Recorded>& requests, S
     if (r.request.method == "POST") {
       const json obj = json::parse(r.request.body);
       name = obj["metadata"]["name"];
-      out[name].push_back("POST " + p + " at " + std::to_string(r.submittedAt.time_since_epoch().count()) +
-                          " bytes " + std::to_string(r.request.body.size()));
+      out[name].push_back("POST " + p + " at " + std::to_string(r.submittedAt.time_since_epoch().count()) + " bytes " +
+                          std::to_string(r.request.body.size()));
       continue;
     }
     std::string rest = p.substr(p.rfind("/s-") + 1);
@@ -229,8 +228,9 @@ TEST(Churn, CrdInstalledInPrepareWithRunLabel) {
 
 TEST(Dormant, CreationRespectsQpsAndBurst) {
   Harness h;
-  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 30\nconfigMaps: 20\nsecrets: 10\n"
-                              "roles: 5\nclusterRoles: 5\ncreateQps: 10\ncreateBurst: 5\n"));
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 30\nconfigMaps: 20\nsecrets: 10\n"
+                         "roles: 5\nclusterRoles: 5\ncreateQps: 10\ncreateBurst: 5\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{60s});
   std::vector<engine::TimePoint> times;
@@ -282,8 +282,9 @@ TEST(Dormant, KindsAreCreatedOneAfterAnotherEachInItsOwnRampPhase) {
   Harness h;
   PhaseLog phases(1);
   h.ctx.phases = &phases;
-  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 4\nconfigMaps: 5\nsecrets: 5\nroles: 3\n"
-                              "createQps: 10\ncreateBurst: 1\n"));
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 4\nconfigMaps: 5\nsecrets: 5\nroles: 3\n"
+                         "createQps: 10\ncreateBurst: 1\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{10s});
   std::vector<std::string> kinds;
@@ -336,8 +337,8 @@ TEST(Dormant, RampPerKindFalseInterleavesKindsInProportion) {
     if (r.request.method == "POST") kinds.push_back(r.request.path.substr(r.request.path.rfind('/') + 1));
   }
   // Item j of n sits at (j + 0.5) / n: cm .125, s .25, cm .375, cm .625, s .75, cm .875.
-  EXPECT_EQ(kinds, (std::vector<std::string>{"configmaps", "secrets", "configmaps", "configmaps", "secrets",
-                                             "configmaps"}));
+  EXPECT_EQ(kinds,
+            (std::vector<std::string>{"configmaps", "secrets", "configmaps", "configmaps", "secrets", "configmaps"}));
   const auto spans = phases.spans();
   ASSERT_EQ(spans.size(), 1u);  // the whole population only
   EXPECT_EQ(spans[0].name, "ramp/dormant");
@@ -349,7 +350,8 @@ TEST(Dormant, SetupIsDoneOnceWhenCreatesAreAnsweredAndWatchersHaveListed) {
   PhaseLog phases(2);  // a second instance never reports: the count shows exactly one report
   h.ctx.phases = &phases;
   h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
-    if (r.method == "POST" && r.path.find("/configmaps") != std::string::npos && r.body.find("\"cm-3\"") != std::string::npos) {
+    if (r.method == "POST" && r.path.find("/configmaps") != std::string::npos &&
+        r.body.find("\"cm-3\"") != std::string::npos) {
       return statusResponse(500, "InternalError");  // a POST is not retried: answered, failed
     }
     if (r.method == "GET" && r.path.find("/widgets") != std::string::npos) {
@@ -362,8 +364,9 @@ TEST(Dormant, SetupIsDoneOnceWhenCreatesAreAnsweredAndWatchersHaveListed) {
     }
     return std::nullopt;
   };
-  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\nconfigMaps: 20\n"
-                              "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 2}\n"));
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\nconfigMaps: 20\n"
+                         "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 2}\n"));
   auto inst = w->start(h.ctx);
   // Creates: 30, one per 100 ms, the last answered at 2.901 s. Watcher LISTs at 0,
   // 1.001, 2.002, 3.003 s fail; those at 4.004 s succeed at 4.005 s.
@@ -413,7 +416,8 @@ TEST(Dormant, SeveralWorkersEachCreateTheirShareOfAKindBeforeTheNext) {
     transports[w.index()] = t.get();
     return t;
   });
-  auto wl = makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 30\nsecrets: 30\ncreateQps: 30\ncreateBurst: 3\n"));
+  auto wl =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 0\nconfigMaps: 30\nsecrets: 30\ncreateQps: 30\ncreateBurst: 3\n"));
   PhaseLog phases(kWorkers);
   std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
   std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
@@ -472,8 +476,9 @@ TEST(Dormant, NothingToSetUpIsDoneAtStart) {
 
 TEST(Dormant, BackgroundUpdatesFollowTheirRateOnceCreated) {
   Harness h;
-  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\ncreateQps: 100\n"
-                              "updatesPerSecond: 2\n"));
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\ncreateQps: 100\n"
+                         "updatesPerSecond: 2\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{301s});
   EXPECT_NEAR(static_cast<double>(h.count("PATCH", "/widgets/")), 600, 75);
@@ -503,14 +508,14 @@ TEST(Dormant, WatcherListsThenWatchesResumesFromBookmarksAndRelistsOnGone) {
                           {{"type", "BOOKMARK"}, {"object", {{"metadata", {{"resourceVersion", "15"}}}}}}});
     }
     if (watches == 2) {
-      return watchStream({{{"type", "ERROR"},
-                           {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}});
+      return watchStream({{{"type", "ERROR"}, {"object", {{"kind", "Status"}, {"code", 410}, {"reason", "Expired"}}}}});
     }
     h.sim.stop();
     return watchStream({});
   };
-  auto w = makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 0\n"
-                              "watchers: {perKind: 1, shards: 2, timeout: 1m}\n"));
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 0\n"
+                         "watchers: {perKind: 1, shards: 2, timeout: 1m}\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{10s});
   ASSERT_GE(seen.size(), 5u);

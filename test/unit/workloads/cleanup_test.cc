@@ -30,7 +30,10 @@ kube::HttpResponse answer(int status, const json& body) {
 }
 
 kube::HttpResponse failure(int code) {
-  return answer(code, {{"kind", "Status"}, {"apiVersion", "v1"}, {"status", "Failure"}, {"code", code},
+  return answer(code, {{"kind", "Status"},
+                       {"apiVersion", "v1"},
+                       {"status", "Failure"},
+                       {"code", code},
                        {"reason", code == 403 ? "Forbidden" : "InternalError"}});
 }
 
@@ -42,8 +45,8 @@ struct FakeServer {
   kube::FakeTransport transport{clock};
   kube::ApiClient api{transport, clock};
   std::set<std::string> nodes;
-  int deleteCollectionStatus = 405;  // nodes: one DELETE each
-  bool deletesTakeEffect = true;     // false: accepted, but the objects never go
+  int deleteCollectionStatus = 405;       // nodes: one DELETE each
+  bool deletesTakeEffect = true;          // false: accepted, but the objects never go
   std::map<std::string, int> failDelete;  // node -> status
   int listStatus = 200;                   // once set, every list answers it
 

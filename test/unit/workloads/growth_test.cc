@@ -75,7 +75,8 @@ TEST(KubeletGrowth, TenGrownToTwentyFiveHoldsExactlyTheNodesAndLeasesOfTwentyFiv
   // Renewals at the rate of 25 nodes (one per node every 10-10.4 s), every node's.
   std::map<std::string, int> perLease;
   for (const auto& r : h.requests("PUT", kLeases)) {
-    if (r.submittedAt >= engine::TimePoint{50s} && r.submittedAt < engine::TimePoint{150s}) ++perLease[pathOf(r.request)];
+    if (r.submittedAt >= engine::TimePoint{50s} && r.submittedAt < engine::TimePoint{150s})
+      ++perLease[pathOf(r.request)];
   }
   ASSERT_EQ(perLease.size(), 25u);
   int total = 0;
@@ -183,7 +184,8 @@ TEST(KubeletGrowth, GrowsOnEveryWorkerWithOneWatchEach) {
     t->setLatency(1ms);
     t->setStreamHandler([](const kube::HttpRequest&) -> std::optional<kube::HttpResponse> { return std::nullopt; });
     t->setHandler([](const kube::HttpRequest& r) {
-      if (r.method == "GET") return jsonResponse(200, {{"metadata", {{"resourceVersion", "1"}}}, {"items", json::array()}});
+      if (r.method == "GET")
+        return jsonResponse(200, {{"metadata", {{"resourceVersion", "1"}}}, {"items", json::array()}});
       json obj = r.body.empty() ? json::object() : json::parse(r.body);
       obj["metadata"]["resourceVersion"] = "2";
       return jsonResponse(201, obj);
@@ -202,9 +204,8 @@ TEST(KubeletGrowth, GrowsOnEveryWorkerWithOneWatchEach) {
         WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
         ctx.phases = &phases;
         instances[w.index()] = base->start(ctx);
-        w.simulator().scheduleAt(engine::TimePoint{20s}, [&, ctx]() mutable {
-          instances[kWorkers + w.index()] = grown->start(ctx);
-        });
+        w.simulator().scheduleAt(engine::TimePoint{20s},
+                                 [&, ctx]() mutable { instances[kWorkers + w.index()] = grown->start(ctx); });
       },
       engine::TimePoint{60s});
   std::multiset<std::string> nodes;
@@ -305,7 +306,8 @@ TEST(ChurnGrowth, SixtyGrownToOneEightyArrivesAtOneEightyWithoutNameCollisions) 
 
 TEST(ChurnGrowth, AGrowthQueuesBehindTheBasesCreationBucket) {
   Harness h;
-  auto base = makeWorkload(entry("kind: churn\nsessionsPerMinute: 30\ncreateQps: 1\ncreateBurst: 1\nstatusInterval: 0s\n"));
+  auto base =
+      makeWorkload(entry("kind: churn\nsessionsPerMinute: 30\ncreateQps: 1\ncreateBurst: 1\nstatusInterval: 0s\n"));
   auto inst = base->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{60s});
   auto grown = base->growth("sessionsPerMinute", 30, 240);
@@ -352,12 +354,14 @@ TEST(DormantGrowth, TwentyGrownToFiftyCreatesExactlyTheMissingObjectsOfEachKind)
   Harness h;
   // Watchers list an empty collection and then hold their watch open.
   h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
-    if (r.method == "GET" && r.path.find("/widgets") != std::string::npos && r.path.find("watch=true") == std::string::npos)
+    if (r.method == "GET" && r.path.find("/widgets") != std::string::npos &&
+        r.path.find("watch=true") == std::string::npos)
       return jsonResponse(200, {{"metadata", {{"resourceVersion", "10"}}}, {"items", json::array()}});
     return std::nullopt;
   };
-  auto base = makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 20\nconfigMaps: 5\nnamespaces: 4\n"
-                                 "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 1}\n"));
+  auto base =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 2\nobjectsPerKind: 20\nconfigMaps: 5\nnamespaces: 4\n"
+                         "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 1}\n"));
   PhaseLog baseLog(1);
   WorkloadContext baseCtx = h.ctx;
   baseCtx.phases = &baseLog;
@@ -391,7 +395,8 @@ TEST(DormantGrowth, TwentyGrownToFiftyCreatesExactlyTheMissingObjectsOfEachKind)
       EXPECT_EQ(pathOf(r.request), "/apis/" + kind + ".dormant.cpscale.io/v1/namespaces/" +
                                        obj["metadata"]["namespace"].get<std::string>() + "/widgets");
     }
-    for (int j = 0; j < 50; ++j) want.insert("cpscale-t1-dormant-" + std::to_string(j % 4) + "/widget-" + std::to_string(j));
+    for (int j = 0; j < 50; ++j)
+      want.insert("cpscale-t1-dormant-" + std::to_string(j % 4) + "/widget-" + std::to_string(j));
     EXPECT_EQ(got, want) << kind;
   }
   // Nothing else: no more ConfigMaps, no CRDs, no watcher's LIST or WATCH.

@@ -16,8 +16,8 @@ namespace {
 constexpr const char* kLeases = "/leases/";
 
 std::unique_ptr<Workload> fleet(const std::string& extra, int count = 1) {
-  return makeWorkload(entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) +
-                            "\nregistrationQps: 1000\n" + extra));
+  return makeWorkload(
+      entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) + "\nregistrationQps: 1000\n" + extra));
 }
 
 // PUT times per lease name.
@@ -120,7 +120,8 @@ TEST(KubeletFleet, RetriedPutCarriesTheFetchedResourceVersion) {
   h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
     if (r.method == "PUT" && ++puts == 1) return statusResponse(409, "Conflict");
     if (r.method == "GET") {
-      return jsonResponse(200, {{"apiVersion", "coordination.k8s.io/v1"}, {"kind", "Lease"},
+      return jsonResponse(200, {{"apiVersion", "coordination.k8s.io/v1"},
+                                {"kind", "Lease"},
                                 {"metadata", {{"name", "n"}, {"resourceVersion", "777777"}}},
                                 {"spec", {{"renewTime", "x"}}}});
     }
@@ -196,7 +197,8 @@ TEST(KubeletFleet, FailedFractionStopsRenewingAndReturns) {
   h.sim.runUntil(engine::TimePoint{200s});
   std::set<std::string> duringOutage, afterReturn;
   for (const auto& r : h.requests("PUT", kLeases)) {
-    if (r.submittedAt > engine::TimePoint{71s} && r.submittedAt < engine::TimePoint{119s}) duringOutage.insert(r.request.path);
+    if (r.submittedAt > engine::TimePoint{71s} && r.submittedAt < engine::TimePoint{119s})
+      duringOutage.insert(r.request.path);
     if (r.submittedAt > engine::TimePoint{121s}) afterReturn.insert(r.request.path);
   }
   EXPECT_EQ(duringOutage.size(), 7u);
@@ -230,7 +232,8 @@ TEST(KubeletFleet, NodeChurnJoinsAndLeavesAtTheConfiguredRates) {
   EXPECT_EQ(h.count("DELETE", kLeases), static_cast<std::size_t>(leaves));
   // Joined nodes take fresh names.
   std::set<std::string> names;
-  for (const auto& r : h.requests("POST", "/api/v1/nodes")) names.insert(json::parse(r.request.body)["metadata"]["name"]);
+  for (const auto& r : h.requests("POST", "/api/v1/nodes"))
+    names.insert(json::parse(r.request.body)["metadata"]["name"]);
   EXPECT_EQ(names.size(), h.count("POST", "/api/v1/nodes"));
 }
 
@@ -297,7 +300,8 @@ TEST(KubeletFleet, IdleKubeletStateIsSmall) {
 std::map<long, int> putsPerSecond(const Harness& h, engine::TimePoint from) {
   std::map<long, int> out;
   for (const auto& r : h.requests("PUT", kLeases))
-    if (r.submittedAt >= from) ++out[std::chrono::duration_cast<std::chrono::seconds>(r.submittedAt.time_since_epoch()).count()];
+    if (r.submittedAt >= from)
+      ++out[std::chrono::duration_cast<std::chrono::seconds>(r.submittedAt.time_since_epoch()).count()];
   return out;
 }
 int maxOf(const std::map<long, int>& m) {
@@ -353,8 +357,9 @@ TEST(KubeletFleet, SetupIsDoneOnceEveryNodesLeaseAndPodsWereAnswered) {
   Harness h;
   PhaseLog log(1);
   h.ctx.phases = &log;
-  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 5\nregistrationBurst: 1\n"
-                              "podsPerNode: 2\npodQps: 100\n"));
+  auto w =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 5\nregistrationBurst: 1\n"
+                         "podsPerNode: 2\npodQps: 100\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{1s});
   EXPECT_FALSE(log.setupComplete());
@@ -375,8 +380,9 @@ TEST(KubeletFleet, SetupWaitsForTheStartEventsQueuedBehindTheEventBucket) {
   h.ctx.phases = &log;
   // 10 nodes x (6 node + 2 x 4 pod) start Events = 140, at 20/s after a burst of 20:
   // the last goes at 6 s, long after the nodes and pods were answered (~0.2 s).
-  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 100\n"
-                              "podsPerNode: 2\npodQps: 100\nevents: true\neventQps: 20\neventBurst: 20\n"));
+  auto w =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 100\n"
+                         "podsPerNode: 2\npodQps: 100\nevents: true\neventQps: 20\neventBurst: 20\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{1s});
   EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 0);
@@ -558,9 +564,9 @@ TEST(KubeletFleetLifecycle, AReturningNodePatchesAtOnceWithTheFullCondition) {
   }
   // Nodes 3, 6 and 9 fail (floor((i+1) 0.3) > floor(i 0.3)); the watch never showed
   // them NotReady (no controller here), yet they report in full at once.
-  EXPECT_EQ(atReturn, (std::set<std::string>{"/api/v1/nodes/cpscale-t1-fleet-3/status",
-                                             "/api/v1/nodes/cpscale-t1-fleet-6/status",
-                                             "/api/v1/nodes/cpscale-t1-fleet-9/status"}));
+  EXPECT_EQ(atReturn,
+            (std::set<std::string>{"/api/v1/nodes/cpscale-t1-fleet-3/status", "/api/v1/nodes/cpscale-t1-fleet-6/status",
+                                   "/api/v1/nodes/cpscale-t1-fleet-9/status"}));
 }
 
 TEST(KubeletFleetLifecycle, TransitionTimesComeFromTheWatchEvents) {

@@ -25,14 +25,18 @@ Text lease(int node, const std::string& rv, bool rvFirst = true) {
   std::snprintf(nodeUid, sizeof nodeUid, "%08x-aaaa-4bbb-8ccc-%012x", node * 97u, node * 7919u);
   const std::string created = "2026-12-04T19:0" + std::to_string(node % 10) + ":1" + std::to_string(node % 7) + "Z";
   std::string head = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"creationTimestamp":")" +
-                     created + R"(","managedFields":[{"apiVersion":"coordination.k8s.io/v1","fieldsType":"FieldsV1",)"
-                     R"("fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\")" + nodeUid +
+                     created +
+                     R"(","managedFields":[{"apiVersion":"coordination.k8s.io/v1","fieldsType":"FieldsV1",)"
+                     R"("fieldsV1":{"f:metadata":{"f:ownerReferences":{".":{},"k:{\"uid\":\")" +
+                     nodeUid +
                      R"(\"}":{}}},"f:spec":{"f:holderIdentity":{},"f:leaseDurationSeconds":{},"f:renewTime":{}}},)"
-                     R"("manager":"kubelet","operation":"Update","time":")" + created + R"("}],"name":")" + name +
+                     R"("manager":"kubelet","operation":"Update","time":")" +
+                     created + R"("}],"name":")" + name +
                      R"(","namespace":"kube-node-lease","ownerReferences":[{"apiVersion":"v1","kind":"Node","name":")" +
                      name + R"(","uid":")" + nodeUid + R"("}],)";
   const std::string rvField = R"("resourceVersion":")";
-  const std::string renewField = R"("spec":{"holderIdentity":")" + name + R"(","leaseDurationSeconds":40,"renewTime":")";
+  const std::string renewField =
+      R"("spec":{"holderIdentity":")" + name + R"(","leaseDurationSeconds":40,"renewTime":")";
   Text t;
   if (rvFirst) {
     t.text = head + rvField;

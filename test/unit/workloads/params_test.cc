@@ -119,7 +119,7 @@ TEST(Validation, KubeletEventsAndPodReplacementFields) {
   const auto& p = dynamic_cast<const KubeletFleet&>(*w).params();
   EXPECT_TRUE(p.events);
   EXPECT_EQ(p.eventRate.qps, 40);
-  EXPECT_EQ(p.eventRate.burst, 80);  // twice the rate, as the kubelet's 50/100
+  EXPECT_EQ(p.eventRate.burst, 80);                      // twice the rate, as the kubelet's 50/100
   EXPECT_EQ(w->resources().back(), kube::gvr::kEvents);  // so cleanup looks for them
   EXPECT_FALSE(dynamic_cast<const KubeletFleet&>(*makeWorkload(entry("kind: kubelets\ncount: 1\n"))).params().events);
 }

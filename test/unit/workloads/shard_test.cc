@@ -28,9 +28,9 @@ std::map<std::string, std::string> created(const std::string& spec, std::size_t 
     if (r.request.method != "POST") continue;
     const json obj = json::parse(r.request.body);
     const json& labels = obj["metadata"]["labels"];
-    EXPECT_TRUE(out.emplace(pathOf(r.request) + "/" + obj["metadata"]["name"].get<std::string>(),
-                            labels.value(kShardLabel, ""))
-                    .second);
+    EXPECT_TRUE(
+        out.emplace(pathOf(r.request) + "/" + obj["metadata"]["name"].get<std::string>(), labels.value(kShardLabel, ""))
+            .second);
   }
   return out;
 }
