@@ -31,7 +31,7 @@ export CPSCALE_CACHE
 DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
   libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev \
-  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev ccache
+  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev ccache clang-format-14
 
 CPSCALE := $(BUILD_DIR)/cpscale
 UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
@@ -39,7 +39,7 @@ UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
 .PHONY: all build build-cpscale deps debian-deps control-plane run test unit-test integration-test bench up down clean image projected-index \
-  fuzz sanitize tsan
+  fuzz sanitize tsan format
 
 all: build
 
@@ -130,6 +130,12 @@ down:
 
 clean:
 	rm -rf $(BUILD_DIR)
+
+# Rewrites every C++ source to the project's style (.ci/clang-format); the unit test
+# Format.SourcesFollowClangFormat fails on any that does not follow it.
+format: debian-deps
+	find sim workloads reports test -type f \( -name '*.cc' -o -name '*.h' \) -print0 | \
+	  xargs -0 clang-format-14 --style=file:.ci/clang-format -i
 
 # The image the pods of `cpscale job` run (sim/image/Dockerfile, the repository as
 # context), tagged with the checkout and with the version `cpscale job` names by default.
