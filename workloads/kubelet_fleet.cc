@@ -346,7 +346,7 @@ class FleetInstance final : public WorkloadInstance {
         groups_(std::move(groups)) {
     validateRunId(ctx.runId);
     for (std::int64_t i = p.firstIndex; i < p.count; ++i) {
-      if (!ctx.owns(nodeName(i))) continue;
+      if (!ctx.owns(actorKey(i))) continue;
       kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
       kubelets_.back()->awaitingLease = true;
       kubelets_.back()->podsAwaiting = static_cast<std::uint8_t>(p.podsPerNode);
@@ -477,7 +477,10 @@ class FleetInstance final : public WorkloadInstance {
     images_ = images_.substr(1, images_.size() - 2);
     return images_;
   }
-  std::uint64_t seedFor(std::int64_t i) const { return engine::streamSeed(ctx_.seed, nodeName(i)); }
+  // A node's actor: which worker owns it and its random stream. Its name holds the run
+  // id; this does not, so that one seed gives the same schedule in every run.
+  std::string actorKey(std::int64_t i) const { return "kubelets/" + p_.name + "/" + std::to_string(i); }
+  std::uint64_t seedFor(std::int64_t i) const { return engine::streamSeed(ctx_.seed, actorKey(i)); }
   std::int64_t unixNow() const { return ctx_.epochUnixNanos + ctx_.sim.now().time_since_epoch().count(); }
 
   // ---- registration ----
