@@ -1,41 +1,20 @@
 #include "sim/run/capacity_index.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <thread>
 
 #include "reports/capacity_report.h"
-#include "reports/format.h"
 #include "reports/run_outputs.h"
 #include "sim/common/duration.h"
 #include "sim/common/interrupt.h"
 #include "sim/run/capacity_search.h"
+#include "sim/run/host_info.h"
 
 namespace cpscale::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-// "2 CPUs (AMD EPYC 7B13), 24 GiB": where an index was measured, in words.
-std::string machineDescription() {
-  std::string model;
-  std::ifstream cpuinfo("/proc/cpuinfo");
-  for (std::string line; std::getline(cpuinfo, line);)
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  const double mem = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-  std::ostringstream os;
-  os << std::thread::hardware_concurrency() << " CPUs";
-  if (!model.empty()) os << " (" << model << ")";
-  os << ", " << reports::formatValue(mem, "bytes");
-  return os.str();
-}
 
 bool stopped(const reports::CapacitySearch& s) {
   return s.limit == reports::CapacityLimit::kInterrupted || s.limit == reports::CapacityLimit::kFailed;
@@ -157,9 +136,7 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
   IndexOutcome outcome;
   reports::CapacityIndex& index = outcome.index;
   index.cpscaleVersion = CPSCALE_VERSION;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  index.host = host;
+  index.host = hostName();
   index.cpus = static_cast<int>(std::thread::hardware_concurrency());
   index.machine = machineDescription();
   index.measuredAt = utcNowRfc3339();

@@ -1,7 +1,5 @@
 #include "sim/run/runner.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <functional>
@@ -21,6 +19,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/result/client_stats.h"
 #include "sim/run/capacity_search.h"
+#include "sim/run/host_info.h"
 #include "sim/run/run_progress.h"
 #include "sim/run/run_scrapes.h"
 #include "sim/run/supervisor.h"
@@ -249,9 +248,7 @@ void RunSession::describe() {
   r.profile.description = opt_.profile.description;
   r.profile.source = opt_.profile.source;
   r.environment.cpscaleVersion = CPSCALE_VERSION;
-  char host[256] = {0};
-  ::gethostname(host, sizeof host - 1);
-  r.environment.host = host;
+  r.environment.host = hostName();
   r.environment.cpus = static_cast<int>(std::thread::hardware_concurrency());
   if (!virtual_)
     for (const auto& [role, cpus] : opt_.placement.cpus)
