@@ -20,8 +20,7 @@ namespace {
 // plane when it was validated.
 void printCalibration(const model::Calibration& cal, std::ostream& out) {
   out << "cpscale simulate: calibration " << cal.source.string() << " (version " << cal.version << "), measured "
-      << cal.measuredAt << " on " << cal.host << " (" << cal.cpus << " CPUs"
-      << (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) << "), profile " << cal.profile << ", kubernetes "
+      << cal.measuredAt << " on " << model::calibrationMachine(cal) << ", profile " << cal.profile << ", kubernetes "
       << cal.kubernetesVersion << ", etcd " << cal.etcdVersion << "\n";
   if (cal.validation.empty()) {
     out << "cpscale simulate: this calibration's error against live runs was not measured\n";

@@ -953,9 +953,8 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
 std::string renderCalibrationSummary(const Calibration& c) {
   std::ostringstream os;
   char line[256];
-  os << "Calibration of " << (c.profile.empty() ? "?" : c.profile) << " on " << c.host << " (" << c.cpus << " CPUs"
-     << (c.cpuModel.empty() ? "" : ", " + c.cpuModel) << "), Kubernetes " << c.kubernetesVersion << ", etcd "
-     << c.etcdVersion << ", measured " << c.measuredAt << "\n";
+  os << "Calibration of " << (c.profile.empty() ? "?" : c.profile) << " on " << calibrationMachine(c) << ", Kubernetes "
+     << c.kubernetesVersion << ", etcd " << c.etcdVersion << ", measured " << c.measuredAt << "\n";
   if (c.placement.empty()) {
     os << (c.sharedHost ? "Host: every process on the same " + numberText(c.hostCores) + " cores (nothing pinned)\n"
                         : "Host: each member on cores of its own\n");

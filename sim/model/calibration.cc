@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -116,16 +117,30 @@ json toJson(const Calibration& c) {
                     {"r2", f.r2},
                     {"residualStd", f.residualStd}});
   j["fits"] = std::move(fits);
-  json validation = json::array();
-  for (const ValidationEntry& v : c.validation)
-    validation.push_back({{"figure", v.figure},
-                          {"live", v.live},
-                          {"model", v.model},
-                          {"relativeError", v.relativeError},
-                          {"tolerance", v.tolerance}});
-  j["validation"] = std::move(validation);
+  j["validation"] = validationJson(c.validation);
   if (!c.notes.empty()) j["notes"] = c.notes;
   return j;
+}
+
+json validationJson(const std::vector<ValidationEntry>& validation) {
+  json out = json::array();
+  for (const ValidationEntry& v : validation)
+    out.push_back({{"figure", v.figure},
+                   {"live", v.live},
+                   {"model", v.model},
+                   {"relativeError", v.relativeError},
+                   {"tolerance", v.tolerance}});
+  return out;
+}
+
+std::optional<double> maxValidationError(const Calibration& c) {
+  std::optional<double> worst;
+  for (const ValidationEntry& v : c.validation) worst = std::max(worst.value_or(0), v.relativeError);
+  return worst;
+}
+
+std::string calibrationMachine(const Calibration& c) {
+  return c.host + " (" + std::to_string(c.cpus) + " CPUs" + (c.cpuModel.empty() ? "" : ", " + c.cpuModel) + ")";
 }
 
 Calibration calibrationFromJson(const json& j, const std::filesystem::path& file) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -169,6 +170,13 @@ struct ParamField {
 std::span<const ParamField> calibrationParams();
 
 nlohmann::json toJson(const Calibration& c);
+// The validation entries as the calibration file, a model run's result and a projected
+// index write them.
+nlohmann::json validationJson(const std::vector<ValidationEntry>& validation);
+// The largest relative error of the validation; none when it was not validated.
+std::optional<double> maxValidationError(const Calibration& c);
+// Where it was measured: "vm (2 CPUs, AMD EPYC)".
+std::string calibrationMachine(const Calibration& c);
 // Throws ConfigError naming the file and the field for a missing or bad field, or a
 // version this build does not read.
 Calibration calibrationFromJson(const nlohmann::json& j, const std::filesystem::path& file);

@@ -24,25 +24,14 @@ bool stopped(const reports::CapacitySearch& s) {
 // each member, and how far the model was from the live runs it was validated on.
 nlohmann::json projectionOf(const SimulateOptions& model) {
   const model::Calibration& cal = model.calibration;
-  double worstError = -1;
-  nlohmann::json validation = nlohmann::json::array();
-  for (const auto& e : cal.validation) {
-    worstError = std::max(worstError, e.relativeError);
-    validation.push_back({{"figure", e.figure},
-                          {"live", e.live},
-                          {"model", e.model},
-                          {"relativeError", e.relativeError},
-                          {"tolerance", e.tolerance}});
-  }
   nlohmann::json p = {{"calibration", cal.source.string()},
                       {"calibrationMeasuredAt", cal.measuredAt},
-                      {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
-                                                 (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                      {"calibrationMachine", model::calibrationMachine(cal)},
                       {"coresPerMember", *model.dedicatedCores},
                       {"generator", "off-plane"},
                       {"maxActors", model.maxActors},
-                      {"validation", validation}};
-  if (worstError >= 0) p["maxValidationError"] = worstError;
+                      {"validation", model::validationJson(cal.validation)}};
+  if (const auto worst = model::maxValidationError(cal)) p["maxValidationError"] = *worst;
   return p;
 }
 

@@ -138,6 +138,8 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   std::vector<metrics::Figure> figuresOfTheRun();
   void judgeGates();
   void settleStatus();
+  void stopMonitor();
+  void stopThreads();
   void releaseLoad();
   void meetAtEnd();
   void cleanUp();
@@ -409,13 +411,24 @@ void RunSession::drive() {
                                    sc_.warmup + 1min}
                : engine::TimePoint{sc_.setupTimeout + sc_.warmup + sc_.duration + 1min};
   pool_->run([this](engine::Worker& w) { startWorker(w); }, budget);
+  stopMonitor();
+  supervisor_->loadOver(clock().now());
+  stopThreads();
+}
+
+void RunSession::stopMonitor() {
   runDone_ = true;
   if (monitor_.joinable()) monitor_.join();
-  supervisor_->loadOver(clock().now());
-  // What has not struck by now does not; a frozen member is resumed.
+}
+
+// The run's threads beside the workers': the monitor, the faults (what has not struck by
+// now does not; a frozen member is resumed), the progress reporter and the scrape loop
+// (after its last round). Each stops once, whichever path gets here first.
+void RunSession::stopThreads() {
+  stopMonitor();
   if (injector_) injector_->finish();
-  progress_->stop();
-  scrapes_->finish();
+  if (progress_) progress_->stop();
+  if (scrapes_) scrapes_->finish();
 }
 
 // On each worker's own thread (its engine): its API client and workload instances.
@@ -689,11 +702,7 @@ void RunSession::settleStatus() {
 // The load's threads and objects go before cleanup, whatever happened: the monitor and
 // the fault injector stop, the workers' clients before the pool's drivers.
 void RunSession::releaseLoad() {
-  runDone_ = true;
-  if (monitor_.joinable()) monitor_.join();
-  if (injector_) injector_->finish();
-  if (progress_) progress_->stop();
-  if (scrapes_) scrapes_->finish();
+  stopThreads();
   perWorker_.clear();
   supervise_ = nullptr;
   drainCheck_ = nullptr;

@@ -504,8 +504,7 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
 
   nlohmann::json m = {{"calibration", cal.source.string()},
                       {"calibrationVersion", cal.version},
-                      {"calibrationMachine", cal.host + " (" + std::to_string(cal.cpus) + " CPUs" +
-                                                 (cal.cpuModel.empty() ? "" : ", " + cal.cpuModel) + ")"},
+                      {"calibrationMachine", model::calibrationMachine(cal)},
                       {"calibrationMeasuredAt", cal.measuredAt},
                       {"calibrationProfile", cal.profile},
                       {"kubernetesVersion", cal.kubernetesVersion},
@@ -527,19 +526,9 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
   nlohmann::json sampled = nlohmann::json::object();
   for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
   if (!sampled.empty()) m["sampledKnobs"] = sampled;
-  if (!cal.validation.empty()) {
-    double worst = 0;
-    nlohmann::json v = nlohmann::json::array();
-    for (const auto& e : cal.validation) {
-      worst = std::max(worst, e.relativeError);
-      v.push_back({{"figure", e.figure},
-                   {"live", e.live},
-                   {"model", e.model},
-                   {"relativeError", e.relativeError},
-                   {"tolerance", e.tolerance}});
-    }
-    m["validation"] = v;
-    m["maxValidationError"] = worst;
+  if (const auto worst = model::maxValidationError(cal)) {
+    m["validation"] = model::validationJson(cal.validation);
+    m["maxValidationError"] = *worst;
   }
   result.model = std::move(m);
   reports::writeRunOutputs(result, ro.outDir);

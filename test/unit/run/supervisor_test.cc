@@ -106,6 +106,13 @@ SupervisorOptions options() {
   return o;
 }
 
+// An engine, and the run scripted on its clock.
+class SupervisorTest : public ::testing::Test {
+ protected:
+  engine::VirtualSimulator sim;
+  ScriptedRun run{sim};
+};
+
 // Polls the supervisor every 10 ms from t = 0 until it says the load is over (at most
 // an hour of virtual time).
 void supervise(engine::VirtualSimulator& sim, Supervisor& sup) {
@@ -123,9 +130,7 @@ Stages stagesOf(const Supervisor& sup) {
   return out;
 }
 
-TEST(Supervisor, ASteadyRunGoesThroughEveryStageOnTime) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, ASteadyRunGoesThroughEveryStageOnTime) {
   run.setupTakes = {3s};
   run.settleTakes = 2s;
   Supervisor sup(options(), run);
@@ -150,9 +155,7 @@ TEST(Supervisor, ASteadyRunGoesThroughEveryStageOnTime) {
   EXPECT_EQ(run.stops.size(), 1u);
 }
 
-TEST(Supervisor, ControllersThatNeverSettleDelayTheWindowBySettleLimitOnly) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, ControllersThatNeverSettleDelayTheWindowBySettleLimitOnly) {
   run.setupTakes = {3s};
   Supervisor sup(options(), run);
   supervise(sim, sup);
@@ -162,9 +165,7 @@ TEST(Supervisor, ControllersThatNeverSettleDelayTheWindowBySettleLimitOnly) {
   EXPECT_EQ(sup.timeline().endReason, EndReason::kWindowRan);
 }
 
-TEST(Supervisor, NoWarmupAndIdleControllersStartTheWindowInTheSamePass) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, NoWarmupAndIdleControllersStartTheWindowInTheSamePass) {
   run.setupTakes = {3s};
   run.settleTakes = 0s;
   SupervisorOptions o = options();
@@ -175,9 +176,7 @@ TEST(Supervisor, NoWarmupAndIdleControllersStartTheWindowInTheSamePass) {
             (Stages{{"setup", at(0s)}, {"settle", at(3s)}, {"warmup", at(3s)}, {"steady", at(3s)}, {"over", at(33s)}}));
 }
 
-TEST(Supervisor, ASetupThatNeverFinishesIsCutAtTheTimeoutSayingHowManyAreLeft) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, ASetupThatNeverFinishesIsCutAtTheTimeoutSayingHowManyAreLeft) {
   Supervisor sup(options(), run);
   supervise(sim, sup);
   const RunTimeline& tl = sup.timeline();
@@ -191,9 +190,7 @@ TEST(Supervisor, ASetupThatNeverFinishesIsCutAtTheTimeoutSayingHowManyAreLeft) {
   EXPECT_EQ(run.stops, (std::vector<std::pair<TimePoint, bool>>{{at(60s), true}}));
 }
 
-TEST(Supervisor, CtrlCCutsTheWindow) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, CtrlCCutsTheWindow) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   run.interruptAt = at(20s);
@@ -205,9 +202,7 @@ TEST(Supervisor, CtrlCCutsTheWindow) {
   EXPECT_EQ(sup.timeline().steadyStart, at(11s));
 }
 
-TEST(Supervisor, AMemberThatExitsCutsTheRunWithAnIncident) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, AMemberThatExitsCutsTheRunWithAnIncident) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   run.crashAt = at(30s);
@@ -223,9 +218,7 @@ TEST(Supervisor, AMemberThatExitsCutsTheRunWithAnIncident) {
   EXPECT_DOUBLE_EQ(tl.incidents[0].atSeconds, 30);
 }
 
-TEST(Supervisor, RehearsingFaultsAMemberThatExitsInTheWindowIsStartedAgain) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, RehearsingFaultsAMemberThatExitsInTheWindowIsStartedAgain) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   run.crashAt = at(30s);
@@ -240,9 +233,7 @@ TEST(Supervisor, RehearsingFaultsAMemberThatExitsInTheWindowIsStartedAgain) {
   EXPECT_EQ(sup.timeline().end, at(41s));
 }
 
-TEST(Supervisor, RehearsingFaultsAMemberThatExitsDuringSetupStillCutsTheRun) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, RehearsingFaultsAMemberThatExitsDuringSetupStillCutsTheRun) {
   run.setupTakes = {20s};
   run.crashAt = at(5s);
   Faults faults;
@@ -253,9 +244,7 @@ TEST(Supervisor, RehearsingFaultsAMemberThatExitsDuringSetupStillCutsTheRun) {
   EXPECT_EQ(sup.timeline().endReason, EndReason::kMemberExited);
 }
 
-TEST(Supervisor, TheWindowWaitsForTheEarliestStartAValidationAsksFor) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, TheWindowWaitsForTheEarliestStartAValidationAsksFor) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   SupervisorOptions o = options();
@@ -266,9 +255,7 @@ TEST(Supervisor, TheWindowWaitsForTheEarliestStartAValidationAsksFor) {
   EXPECT_EQ(sup.timeline().end, at(70s));
 }
 
-TEST(Supervisor, ACapacityLadderGrowsAfterEachStepThatHeldAndStopsAtTheFirstThatDidNot) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, ACapacityLadderGrowsAfterEachStepThatHeldAndStopsAtTheFirstThatDidNot) {
   run.setupTakes = {2s, 4s, 4s};
   run.settleTakes = 1s;
   Ladder ladder(run);
@@ -306,9 +293,7 @@ TEST(Supervisor, ACapacityLadderGrowsAfterEachStepThatHeldAndStopsAtTheFirstThat
   EXPECT_EQ(ph[2].detail, "did not hold: write_qps >= 50");
 }
 
-TEST(Supervisor, ALadderWhoseEveryStepHeldEndsAfterTheLast) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, ALadderWhoseEveryStepHeldEndsAfterTheLast) {
   run.setupTakes = {1s, 1s, 1s};
   run.settleTakes = 0s;
   Ladder ladder(run);
@@ -320,9 +305,7 @@ TEST(Supervisor, ALadderWhoseEveryStepHeldEndsAfterTheLast) {
   EXPECT_EQ(sup.timeline().end, at(3 * 31s));
 }
 
-TEST(Supervisor, AGrowthWhoseSetupNeverFinishesCutsTheLadder) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, AGrowthWhoseSetupNeverFinishesCutsTheLadder) {
   run.setupTakes = {1s};  // the growth to 200 never completes
   run.settleTakes = 0s;
   Ladder ladder(run);
@@ -339,9 +322,7 @@ TEST(Supervisor, AGrowthWhoseSetupNeverFinishesCutsTheLadder) {
   EXPECT_EQ(ph[1].detail, "setup did not finish");
 }
 
-TEST(Supervisor, AShardedRunStartsItsWindowAtTheSharedStart) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, AShardedRunStartsItsWindowAtTheSharedStart) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   Shards shards;
@@ -353,9 +334,7 @@ TEST(Supervisor, AShardedRunStartsItsWindowAtTheSharedStart) {
   EXPECT_EQ(sup.timeline().end, at(52s));
 }
 
-TEST(Supervisor, AShardThatNeverBecomesReadyCutsTheRunNamingIt) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, AShardThatNeverBecomesReadyCutsTheRunNamingIt) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   Shards shards;
@@ -369,9 +348,7 @@ TEST(Supervisor, AShardThatNeverBecomesReadyCutsTheRunNamingIt) {
   EXPECT_FALSE(tl.steadyStart);
 }
 
-TEST(Supervisor, TheLoadRunningOutOfItsBudgetEndsTheTimelineThere) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, TheLoadRunningOutOfItsBudgetEndsTheTimelineThere) {
   run.setupTakes = {1s};
   run.settleTakes = 0s;
   Supervisor sup(options(), run);
@@ -387,9 +364,7 @@ TEST(Supervisor, TheLoadRunningOutOfItsBudgetEndsTheTimelineThere) {
   EXPECT_EQ(sup.timeline().end, at(5s));
 }
 
-TEST(Supervisor, StageNamesFollowTheLadder) {
-  engine::VirtualSimulator sim;
-  ScriptedRun run(sim);
+TEST_F(SupervisorTest, StageNamesFollowTheLadder) {
   run.setupTakes = {0s, 60s};
   run.settleTakes = 0s;
   Ladder ladder(run);
