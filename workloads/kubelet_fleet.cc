@@ -902,10 +902,12 @@ class FleetInstance final : public WorkloadInstance {
         createPod(k, static_cast<std::uint32_t>(i), [this, &k](bool created) {
           podAnswered(k);
           if (!created) return;
-          // The periodic updates start one gap after the node's first pod, whose own
-          // start was just reported.
+          // The periodic updates start within one gap of the node's first pod, whose
+          // own start was just reported: at the node's own phase of the gap, as its
+          // renewals do, so a fleet registered in a burst does not report its pods in
+          // one burst every gap.
           if (++k.pods->created == 1 && k.state == NodeState::kRunning) {
-            k.pods->timer.start(ctx_.sim.now() + k.pods->timer.period());
+            k.pods->timer.start(firstTick(k, k.pods->timer.period()));
           }
         });
       });

@@ -334,6 +334,25 @@ TEST(KubeletFleet, RenewalPhasesAreSpreadUniformlyByDefault) {
   }
 }
 
+// Pod status too: each node's pods report at the node's own phase of the gap, so 200
+// nodes registered in a burst spread 20 pod status PATCHes/s (400 pods, 20 s) over
+// every second, instead of 200 at once every 10 s.
+TEST(KubeletFleet, PodStatusPhasesAreSpreadUniformlyByDefault) {
+  Harness h;
+  auto w = fleet("podsPerNode: 2\npodStatusInterval: 20s\npodQps: 1000\npodBurst: 1000\n", 200);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{100s});
+  std::map<long, int> perSecond;
+  for (const auto& r : h.requests("PATCH", "/status"))
+    if (r.submittedAt >= engine::TimePoint{40s} && pathOf(r.request).find("/pods/") != std::string::npos)
+      ++perSecond[std::chrono::duration_cast<std::chrono::seconds>(r.submittedAt.time_since_epoch()).count()];
+  ASSERT_EQ(perSecond.size(), 60u) << "every second of the window sees pod status";
+  EXPECT_LT(maxOf(perSecond), 45);
+  int total = 0;
+  for (const auto& [s, n] : perSecond) total += n;
+  EXPECT_NEAR(total, 60 * 20, 60);
+}
+
 TEST(KubeletFleet, RegistrationPhaseKeepsTheBurstWhenAskedFor) {
   Harness h;
   auto w = fleet("renewalPhase: registration\n", 500);
