@@ -533,9 +533,11 @@ class FleetInstance final : public WorkloadInstance {
       ++c_.registered;
       std::string uid = r.ok() ? r.body.value("/metadata/uid"_json_pointer, std::string()) : std::string();
       createLease(k, uid);
-      // The kubelet's status loop starts with registration, which itself reported.
+      // The kubelet's status loop starts with registration, which itself reported; a
+      // fleet registered in a burst reports from then on at the node's own phase of the
+      // report period (see firstTick), as a fleet started over time does.
       k.state = NodeState::kRunning;
-      k.lastReport = ctx_.sim.now();
+      k.lastReport = firstTick(k, p_.statusReportFrequency) - p_.statusReportFrequency;
       k.statusGrid = firstTick(k, p_.statusUpdateFrequency);
       k.statusTimer.start(statusEveryTick() ? k.statusGrid
                                             : statusTickAtOrAfter(k, k.lastReport + p_.statusReportFrequency));

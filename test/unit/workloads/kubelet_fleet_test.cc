@@ -137,7 +137,7 @@ TEST(KubeletFleet, RetriedPutCarriesTheFetchedResourceVersion) {
 
 TEST(KubeletFleet, StatusPatchedOnlyEveryReportFrequencyWhenNothingChanges) {
   Harness h;
-  auto w = fleet("statusReportFrequency: 5m\n", 3);
+  auto w = fleet("renewalPhase: registration\nstatusReportFrequency: 5m\n", 3);
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{11min});
   auto patches = h.requests("PATCH", "/status");
@@ -148,6 +148,29 @@ TEST(KubeletFleet, StatusPatchedOnlyEveryReportFrequencyWhenNothingChanges) {
     EXPECT_NE(p.request.body.find("lastHeartbeatTime"), std::string::npos);
     EXPECT_EQ(json::parse(p.request.body)["status"]["conditions"].size(), 4u);
   }
+}
+
+// By default each node reports at its own phase of the report period: the first report
+// comes within one period (and one computation) of registration, the next ones exactly
+// a period apart, and a fleet registered at once spreads its reports over the period.
+TEST(KubeletFleet, StatusReportsAreSpreadOverThePeriodByDefault) {
+  Harness h;
+  auto w = fleet("statusReportFrequency: 5m\n", 300);
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{16min});
+  std::map<std::string, std::vector<engine::TimePoint>> byNode;
+  for (const auto& p : h.requests("PATCH", "/status")) byNode[pathOf(p.request)].push_back(p.submittedAt);
+  ASSERT_EQ(byNode.size(), 300u);
+  std::map<long, int> perMinute;
+  for (const auto& [node, times] : byNode) {
+    ASSERT_GE(times.size(), 3u) << node;
+    EXPECT_LT(times.front(), engine::TimePoint{5min + 20s}) << node;
+    for (std::size_t i = 1; i < times.size(); ++i) EXPECT_EQ(times[i] - times[i - 1], 5min) << node;
+    for (auto t : times) ++perMinute[std::chrono::duration_cast<std::chrono::minutes>(t.time_since_epoch()).count()];
+  }
+  // 60 reports a minute on average; a registration-phased fleet would send all 300 in
+  // one minute of five.
+  for (long m = 1; m < 15; ++m) EXPECT_LT(perMinute[m], 110) << "minute " << m;
 }
 
 TEST(KubeletFleet, StatusPatchedAtEveryComputationWhenItChanges) {
@@ -168,7 +191,9 @@ TEST(KubeletFleet, AnIdleNodeWakesOnlyForItsRenewalsAndStatusReports) {
   h.sim.runUntil(engine::TimePoint{11min});
   const std::size_t puts = h.count("PUT", kLeases);
   const std::size_t patches = h.count("PATCH", "/status");
-  EXPECT_EQ(patches, 200u);  // at about 5 and 10 minutes, per node
+  // Every 5 minutes per node from its own phase: 2 or 3 reports in 11 minutes.
+  EXPECT_GE(patches, 200u);
+  EXPECT_LE(patches, 300u);
   EXPECT_GT(puts, 100u * 60);
   EXPECT_EQ(h.sim.stats().timerFires, puts + patches);
 }
