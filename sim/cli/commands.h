@@ -15,6 +15,7 @@ int down(const Args& args);
 int status(const Args& args);
 int version(const Args& args);
 int check(const Args& args);
+int capture(const Args& args);
 int run(const Args& args);
 int report(const Args& args);
 int compare(const Args& args);

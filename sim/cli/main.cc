@@ -36,6 +36,8 @@ const std::map<std::string, Command>& commands() {
        {cpscale::cli::classify, "which axis binds a cluster or a result, and which recipe of the ladder fits it"}},
       {"calibrate",
        {cpscale::cli::calibrate, "measure the cost model's parameters on this machine with short live probes"}},
+      {"capture",
+       {cpscale::cli::capture, "measure a cluster's shape (read-only) and write a scenario that reproduces it"}},
       {"check", {cpscale::cli::check, "check that a cluster is reachable with a kubeconfig (read-only)"}},
       {"version", {cpscale::cli::version, "print cpscale's version and the pinned upstream versions"}},
   };

@@ -406,6 +406,32 @@ TEST_F(ExitCodesTest, ClassifyAnUnreachableClusterIsExitThreeWithoutItsCredentia
   EXPECT_EQ(o.output.find("token: t"), std::string::npos) << o.output;
 }
 
+// capture: bad options are exit 2 before anything is contacted and nothing is
+// written; a cluster it cannot reach is exit 3, named without its credentials, and it
+// asks no --yes of a non-loopback server (it sends no load) but writes no file either.
+TEST_F(ExitCodesTest, CaptureRefusesBadOptionsAndNamesAnUnreachableCluster) {
+  const std::string out = (dir / "c.yaml").string();
+  const std::string kc = kubeconfig("https://203.0.113.9:6443");
+  Outcome o = cpscale({"capture", "--kubeconfig", kc});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--output"), std::string::npos) << o.output;
+  o = cpscale({"capture", "--kubeconfig", kc, "-o", out, "--window", "5"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--window"), std::string::npos) << o.output;
+  o = cpscale({"capture", "--kubeconfig", kc, "-o", out, "--scale", "0"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  o = cpscale({"capture", "--kubeconfig", kc, "-o", (dir / "no" / "c.yaml").string()});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_FALSE(fs::exists(out));
+  o = cpscale({"capture", "--kubeconfig", kubeconfig("https://127.0.0.1:1"), "-o", out, "--window", "10s"});
+  EXPECT_EQ(o.exitCode, 3) << o.output;
+  EXPECT_NE(o.output.find("https://127.0.0.1:1"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("token: t"), std::string::npos) << o.output;
+  EXPECT_EQ(o.output.find("--yes"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_FALSE(fs::exists(out + ".tmp"));
+}
+
 // calibrate refits stored probes without a plane: the fixture probes give a
 // calibration file (exit 0); a directory without probes, or a probe option beside
 // --from, is bad input; probes that cannot be fitted are exit 3.
