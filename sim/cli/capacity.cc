@@ -36,6 +36,7 @@ int capacity(const Args& args) {
                         "Step a scenario knob until the recipe stops holding: the largest load each profile holds, "
                         "per axis, and the index over them.");
   addTargetOptions(opts);
+  addLeaseTierOption(opts);
   opts.add_options()("scenario", "scenario files with a capacity: block (or use --axis)",
                      cxxopts::value<std::vector<std::string>>())(
       "profile", "recipe (control-plane profile) for the local plane; repeat for the index's rows",

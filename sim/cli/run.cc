@@ -82,6 +82,7 @@ int mergeResults(const std::vector<std::string>& paths, const fs::path& out) {
 int run(const Args& args) {
   cxxopts::Options opts("cpscale run", "Run a scenario against the local plane (default) or a cluster.");
   addTargetOptions(opts);
+  addLeaseTierOption(opts);
   opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
       "profile", "control-plane profile for the local plane; give two to compare them",
       cxxopts::value<std::vector<std::string>>())("set", "override a scenario field: path.to.field=value (repeatable)",

@@ -1,6 +1,7 @@
 #include "sim/cli/scenario_args.h"
 
 #include "sim/cli/options.h"
+#include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/local_plane.h"
 
@@ -15,11 +16,29 @@ std::vector<scenario::Override> scenarioOverrides(const cxxopts::ParseResult& r)
   return overrides;
 }
 
+void addLeaseTierOption(cxxopts::Options& opts) {
+  opts.add_options()("propagate-every",
+                     "put a lease tier in front of the plane: it answers the kubelets' Lease renewals and writes "
+                     "through transitions and one renewal per Lease every D (below the node monitor grace period)",
+                     cxxopts::value<std::string>());
+}
+
+void applyLeaseTierOption(const cxxopts::ParseResult& r, controlplane::Profile& p) {
+  if (!r.count("propagate-every")) return;
+  const std::string text = r["propagate-every"].as<std::string>();
+  const auto every = parseDuration(text);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(every.value_or(Duration{0}));
+  const std::string why = every ? controlplane::leaseTierRefusal(ms, p) : "is not a duration";
+  if (!why.empty()) throw ConfigError("command line", "--propagate-every", "'" + text + "' " + why);
+  p.leaseTier = controlplane::LeaseTierSpec{ms};
+}
+
 std::vector<controlplane::Profile> loadProfiles(const cxxopts::ParseResult& r) {
   std::vector<controlplane::Profile> profiles;
   if (r.count("profile"))
     for (const auto& p : r["profile"].as<std::vector<std::string>>()) profiles.push_back(controlplane::loadProfile(p));
   if (profiles.empty()) profiles.emplace_back();
+  for (auto& p : profiles) applyLeaseTierOption(r, p);
   return profiles;
 }
 

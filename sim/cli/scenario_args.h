@@ -21,7 +21,12 @@ namespace cpscale::cli {
 
 // --set path.to.field=value, in the order given; ConfigError names a malformed one.
 std::vector<scenario::Override> scenarioOverrides(const cxxopts::ParseResult& r);
-// Every --profile, loaded and validated; the default profile alone when none is given.
+// --propagate-every D: every profile gets a lease tier writing through every D (the
+// node-liveness seam, controlplane::LeaseTierSpec).
+void addLeaseTierOption(cxxopts::Options& opts);
+void applyLeaseTierOption(const cxxopts::ParseResult& r, controlplane::Profile& profile);
+// Every --profile, loaded and validated; the default profile alone when none is given;
+// with --propagate-every, each with that lease tier (ConfigError if it cannot be).
 std::vector<controlplane::Profile> loadProfiles(const cxxopts::ParseResult& r);
 // --run-id, checked (ConfigError), or a fresh one.
 std::string runIdArg(const cxxopts::ParseResult& r);

@@ -6,6 +6,7 @@
 #include "reports/summary.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/scenario_args.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/run/simulate.h"
@@ -35,6 +36,7 @@ void printCalibration(const model::Calibration& cal, std::ostream& out) {
 int simulate(const Args& args) {
   cxxopts::Options opts("cpscale simulate",
                         "Run a scenario in virtual time against the calibrated control-plane model.");
+  addLeaseTierOption(opts);
   opts.add_options()("scenario", "scenario file (YAML)", cxxopts::value<std::string>())(
       "profile", "control-plane profile the model takes its shape from (replicas, etcd split)",
       cxxopts::value<std::string>())("set", "override a scenario field: path.to.field=value (repeatable)",
@@ -63,6 +65,7 @@ int simulate(const Args& args) {
     for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
   SimulateOptions so;
   if (r.count("profile")) so.profile = controlplane::loadProfile(r["profile"].as<std::string>());
+  applyLeaseTierOption(r, so.profile);
   fs::path calPath =
       r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : model::defaultCalibrationPath();
   so.calibration = model::readCalibration(calPath);

@@ -3,6 +3,7 @@
 #include <cctype>
 #include <set>
 
+#include "sim/common/duration.h"
 #include "sim/common/yaml_reader.h"
 
 namespace cpscale::controlplane {
@@ -178,11 +179,32 @@ std::string Profile::etcdServersOverrides(const std::vector<std::string>& etcdUr
   return out;
 }
 
+namespace {
+std::chrono::milliseconds nodeMonitorGracePeriod(const Profile& p) {
+  std::chrono::milliseconds grace = std::chrono::seconds(50);  // kube-controller-manager's default
+  const std::string flag = "--node-monitor-grace-period=";
+  for (const auto& a : p.controllerManager.args)
+    if (a.rfind(flag, 0) == 0)
+      if (auto d = parseDuration(a.substr(flag.size())))
+        grace = std::chrono::duration_cast<std::chrono::milliseconds>(*d);
+  return grace;
+}
+}  // namespace
+
+std::string leaseTierRefusal(std::chrono::milliseconds every, const Profile& p) {
+  if (every < std::chrono::seconds(1)) return "must be at least 1s";
+  const auto grace = nodeMonitorGracePeriod(p);
+  if (p.controllerManager.enabled && every >= grace)
+    return "is " + formatDuration(every) + ", not below the node monitor grace period (" + formatDuration(grace) +
+           "): the node lifecycle controller would mark live nodes Unknown between two writes";
+  return "";
+}
+
 Profile loadProfile(const std::filesystem::path& path) {
   YamlField root = loadYamlFile(path);
   root.expectMap({"apiVersion", "kind", "name", "description", "apiservers", "etcds", "watchCache", "watchCacheSizes",
                   "maxRequestsInflight", "maxMutatingRequestsInflight", "priorityAndFairness", "loadIdentity",
-                  "featureGates", "apiserverArgs", "controllerManager", "scheduler"});
+                  "featureGates", "apiserverArgs", "controllerManager", "scheduler", "leaseTier"});
   Profile p;
   p.source = path.string();
   if (auto f = root.get("apiVersion"); f && f->asString() != "cpscale.io/v1alpha1")
@@ -247,6 +269,15 @@ Profile loadProfile(const std::filesystem::path& path) {
     throw root.require("scheduler")
         .require("apiserver")
         .error("replica " + std::to_string(*p.scheduler.apiserver) + " is already dedicated to the controller-manager");
+  if (auto f = root.get("leaseTier")) {
+    f->expectMap({"propagateEvery"});
+    LeaseTierSpec t;
+    if (auto e = f->get("propagateEvery")) {
+      t.propagateEvery = std::chrono::duration_cast<std::chrono::milliseconds>(asDuration(*e));
+      if (auto why = leaseTierRefusal(t.propagateEvery, p); !why.empty()) throw e->error(why);
+    }
+    p.leaseTier = t;
+  }
   if (p.clientApiservers().empty())
     throw root.require("apiservers").error("every apiserver is dedicated to a component: the workloads need one too");
   return p;

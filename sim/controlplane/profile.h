@@ -4,6 +4,8 @@
 // apply it to the embedded local plane; against a user's cluster it is only recorded.
 #pragma once
 
+#include <chrono>
+
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -47,6 +49,14 @@ enum class LoadIdentity {
   kUser,
 };
 
+// The node-liveness seam (brief, seam 2): a node-facing tier in front of the plane that
+// takes the kubelets' Lease renewals and writes through only transitions and one
+// renewal per Lease every `propagateEvery` (sim/load/lease_tier.h). It runs in the load
+// generator, in front of the local plane or the model.
+struct LeaseTierSpec {
+  std::chrono::milliseconds propagateEvery{30'000};
+};
+
 struct Profile {
   std::string name = "classic";  // a DNS label: it names the run's output directory
   std::string description = "one kube-apiserver, one etcd, upstream defaults";
@@ -70,6 +80,7 @@ struct Profile {
   std::vector<std::string> apiserverArgs{"--etcd-count-metric-poll-period=5s"};
   ComponentSpec controllerManager;
   ComponentSpec scheduler;
+  std::optional<LeaseTierSpec> leaseTier;
 
   // The apiserver replicas the workloads' clients reach: every replica not dedicated to
   // a component (in index order).
@@ -79,6 +90,12 @@ struct Profile {
   // order), or empty when every resource lives in the main etcd.
   std::string etcdServersOverrides(const std::vector<std::string>& etcdUrls) const;
 };
+
+// Why `every` cannot be a lease tier's propagation period on `p`, or "" when it can: at
+// least 1 s, and below the node monitor grace period when a controller-manager runs
+// (kube-controller-manager's --node-monitor-grace-period, default 50 s), or the node
+// lifecycle controller marks live nodes Unknown between two writes.
+std::string leaseTierRefusal(std::chrono::milliseconds every, const Profile& p);
 
 // Reads and validates a profile file. Errors name file, line and field (ConfigError).
 Profile loadProfile(const std::filesystem::path& path);

@@ -12,6 +12,7 @@
 #include "sim/common/interrupt.h"
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
+#include "sim/load/lease_tier.h"
 #include "sim/load/worker_pool.h"
 #include "sim/metrics/axis_pressure.h"
 #include "sim/metrics/bytes_per_object.h"
@@ -179,6 +180,10 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   reports::RunResult result_;
   RunCounters ownCounters_;
   RunCounters& counters_;
+  // The profile's lease tier, in front of the local plane or the model (against a
+  // cluster the profile is only recorded): its counts, shared by every worker's tier.
+  bool leaseTierOn() const { return opt_.profile.leaseTier && !opt_.cluster; }
+  engine::LeaseTierCounters leaseTier_;
 
   // A capacity ladder: growth_[k] takes the knob's workload from steps[k] to steps[k+1].
   std::vector<workloads::WorkloadPtr> growth_;
@@ -361,7 +366,11 @@ void RunSession::drive() {
   wo.wallOrigin = origin_;
   wo.simulator = vsim_;
   pool_ = std::make_unique<engine::WorkerPool>(wo, [this](engine::Worker& w) -> kube::TransportPtr {
-    return std::make_unique<CountingTransport>(target_.loadTransport(sc_), w.simulator().clock(), counters_);
+    kube::TransportPtr t = target_.loadTransport(sc_);
+    if (leaseTierOn())
+      t = std::make_unique<engine::LeaseTier>(std::move(t), w.simulator(), leaseTier_,
+                                              engine::LeaseTierOptions{opt_.profile.leaseTier->propagateEvery});
+    return std::make_unique<CountingTransport>(std::move(t), w.simulator().clock(), counters_);
   });
   // Nothing counts as the measured window until every workload's setup is over.
   pool_->setSteadyStart(engine::TimePoint::max());
@@ -664,6 +673,17 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
                                                     {"client_watch_streams_peak_open", double(ss.peakOpen)}};
   for (const auto& [name, v] : streams)
     add({metrics::Figure::measured(name, {}, v, "count", metrics::Source::kClient)}, metrics::Window::kRun);
+  if (leaseTierOn()) {
+    // What the profile's lease tier took and wrote through, over the whole run.
+    auto count = [&](const char* name, metrics::Labels labels, const std::atomic<std::uint64_t>& v) {
+      add({metrics::Figure::measured(name, std::move(labels), double(v.load()), "count", metrics::Source::kClient)},
+          metrics::Window::kRun);
+    };
+    count("lease_tier_renewals_received", {}, leaseTier_.received);
+    count("lease_tier_renewals_absorbed", {}, leaseTier_.absorbed);
+    count("lease_tier_writes", {{"reason", "transition"}}, leaseTier_.transitions);
+    count("lease_tier_writes", {{"reason", "periodic"}}, leaseTier_.periodic);
+  }
   return figures;
 }
 

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -24,14 +25,15 @@ namespace cpscale::testing {
 
 class LiveRun {
  public:
+  // Puts a decorator (a lease tier) between the driver and the live transport; it may
+  // schedule on the run's engine.
+  using Wrap = std::function<kube::TransportPtr(kube::TransportPtr, engine::Scheduler&)>;
   // `servers` empty: the config's server only.
   explicit LiveRun(const kube::RestConfig& config, const std::vector<std::string>& servers = {},
-                   engine::DriverOptions driver = {})
-      : transport_(config, {.maxHostConnections = static_cast<long>(driver.connections),
-                            .maxConcurrentStreams = static_cast<long>(driver.maxInFlightPerConnection),
-                            .servers = servers}),
-        driver_(transport_, clock_, driver),
-        sim_(clock_),
+                   engine::DriverOptions driver = {}, const Wrap& wrap = nullptr)
+      : sim_(clock_),
+        transport_(wrapped(std::make_unique<kube::CurlTransport>(config, curlOptions(driver, servers)), wrap)),
+        driver_(*transport_, clock_, driver),
         api_(driver_, clock_, sim_) {
     sim_.setIdleHook([this](engine::TimePoint deadline) { driver_.poll(deadline - clock_.now()); });
   }
@@ -51,13 +53,27 @@ class LiveRun {
   }
   engine::PacedSimulator& sim() { return sim_; }
   engine::OpenLoopDriver& driver() { return driver_; }
-  kube::CurlTransport& transport() { return transport_; }
+  kube::CurlTransport& transport() { return *curl_; }
 
  private:
+  static kube::CurlTransportOptions curlOptions(const engine::DriverOptions& driver,
+                                                const std::vector<std::string>& servers) {
+    kube::CurlTransportOptions o;
+    o.maxHostConnections = static_cast<long>(driver.connections);
+    o.maxConcurrentStreams = static_cast<long>(driver.maxInFlightPerConnection);
+    o.servers = servers;
+    return o;
+  }
+  kube::TransportPtr wrapped(std::unique_ptr<kube::CurlTransport> t, const Wrap& wrap) {
+    curl_ = t.get();
+    return wrap ? wrap(std::move(t), sim_) : kube::TransportPtr(std::move(t));
+  }
+
   engine::WallClock clock_;
-  kube::CurlTransport transport_;
-  engine::OpenLoopDriver driver_;
   engine::PacedSimulator sim_;
+  kube::CurlTransport* curl_ = nullptr;
+  kube::TransportPtr transport_;
+  engine::OpenLoopDriver driver_;
   kube::ApiClient api_;
 };
 

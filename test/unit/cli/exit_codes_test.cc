@@ -406,6 +406,19 @@ TEST_F(ExitCodesTest, ClassifyAnUnreachableClusterIsExitThreeWithoutItsCredentia
   EXPECT_EQ(o.output.find("token: t"), std::string::npos) << o.output;
 }
 
+// --propagate-every puts a lease tier on every profile; a period the node lifecycle
+// controller would not tolerate, or no duration, is bad input before anything starts.
+TEST_F(ExitCodesTest, APropagationPeriodPastTheGracePeriodIsExitTwo) {
+  const std::string s = scenario("");
+  Outcome o = cpscale(run({s, "--propagate-every", "60s"}));
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("--propagate-every"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("grace period"), std::string::npos) << o.output;
+  o = cpscale({"simulate", s, "--propagate-every", "soon", "--quiet"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("'soon' is not a duration"), std::string::npos) << o.output;
+}
+
 // capture: bad options are exit 2 before anything is contacted and nothing is
 // written; a cluster it cannot reach is exit 3, named without its credentials, and it
 // asks no --yes of a non-loopback server (it sends no load) but writes no file either.

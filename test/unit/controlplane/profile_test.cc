@@ -87,6 +87,28 @@ TEST_F(ProfileTest, BadValuesNameTheField) {
       std::string::npos);
 }
 
+// A lease tier in front of the plane: off unless the profile says so; its period must
+// stay below the node monitor grace period (50 s, or the controller-manager's own
+// --node-monitor-grace-period), where the controller would mark live nodes Unknown.
+TEST_F(ProfileTest, ALeaseTierWritesThroughBelowTheGracePeriod) {
+  EXPECT_FALSE(loadProfile(write("name: x\n")).leaseTier);
+  Profile p = loadProfile(write("name: x\nleaseTier: {propagateEvery: 30s}\n"));
+  ASSERT_TRUE(p.leaseTier);
+  EXPECT_EQ(p.leaseTier->propagateEvery, std::chrono::seconds(30));
+  EXPECT_EQ(loadProfile(write("name: x\nleaseTier: {}\n")).leaseTier->propagateEvery, std::chrono::seconds(30));
+  std::string e = errorOf("name: x\nleaseTier:\n  propagateEvery: 50s\n");
+  EXPECT_NE(e.find(":3: field 'leaseTier.propagateEvery'"), std::string::npos) << e;
+  EXPECT_NE(e.find("not below the node monitor grace period (50s)"), std::string::npos) << e;
+  EXPECT_NE(errorOf("name: x\nleaseTier: {propagateEvery: 500ms}\n").find("at least 1s"), std::string::npos);
+  EXPECT_NE(errorOf("name: x\nleaseTier: {every: 5s}\n").find("unknown field"), std::string::npos);
+  // A longer grace period allows a longer period; no controller-manager, no bound.
+  EXPECT_TRUE(loadProfile(write("name: x\ncontrollerManager:\n  args: [--node-monitor-grace-period=2m]\n"
+                                "leaseTier: {propagateEvery: 90s}\n"))
+                  .leaseTier);
+  EXPECT_TRUE(
+      loadProfile(write("name: x\ncontrollerManager: {enabled: false}\nleaseTier: {propagateEvery: 5m}\n")).leaseTier);
+}
+
 TEST_F(ProfileTest, LoadIdentityIsAdminUnlessTheProfileSaysUser) {
   EXPECT_EQ(loadProfile(write("name: x\n")).loadIdentity, LoadIdentity::kAdmin);
   EXPECT_EQ(loadProfile(write("name: x\nloadIdentity: user\n")).loadIdentity, LoadIdentity::kUser);

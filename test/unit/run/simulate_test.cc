@@ -368,6 +368,49 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   EXPECT_NE(r.exitCode, 0);
 }
 
+// The lease tier on the model: the fleet of 300 renews every 10 s, the apiserver gets
+// one write per Lease every 30 s (and each return at once), a third of the writes; the
+// model's node lifecycle controller still marks exactly the six silent nodes, and no
+// live one, within the grace period and its monitor passes of their last write through.
+TEST_F(SimulateTest, ALeaseTierWritesAThirdOfTheRenewalsAndTheControllerStillJudgesNodes) {
+  const metrics::Labels fleet{{"workload", "fleet"}};
+  const metrics::Labels leasePuts{{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}};
+  auto run = [&](bool tier) {
+    SimulateOptions so = options(tier ? "tier" : "direct", "classic.yaml");
+    so.calibration = model::readCalibration(model::defaultCalibrationPath());
+    if (tier) so.profile.leaseTier = controlplane::LeaseTierSpec{std::chrono::seconds(30)};
+    return simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
+  };
+  const auto direct = run(false), tiered = run(true);
+  ASSERT_EQ(tiered.status, reports::RunStatus::kCompleted) << tiered.statusDetail;
+  // Every gate holds but the lease share's: the tier takes the renewals off the plane.
+  const std::string failed = failedGates(tiered);
+  EXPECT_EQ(failed.rfind("lease_write_share >= 0.5: ", 0), 0u) << failed;
+  EXPECT_EQ(std::count(failed.begin(), failed.end(), '\n'), 1) << failed;
+  const double kubeletPuts = value(direct, "write_qps", leasePuts), tierPuts = value(tiered, "write_qps", leasePuts);
+  // 30/s from the kubelets directly; 10/s through the tier; the plane's own ~1/s both.
+  EXPECT_NEAR(kubeletPuts, 31, 2);
+  EXPECT_NEAR(tierPuts, 11, 1.5);
+  EXPECT_LT(value(tiered, "lease_write_share"), value(direct, "lease_write_share"));
+  EXPECT_EQ(tiered.workloads.at(0).summary["nodeLifecycle"].value("notReadyUnexpected", -1), 0);
+  EXPECT_EQ(runValue(tiered, "node_not_ready_transitions", fleet), 6);
+  EXPECT_EQ(runValue(tiered, "nodes_not_ready_at_end", fleet), 0);
+  // From the kubelets' last renewal: up to 20 s sooner than without the tier.
+  EXPECT_LE(runValue(tiered, "node_not_ready_seconds_max", fleet).value_or(-1), 61);
+  EXPECT_GT(runValue(tiered, "node_not_ready_seconds_p50", fleet).value_or(-1), 29);
+  // What the tier took and wrote, over the whole run.
+  const double received = runValue(tiered, "lease_tier_renewals_received").value_or(-1);
+  const double absorbed = runValue(tiered, "lease_tier_renewals_absorbed").value_or(-1);
+  const double transitions = runValue(tiered, "lease_tier_writes", {{"reason", "transition"}}).value_or(-1);
+  const double periodic = runValue(tiered, "lease_tier_writes", {{"reason", "periodic"}}).value_or(-1);
+  EXPECT_EQ(received, absorbed + transitions + periodic);
+  EXPECT_GE(transitions, 306);  // 300 first renewals, 6 returns
+  // Two of every three renewals, less the first renewals and returns written through.
+  EXPECT_GT(absorbed / received, 0.55);
+  EXPECT_LT(absorbed / received, 2.0 / 3);
+  EXPECT_FALSE(runValue(direct, "lease_tier_renewals_received").has_value());
+}
+
 // The fault rehearsal on the model, in virtual time: each fault at its exact time, the
 // apiserver's downtime its 8 s down plus the model's 2.5 s startup, the etcd freeze its
 // 4 s; the clients' refused connections retried, the watches reopened, the gates passed.
