@@ -85,11 +85,14 @@ std::string kindRampPhaseName(const std::string& workload, const kube::GroupVers
 std::string shardSelector(std::int64_t shard, std::int64_t shards) {
   const unsigned __int128 span = (static_cast<unsigned __int128>(1) << 64) / static_cast<unsigned __int128>(shards);
   const auto lo = static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard));
-  const std::uint64_t hi = shard + 1 == shards
-                               ? ~std::uint64_t{0}
-                               : static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard + 1));
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "shardRange(object.metadata.uid, 0x%" PRIx64 ", 0x%" PRIx64 ")", lo, hi);
+  const auto hi = static_cast<std::uint64_t>(span * static_cast<unsigned __int128>(shard + 1));
+  // KEP-5866's grammar: quoted, 0x-prefixed, 16 hex digits, [start, end); the last
+  // range ends at 2^64, written with 17 digits.
+  char buf[128];
+  if (shard + 1 == shards)
+    std::snprintf(buf, sizeof buf, "shardRange(object.metadata.uid, '0x%016" PRIx64 "', '0x10000000000000000')", lo);
+  else
+    std::snprintf(buf, sizeof buf, "shardRange(object.metadata.uid, '0x%016" PRIx64 "', '0x%016" PRIx64 "')", lo, hi);
   return buf;
 }
 

@@ -203,19 +203,32 @@ std::optional<ShardRange> ShardRange::parse(std::string_view text, std::string* 
     fail(error, "shardSelector must be shardRange(object.metadata.uid, lo, hi)");
     return std::nullopt;
   }
-  auto number = [&](std::string_view s, std::uint64_t& out) {
+  // As kube-apiserver reads them (k8s.io/apiserver/pkg/sharding): a single-quoted
+  // string, '0x' and exactly 16 lower-case hex digits, or '0x10000000000000000' (2^64)
+  // as the exclusive end of the last range.
+  auto bound = [&](std::string_view s, const char* name, std::uint64_t& out) {
     s = trim(s);
-    int base = 10;
-    if (s.starts_with("0x") || s.starts_with("0X")) {
-      s.remove_prefix(2);
-      base = 16;
+    if (s.size() < 2 || s.front() != '\'' || s.back() != '\'') {
+      fail(error, std::string(name) + " must be a string literal (e.g. '0x00000000000000ff')");
+      return false;
     }
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
-    return ec == std::errc() && end == s.data() + s.size();
+    s = s.substr(1, s.size() - 2);
+    if (s == "0x10000000000000000") {
+      out = ~std::uint64_t{0};
+      return true;
+    }
+    if (!s.starts_with("0x") || s.size() != 18 ||
+        s.substr(2).find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+      fail(error, std::string(name) + " must be a 0x-prefixed 16-digit hex value, got '" + std::string(s) + "'");
+      return false;
+    }
+    std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
+    return true;
   };
   ShardRange r;
-  if (!number(args[1], r.lo) || !number(args[2], r.hi)) {
-    fail(error, "shardRange bounds must be integers");
+  if (!bound(args[1], "hexStart", r.lo) || !bound(args[2], "hexEnd", r.hi)) return std::nullopt;
+  if (r.lo >= r.hi) {
+    fail(error, "shard range start must be less than end");
     return std::nullopt;
   }
   return r;

@@ -63,11 +63,12 @@ TEST(RequestPath, ListQueryIsEncodedAndOrdered) {
   o.resourceVersion = "0";
   o.limit = 500;
   o.continueToken = "eyJ2Ijoi+/=";
-  o.extra.emplace_back("shardSelector", "shardRange(object.metadata.uid, 0x0, 0x8000000000000000)");
-  EXPECT_EQ(requestPath(ResourceRef(gvr::kPods), toQuery(o, false)),
-            "/api/v1/pods?labelSelector=cpscale.io%2Frun%3Dr1%2Ctier%20in%20%28a%2Cb%29"
-            "&fieldSelector=spec.nodeName%3Dn1&resourceVersion=0&limit=500&continue=eyJ2Ijoi%2B%2F%3D"
-            "&shardSelector=shardRange%28object.metadata.uid%2C%200x0%2C%200x8000000000000000%29");
+  o.extra.emplace_back("shardSelector", "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
+  EXPECT_EQ(
+      requestPath(ResourceRef(gvr::kPods), toQuery(o, false)),
+      "/api/v1/pods?labelSelector=cpscale.io%2Frun%3Dr1%2Ctier%20in%20%28a%2Cb%29"
+      "&fieldSelector=spec.nodeName%3Dn1&resourceVersion=0&limit=500&continue=eyJ2Ijoi%2B%2F%3D"
+      "&shardSelector=shardRange%28object.metadata.uid%2C%20%270x0000000000000000%27%2C%20%270x8000000000000000%27%29");
 }
 
 TEST(RequestPath, WatchQuery) {

@@ -42,16 +42,26 @@ TEST(FieldSelector, MetadataAndOtherFields) {
   }));
 }
 
+// KEP-5866's grammar as kube-apiserver reads it: quoted 16-digit hex bounds, [start,
+// end), the last range ending at 2^64. Bare integers, short hex and an empty range
+// are refused, with the apiserver's words.
 TEST(ShardRange, ParsesKep5866Ranges) {
-  auto r = ShardRange::parse("shardRange(object.metadata.uid, 0x0, 0x8000000000000000)");
+  auto r = ShardRange::parse("shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->contains(0));
   EXPECT_TRUE(r->contains(0x7fffffffffffffffull));
   EXPECT_FALSE(r->contains(0x8000000000000000ull));
-  auto last = ShardRange::parse("shardRange(object.metadata.uid, 0x8000000000000000, 0xffffffffffffffff)");
+  auto last = ShardRange::parse("shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')");
   ASSERT_TRUE(last);
   EXPECT_TRUE(last->contains(~0ull));
-  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.name, 0, 1)").has_value());
+  EXPECT_FALSE(last->contains(0x7fffffffffffffffull));
+  std::string error;
+  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.uid, 0x0, 0x8000000000000000)", &error));
+  EXPECT_NE(error.find("hexStart must be a string literal"), std::string::npos) << error;
+  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.uid, '0x0', '0x8000000000000000')", &error));
+  EXPECT_NE(error.find("16-digit"), std::string::npos) << error;
+  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.uid, '0x8000000000000000', '0x8000000000000000')"));
+  EXPECT_FALSE(ShardRange::parse("shardRange(object.metadata.name, '0x0000000000000000', '0x0000000000000001')"));
   EXPECT_EQ(fnv1a64(""), 14695981039346656037ull);
 }
 

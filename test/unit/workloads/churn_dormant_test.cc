@@ -533,9 +533,11 @@ TEST(Dormant, WatcherListsThenWatchesResumesFromBookmarksAndRelistsOnGone) {
 }
 
 TEST(Dormant, ShardSelectorsSplitTheHashSpace) {
-  EXPECT_EQ(shardSelector(0, 2), "shardRange(object.metadata.uid, 0x0, 0x8000000000000000)");
-  EXPECT_EQ(shardSelector(1, 2), "shardRange(object.metadata.uid, 0x8000000000000000, 0xffffffffffffffff)");
-  EXPECT_EQ(shardSelector(0, 1), "shardRange(object.metadata.uid, 0x0, 0xffffffffffffffff)");
+  // As kube-apiserver reads them: quoted 16-digit hex, [start, end), the last to 2^64.
+  EXPECT_EQ(shardSelector(0, 2), "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
+  EXPECT_EQ(shardSelector(1, 2), "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')");
+  EXPECT_EQ(shardSelector(0, 1), "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')");
+  EXPECT_EQ(shardSelector(1, 4), "shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000')");
 }
 
 }  // namespace
