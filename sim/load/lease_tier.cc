@@ -1,5 +1,7 @@
 #include "sim/load/lease_tier.h"
 
+#include "sim/engine/stable_hash.h"
+
 #include <charconv>
 #include <string_view>
 #include <utility>
@@ -51,13 +53,17 @@ kube::RequestId LeaseTier::submit(kube::HttpRequest req, kube::ResponseHandler d
   const TimePoint now = scheduler_.now();
   LeaseState& s = leases_[name];
   const Duration period = renewPeriod(req.body);
-  const bool transition = !s.seen || s.forceNext || now - s.lastReceived > period + period / 2;
+  const bool first = !s.seen;
+  const bool transition = first || s.forceNext || now - s.lastReceived > period + period / 2;
   s.seen = true;
   s.lastReceived = now;
   if (transition || now - s.lastWritten >= options_.propagateEvery) {
     ++(transition ? counters_.transitions : counters_.periodic);
     s.forceNext = false;
     s.lastWritten = now;
+    if (first && options_.spreadPhases && options_.propagateEvery > Duration{0})
+      s.lastWritten -= Duration{
+          static_cast<Duration::rep>(fnv1a64(name) % static_cast<std::uint64_t>(options_.propagateEvery.count()))};
     return inner_->submit(std::move(req), [this, name, done = std::move(done)](kube::HttpResponse r) {
       // Refused (the Lease changed under it): the kubelet re-reads and retries, and
       // that retry goes through whatever the time.

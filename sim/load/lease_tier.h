@@ -7,7 +7,8 @@
 //    after a silence longer than 1.5 renewal periods (a node that came back; the
 //    period is the Lease's leaseDurationSeconds / 4), or the retry after a write the
 //    server refused (409, after which the kubelet re-reads its Lease);
-//  - or when `propagateEvery` has passed since the last write through of that Lease.
+//  - or when `propagateEvery` has passed since the last write through of that Lease
+//    (from its first write, at the Lease's own phase of the period: spreadPhases).
 // The apiserver therefore sees each live node's Lease renewed at least every
 // `propagateEvery` plus one renewal period; a silent node's last write is at most that
 // old, so the controller marks it Unknown between grace - propagateEvery and grace
@@ -39,6 +40,11 @@ struct LeaseTierCounters {
 struct LeaseTierOptions {
   Duration propagateEvery = std::chrono::seconds(30);
   std::string leaseNamespace = "kube-node-lease";
+  // A Lease's periodic writes start at its own phase of propagateEvery (from a hash of
+  // its name), as a tier that took the Leases over time would write them, not in one
+  // burst every period after a fleet that registered at once. Off: the first periodic
+  // write is propagateEvery after the first.
+  bool spreadPhases = true;
 };
 
 class LeaseTier final : public kube::Transport {

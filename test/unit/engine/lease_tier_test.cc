@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,7 +44,10 @@ class LeaseTierTest : public ::testing::Test {
       r.body = req.body;
       return r;
     });
-    tier = std::make_unique<LeaseTier>(std::move(fake), sim, counters, LeaseTierOptions{30s});
+    LeaseTierOptions o;
+    o.propagateEvery = 30s;
+    o.spreadPhases = false;  // exact times; the spread is tested on its own
+    tier = std::make_unique<LeaseTier>(std::move(fake), sim, counters, o);
   }
   // A renewal of `name` at `t`, its answer recorded.
   void renewAt(TimePoint t, const std::string& name = "n0", const std::string& path = "") {
@@ -117,6 +121,46 @@ TEST_F(LeaseTierTest, ARenewalAfterASilenceIsWrittenAtOnce) {
   sim.runUntil(TimePoint{143s});
   EXPECT_EQ(written().size(), 4u);
   EXPECT_EQ(counters.transitions, 3u);
+}
+
+// 300 Leases first renewed within a second of each other write through at their own
+// phases of the period afterwards: every 10 s of a minute sees about a third of them,
+// not all at once every 30 s.
+TEST(LeaseTierSpread, AFleetSeenAtOnceWritesThroughSpreadOverThePeriod) {
+  VirtualSimulator sim;
+  auto fake = std::make_unique<kube::FakeTransport>(sim);
+  kube::FakeTransport* server = fake.get();
+  server->setLatency(1ms);
+  server->setHandler([](const kube::HttpRequest& req) {
+    kube::HttpResponse r;
+    r.status = 200;
+    r.body = req.body;
+    return r;
+  });
+  LeaseTierCounters counters;
+  LeaseTier tier(std::move(fake), sim, counters, LeaseTierOptions{});
+  for (int n = 0; n < 300; ++n)
+    for (int s = 0; s <= 120; s += 10)
+      sim.scheduleAt(TimePoint{std::chrono::seconds(s) + std::chrono::milliseconds(3 * n)}, [&, n] {
+        kube::HttpRequest req;
+        req.method = "PUT";
+        req.path = kLeases + "node-" + std::to_string(n);
+        req.body = leaseBody("node-" + std::to_string(n), "1");
+        tier.submit(std::move(req), [](kube::HttpResponse) {});
+      });
+  sim.runUntil(TimePoint{130s});
+  std::map<long, int> perTenSeconds;
+  for (const auto& r : server->requests())
+    if (r.submittedAt >= TimePoint{60s} && r.submittedAt < TimePoint{120s})
+      ++perTenSeconds[std::chrono::duration_cast<std::chrono::seconds>(r.submittedAt.time_since_epoch()).count() / 10];
+  ASSERT_EQ(perTenSeconds.size(), 6u);
+  int total = 0;
+  for (const auto& [bucket, n] : perTenSeconds) {
+    total += n;
+    EXPECT_GT(n, 60) << "10 s from " << bucket * 10;
+    EXPECT_LT(n, 140) << "10 s from " << bucket * 10;
+  }
+  EXPECT_EQ(total, 600);  // one write per Lease per 30 s
 }
 
 TEST_F(LeaseTierTest, ARefusedWriteSendsTheNextRenewalThrough) {
