@@ -87,7 +87,13 @@ nlohmann::json yamlToJson(const YAML::Node& node) {
 }
 
 ObjectTemplate ObjectTemplate::load(const std::filesystem::path& file, const YamlField* field) {
+  // A relative path: beside the document that names it (a captured scenario's CRDs),
+  // else among the shipped templates.
   std::filesystem::path path = file.is_absolute() ? file : templateDir() / file;
+  if (!file.is_absolute() && field != nullptr && !field->file().empty()) {
+    const std::filesystem::path beside = std::filesystem::path(field->file()).parent_path() / file;
+    if (std::filesystem::is_regular_file(beside)) path = beside;
+  }
   std::string fieldPath = field ? field->path() : "";
   std::string fieldWhere = field ? field->where() : "";
   if (!std::filesystem::is_regular_file(path)) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 namespace cpscale::capture {
@@ -90,7 +91,70 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+using nlohmann::json;
+
+// A schema node that takes what the churn actor writes at `field` (spec or status):
+// an object keeping unknown fields, nothing required, no CEL rule, the actor's own
+// properties typed as it writes them.
+void takeSessions(json& schema, const std::map<std::string, const char*>& own) {
+  if (!schema.is_object()) schema = json::object();
+  schema["type"] = "object";
+  schema["x-kubernetes-preserve-unknown-fields"] = true;
+  schema.erase("required");
+  schema.erase("x-kubernetes-validations");
+  schema.erase("additionalProperties");  // not allowed beside properties with preserve
+  for (const auto& [name, type] : own) schema["properties"][name] = {{"type", type}};
+}
+
 }  // namespace
+
+std::optional<json> replayCrdTemplate(const ChurnedKind& c, std::string& why) {
+  if (!c.crd.is_object() || !c.crd.contains("spec")) {
+    why = "no CRD was captured for it";
+    return std::nullopt;
+  }
+  const json& spec = c.crd["spec"];
+  if (spec.value("scope", "Namespaced") != "Namespaced") {
+    why = "its CRD is cluster-scoped, and sessions are namespaced";
+    return std::nullopt;
+  }
+  const json versions = spec.value("versions", json::array());
+  const json* version = nullptr;
+  for (const json& v : versions)
+    if (v.value("storage", false) || (version == nullptr && v.value("served", false))) version = &v;
+  if (version == nullptr) {
+    why = "its CRD serves no version";
+    return std::nullopt;
+  }
+  json schema = version->value("/schema/openAPIV3Schema"_json_pointer, json{{"type", "object"}});
+  schema["type"] = "object";
+  schema.erase("required");
+  schema.erase("x-kubernetes-validations");
+  json& props = schema["properties"];
+  takeSessions(props["spec"], {{"agent", "string"}, {"suspend", "boolean"}, {"payload", "string"}});
+  takeSessions(props["status"], {{"phase", "string"}, {"step", "integer"}, {"lastUpdate", "string"}});
+  json subresources = version->value("subresources", json::object());
+  subresources["status"] = json::object();
+  json v = {{"name", "v1"},
+            {"served", true},
+            {"storage", true},
+            {"subresources", subresources},
+            {"schema", {{"openAPIV3Schema", schema}}}};
+  if (version->contains("additionalPrinterColumns"))
+    v["additionalPrinterColumns"] = (*version)["additionalPrinterColumns"];
+  return json{
+      {"apiVersion", "apiextensions.k8s.io/v1"},
+      {"kind", "CustomResourceDefinition"},
+      {"metadata",
+       {{"name", "{{plural}}.{{group}}"},
+        {"annotations", {{"cpscale.io/captured-from", c.key.describe() + " " + version->value("name", "")}}}}},
+      {"spec",
+       {{"group", "{{group}}"},
+        {"scope", "Namespaced"},
+        {"names",
+         {{"plural", "{{plural}}"}, {"singular", "{{singular}}"}, {"kind", "{{kind}}"}, {"listKind", "{{kind}}List"}}},
+        {"versions", json::array({v})}}}};
+}
 
 ChurnFit fitChurn(const ChurnedKind& c) {
   ChurnFit f;
@@ -242,6 +306,14 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
                 num(1 + 2 * (c.specPatches.value / (2 * c.creates.value))) + " spells");
     y.field(4, "targets", "[{crd: " + c.key.resource + "." + replayGroup(c.key.group) + ", kind: " + c.kind + "}]",
             replayGroup(c.key.group) == c.key.group ? "" : "captured as " + c.key.describe());
+    if (!o.crdDir.empty()) {
+      std::string why;
+      if (replayCrdTemplate(c, why))
+        y.field(4, "crdTemplate", o.crdDir + "/" + c.key.describe() + ".json",
+                "the captured CRD's schema, made to take the sessions (see the file)");
+      else
+        y.comment(4, "cpscale's own session CRD: " + why);
+    }
   }
 
   // ---- the state axis: what the cluster holds at rest ----

@@ -3,6 +3,8 @@
 // it holds at rest. Each field carries a comment saying where its number came from.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 #include "sim/capture/shape.h"
@@ -15,6 +17,7 @@ struct WriteOptions {
   // stay as captured (more of the same operators, not more operators).
   double scale = 1;
   std::string duration = "5m";  // the replay's steady window
+  std::string crdDir;           // see writeScenario
 };
 
 // The churn lifecycle's parameters that make one actor write what a churned custom
@@ -31,7 +34,20 @@ struct ChurnFit {
 };
 ChurnFit fitChurn(const ChurnedKind& c);
 
-// The scenario's YAML text.
+// The CRD a replay installs for a churned kind, from the captured one, as a churn
+// workload's crdTemplate (JSON, which YAML reads; placeholders group, plural,
+// singular, kind): the storage version's schema served as v1, namespaced, with a
+// status subresource, and made to take a session as the churn actor writes it (its
+// spec and status keep unknown fields, its required lists and CEL rules at the root,
+// spec and status are dropped, spec.agent/suspend/payload and status.phase/step/
+// lastUpdate typed as the actor writes them). Unset, with `why`, when it cannot be
+// (no CRD captured, or a cluster-scoped one: sessions are namespaced); the replay then
+// installs cpscale's own session CRD under the kind's name.
+std::optional<nlohmann::json> replayCrdTemplate(const ChurnedKind& c, std::string& why);
+
+// The scenario's YAML text. With `crdDir` ("prod.crds"), each churned kind whose CRD can
+// be replayed names `crdDir/<plural>.<group>.json` as its crdTemplate: the caller
+// writes replayCrdTemplate() there, beside the scenario.
 std::string writeScenario(const ClusterShape& shape, const WriteOptions& options);
 
 // Bytes a stored object carries besides its payload (metadata, labels, managed fields,

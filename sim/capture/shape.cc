@@ -139,6 +139,7 @@ const json& metadataOf(const json& item) {
 
 struct Crd {
   std::string kind;
+  json object;  // the CRD as listed
 };
 
 std::map<ResourceKey, Crd> customResources(const json& crds) {
@@ -147,7 +148,7 @@ std::map<ResourceKey, Crd> customResources(const json& crds) {
     if (!c.contains("spec") || !c["spec"].is_object()) continue;
     const json& spec = c["spec"];
     const json names = spec.value("names", json::object());
-    out[{spec.value("group", ""), names.value("plural", "")}] = {names.value("kind", "")};
+    out[{spec.value("group", ""), names.value("plural", "")}] = {names.value("kind", ""), c};
   }
   return out;
 }
@@ -277,6 +278,7 @@ ClusterShape measureShape(const Reading& r) {
       ChurnedKind c;
       c.key = key;
       c.kind = crd.kind;
+      c.crd = crd.object;
       c.creates = creates;
       c.deletes = writeRate(key, "", {"DELETE"}, "");
       c.specPatches = writeRate(key, "", {"PATCH", "PUT", "APPLY"}, "");

@@ -80,6 +80,7 @@ struct NodeShape {
 struct ChurnedKind {
   ResourceKey key;
   std::string kind;                        // from its CRD
+  nlohmann::json crd;                      // the CRD as captured (its schema is what a replay installs)
   Measured creates;                        // POST/s
   Measured deletes;                        // DELETE/s
   Measured specPatches;                    // PATCH/PUT/APPLY of the object itself per second

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <thread>
+#include <vector>
 
 #include "sim/capture/collect.h"
 #include "sim/capture/scenario_writer.h"
@@ -89,23 +90,39 @@ int capture(const Args& args) {
   wo.name = r.count("name") ? r["name"].as<std::string>() : nameFrom(out);
   wo.scale = scale;
   wo.duration = r["duration"].as<std::string>();
+  // The churned kinds' CRDs, from their captured schemas, beside the scenario.
+  wo.crdDir = out.stem().string() + ".crds";
+  const fs::path crdDir = out.parent_path() / wo.crdDir;
+  const bool crdDirExisted = fs::exists(crdDir);
+  std::vector<fs::path> written;
   const std::string text = capture::writeScenario(shape, wo);
 
   // Written beside the target and read back as `cpscale run` reads it, then renamed: a
   // scenario cpscale cannot run is never left at --output.
   const fs::path tmp = out.string() + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    if (!f) throw ConfigError("command line", "--output", "cannot write " + out.string());
-  }
   try {
+    for (const auto& c : shape.churned) {
+      std::string why;
+      const auto crd = capture::replayCrdTemplate(c, why);
+      if (!crd) continue;
+      fs::create_directories(crdDir);
+      written.push_back(crdDir / (c.key.describe() + ".json"));
+      std::ofstream(written.back()) << crd->dump(2) << "\n";
+    }
+    {
+      std::ofstream f(tmp);
+      f << text;
+      if (!f) throw ConfigError("command line", "--output", "cannot write " + out.string());
+    }
+    // Read in the directory it goes to, so its CRD templates resolve as they will.
     (void)scenario::loadScenario(tmp);
+    fs::rename(tmp, out);
   } catch (...) {
     fs::remove(tmp);
+    for (const auto& f : written) fs::remove(f);
+    if (!crdDirExisted && fs::exists(crdDir) && fs::is_empty(crdDir)) fs::remove(crdDir);
     throw;
   }
-  fs::rename(tmp, out);
 
   std::cout << "captured " << config.server << " (" << shape.version << ") over "
             << formatDuration(std::chrono::milliseconds(static_cast<long long>(shape.windowSeconds * 1000)))
@@ -116,6 +133,7 @@ int capture(const Args& args) {
     std::cout << "  not reproduced (no workload writes them):\n";
     for (const auto& w : shape.notReproduced) std::cout << "    " << w << "\n";
   }
+  for (const auto& f : written) std::cout << "  CRD from its captured schema: " << f.string() << "\n";
   std::cout << "Scenario: " << out.string() << "\nReplay it: cpscale run " << out.string() << "\n";
   return 0;
 }

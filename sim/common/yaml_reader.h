@@ -24,6 +24,7 @@ class YamlField {
 
   const YAML::Node& node() const { return node_; }
   const std::string& path() const { return path_; }
+  const std::string& file() const { return file_; }  // the document it was read from
   bool isMap() const { return node_.IsMap(); }
   bool isSequence() const { return node_.IsSequence(); }
   bool isNull() const { return !node_ || node_.IsNull(); }

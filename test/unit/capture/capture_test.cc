@@ -192,6 +192,62 @@ TEST(CaptureScenario, AGroupOutsideCpscaleIsRenamedUnderCapturedNeverInstalledAs
   EXPECT_NE(text.find("captured as gadgets.example.com"), std::string::npos);
 }
 
+// The captured CRD's storage version (v2 here) served as v1, with its own properties
+// and printer columns, made to take a session: its required lists and CEL rules at the
+// root, spec and status dropped, spec.suspend retyped as the actor writes it (the
+// captured schema said string), a status subresource added.
+TEST(CaptureScenario, AChurnedKindIsReplayedWithItsCapturedSchemaMadeToTakeSessions) {
+  const ClusterShape s = measureShape(fixtureReading());
+  std::string why;
+  const auto t = replayCrdTemplate(s.churned.at(0), why);
+  ASSERT_TRUE(t) << why;
+  EXPECT_EQ((*t)["metadata"]["name"], "{{plural}}.{{group}}");
+  EXPECT_EQ((*t)["metadata"]["annotations"]["cpscale.io/captured-from"], "gadgets.example.com v2");
+  EXPECT_EQ((*t)["spec"]["names"]["kind"], "{{kind}}");
+  ASSERT_EQ((*t)["spec"]["versions"].size(), 1u);
+  const json& v = (*t)["spec"]["versions"][0];
+  EXPECT_EQ(v["name"], "v1");
+  EXPECT_TRUE(v["storage"].get<bool>());
+  EXPECT_TRUE(v["subresources"].contains("status"));
+  EXPECT_EQ(v["additionalPrinterColumns"][0]["jsonPath"], ".spec.size");
+  const json& root = v["schema"]["openAPIV3Schema"];
+  EXPECT_FALSE(root.contains("required"));
+  EXPECT_FALSE(root.contains("x-kubernetes-validations"));
+  const json& spec = root["properties"]["spec"];
+  EXPECT_TRUE(spec["x-kubernetes-preserve-unknown-fields"].get<bool>());
+  EXPECT_FALSE(spec.contains("required"));
+  EXPECT_FALSE(spec.contains("x-kubernetes-validations"));
+  EXPECT_EQ(spec["properties"]["size"], (json{{"type", "integer"}, {"minimum", 1}}));  // kept
+  EXPECT_EQ(spec["properties"]["suspend"]["type"], "boolean");
+  EXPECT_EQ(spec["properties"]["payload"]["type"], "string");
+  EXPECT_EQ(root["properties"]["status"]["properties"]["ready"]["type"], "boolean");
+  EXPECT_EQ(root["properties"]["status"]["properties"]["step"]["type"], "integer");
+
+  ChurnedKind cluster = s.churned.at(0);
+  cluster.crd["spec"]["scope"] = "Cluster";
+  EXPECT_FALSE(replayCrdTemplate(cluster, why));
+  EXPECT_NE(why.find("cluster-scoped"), std::string::npos) << why;
+}
+
+// With crdDir the scenario names the template beside it, and loads with it there.
+TEST(CaptureScenario, TheScenarioNamesItsCrdTemplatesBesideIt) {
+  const fs::path dir = fs::path(::testing::TempDir()) / "capture-crds";
+  fs::remove_all(dir);
+  fs::create_directories(dir / "prod.crds");
+  const ClusterShape shape = measureShape(fixtureReading());
+  WriteOptions o = named("prod");
+  o.crdDir = "prod.crds";
+  const std::string text = writeScenario(shape, o);
+  EXPECT_NE(text.find("    crdTemplate: prod.crds/gadgets.example.com.json\n"), std::string::npos) << text;
+  std::string why;
+  std::ofstream(dir / "prod.crds" / "gadgets.example.com.json") << replayCrdTemplate(shape.churned.at(0), why)->dump();
+  std::ofstream(dir / "prod.yaml") << text;
+  EXPECT_EQ(scenario::loadScenario(dir / "prod.yaml").workloads.size(), 3u);
+  fs::remove(dir / "prod.crds" / "gadgets.example.com.json");
+  EXPECT_THROW(scenario::loadScenario(dir / "prod.yaml"), ConfigError);  // not found: named
+  fs::remove_all(dir);
+}
+
 TEST(CaptureShape, BadBodiesAreNamed) {
   Reading r = fixtureReading();
   r.metricsAfter = "apiserver_request_total{verb=\"PUT\" 1\n";
@@ -259,7 +315,7 @@ class FixtureCluster {
         {"/apis/rbac.authorization.k8s.io/v1/rolebindings", "rolebindings"},
         {"/apis/rbac.authorization.k8s.io/v1/clusterroles", "clusterroles"},
         {"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", "clusterrolebindings"},
-        {"/apis/example.com/v1/gadgets", "gadgets"},
+        {"/apis/example.com/v2/gadgets", "gadgets"},
     };
     if (auto it = lists.find(path); it != lists.end()) return ok(readJson(it->second).dump());
     return response(404, "{}");
@@ -286,7 +342,7 @@ TEST(CaptureCollect, ReadsWithGetsAloneAndWaitsTheWindowOnce) {
   EXPECT_EQ(cluster.metricsServed, 2);
   for (const auto& rec : cluster.transport.requests()) EXPECT_EQ(rec.request.method, "GET") << rec.request.path;
   // Both pages of ConfigMaps, and the custom resource created in the window at the
-  // version its CRD stores (v1, not the also-served v1beta1).
+  // version its CRD stores (v2, not the also-served v1beta1).
   EXPECT_EQ(r.builtinLists.at("configmaps")["items"].size(), 6u);
   ASSERT_EQ(r.customLists.size(), 1u);
   EXPECT_EQ(r.customLists.begin()->second["items"].size(), 3u);
