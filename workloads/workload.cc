@@ -37,7 +37,8 @@ const std::vector<std::string>& ownFigures(const std::string& kind) {
       {"churn", {"session_write_failures"}},
       {"dormant",
        {"dormant_objects", "dormant_objects_created", "dormant_objects_missing", "dormant_watchers",
-        "dormant_watchers_synced", "dormant_watchers_unsynced"}},
+        "dormant_watchers_synced", "dormant_watchers_unsynced", "dormant_watch_events",
+        "dormant_watch_events_per_watcher"}},
   };
   static const std::vector<std::string> kNone;
   auto it = kOwn.find(kind);

@@ -47,6 +47,11 @@ kube::RequestId OpenLoopDriver::openStream(kube::HttpRequest req, kube::Response
   // Registered before the inner submit, whose handler may in principle run at once.
   streams_[id] = 0;
   streamStats_.peakOpen = std::max(streamStats_.peakOpen, streams_.size());
+  if (req.onBodyChunk)
+    req.onBodyChunk = [this, sink = std::move(req.onBodyChunk)](std::string_view chunk) {
+      streamStats_.bytes += chunk.size();
+      return sink(chunk);
+    };
   kube::RequestId inner = inner_.submit(std::move(req), [this, id, done = std::move(done)](kube::HttpResponse resp) {
     streams_.erase(id);
     ++streamStats_.closed;

@@ -49,12 +49,14 @@ struct StreamStats {
   // Ended by a transport failure or refused (non-2xx), cancels excepted.
   std::uint64_t failed = 0;
   std::size_t peakOpen = 0;  // most open at once (summed over workers when merged)
+  std::uint64_t bytes = 0;   // body bytes the streams delivered (watch events, as sent)
 
   void merge(const StreamStats& o) {
     opened += o.opened;
     closed += o.closed;
     failed += o.failed;
     peakOpen += o.peakOpen;
+    bytes += o.bytes;
   }
 };
 

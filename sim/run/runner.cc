@@ -670,7 +670,8 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
   engine::StreamStats ss = pool_->streamStats();
   const std::pair<const char*, double> streams[] = {{"client_watch_streams_opened", double(ss.opened)},
                                                     {"client_watch_streams_failed", double(ss.failed)},
-                                                    {"client_watch_streams_peak_open", double(ss.peakOpen)}};
+                                                    {"client_watch_streams_peak_open", double(ss.peakOpen)},
+                                                    {"client_watch_stream_bytes", double(ss.bytes)}};
   for (const auto& [name, v] : streams)
     add({metrics::Figure::measured(name, {}, v, "count", metrics::Source::kClient)}, metrics::Window::kRun);
   if (leaseTierOn()) {

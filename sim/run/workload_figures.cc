@@ -118,6 +118,11 @@ void dormantFigures(const reports::WorkloadSummary& w, std::vector<Figure>& out)
   count("dormant_watchers", watchers);
   count("dormant_watchers_synced", synced);
   count("dormant_watchers_unsynced", std::max(0.0, watchers - synced));
+  // What the watchers received over the run (ADDED, MODIFIED, DELETED), and per watcher:
+  // a sharded watcher gets its range's events only, an unsharded one every event.
+  const double events = number(w.summary, "watchEvents");
+  count("dormant_watch_events", events);
+  count("dormant_watch_events_per_watcher", events / watchers);
 }
 
 }  // namespace
