@@ -7,7 +7,7 @@
 //    rest and their counts, namespaces, watchers per kind;
 //  - write QPS per resource and verb within 10 %, or within three standard deviations
 //    of the counting noise where the writes come from too few random arrivals for 10 %
-//    to mean anything (Events and pod replacements: ~150 in the window);
+//    to mean anything (Events and pod replacements: ~100 in the window);
 //  - objects per kind exact for every kind not churned;
 //  - each kube-apiserver's heap within 20 %.
 #include <gtest/gtest.h>
@@ -60,10 +60,10 @@ TEST(CaptureReplay, ACapturedClusterReplaysWithItsWritesObjectsAndHeap) {
     steadyNow = fs::exists(log) && controlplane::readFile(log).find("[steady") != std::string::npos;
   }
   ASSERT_TRUE(steadyNow) << controlplane::tailFile(log, 30);
-  // 130 s of its 150 s window (the progress line says steady up to 10 s late).
+  // 85 s of its 100 s window (the progress line says steady up to 10 s late).
   const CommandResult capture =
       runCommand(kBinary + " capture --kubeconfig " + (original / "plane/kubeconfig").string() +
-                 " --window 130s --duration 150s -o " + captured.string());
+                 " --window 85s --duration 100s -o " + captured.string());
   run.join();
   ASSERT_EQ(originalRun.exitCode, 0) << controlplane::tailFile(log, 40);
   ASSERT_EQ(capture.exitCode, 0) << capture.output;

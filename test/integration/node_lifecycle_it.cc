@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <map>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "sim/kube/api_client.h"
@@ -66,10 +67,9 @@ std::string readyStatus(const json& node) {
   return "";
 }
 
-class NodeLifecycleIT : public ::testing::TestWithParam<bool> {};
-
-TEST_P(NodeLifecycleIT, TheControllerMarksOnlySilentNodesNotReadyAndTheKubeletsSetThemReadyAgain) {
-  const bool tier = GetParam();
+// One fleet, renewing directly or through a lease tier, and what the controller made of it.
+void fleetAgainstTheController(bool tier) {
+  SCOPED_TRACE(tier ? "through a lease tier" : "direct");
   const std::string id = runIdFor(tier);
   auto runId = [&]() -> const std::string& { return id; };
   engine::LeaseTierCounters tierCounts;
@@ -198,10 +198,13 @@ TEST_P(NodeLifecycleIT, TheControllerMarksOnlySilentNodesNotReadyAndTheKubeletsS
   EXPECT_TRUE(cleaned.complete());
 }
 
-INSTANTIATE_TEST_SUITE_P(Renewals, NodeLifecycleIT, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& i) {
-                           return i.param ? "ThroughALeaseTier" : "Direct";
-                         });
+// Both fleets at once, on one plane (each its own run id, Nodes and Leases): the
+// controller judges 40 nodes, each fleet's by its own Leases.
+TEST(NodeLifecycleIT, TheControllerMarksOnlySilentNodesNotReadyAndTheKubeletsSetThemReadyAgain) {
+  std::thread throughATier([] { fleetAgainstTheController(true); });
+  fleetAgainstTheController(false);
+  throughATier.join();
+}
 
 }  // namespace
 }  // namespace cpscale::testing
