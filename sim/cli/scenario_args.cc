@@ -25,6 +25,11 @@ void addLeaseTierOption(cxxopts::Options& opts) {
 
 void applyLeaseTierOption(const cxxopts::ParseResult& r, controlplane::Profile& p) {
   if (!r.count("propagate-every")) return;
+  if (namesCluster(r))
+    throw ConfigError("command line", "--propagate-every",
+                      std::string("puts a lease tier in front of the local plane or the model; against a cluster the "
+                                  "profile is only recorded: drop it or ") +
+                          kClusterOptions);
   const std::string text = r["propagate-every"].as<std::string>();
   const auto every = parseDuration(text);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(every.value_or(Duration{0}));

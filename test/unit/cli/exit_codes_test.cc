@@ -414,6 +414,10 @@ TEST_F(ExitCodesTest, APropagationPeriodPastTheGracePeriodIsExitTwo) {
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("--propagate-every"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("grace period"), std::string::npos) << o.output;
+  // A cluster's plane is its own: a tier cannot be put in front of it.
+  o = cpscale({"run", s, "--kubeconfig", kubeconfig("https://127.0.0.1:1"), "--propagate-every", "30s", "--quiet"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("only recorded"), std::string::npos) << o.output;
   o = cpscale({"simulate", s, "--propagate-every", "soon", "--quiet"});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("'soon' is not a duration"), std::string::npos) << o.output;
