@@ -1,5 +1,7 @@
 #include "sim/capture/scenario_writer.h"
 
+#include "sim/common/duration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -9,26 +11,12 @@
 namespace cpscale::capture {
 namespace {
 
-std::string num(double v, int precision = 3) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-  return buf;
-}
-
 // A whole number for a count or a rate field.
 std::string whole(double v) { return std::to_string(static_cast<long long>(std::llround(v))); }
 
 // Go-style, to the millisecond: 250ms, 10s, 5m, 1h30m, 4m10s.
 std::string goDuration(double seconds) {
-  const long long ms = std::llround(seconds * 1000);
-  if (ms % 1000 != 0) return std::to_string(ms) + "ms";
-  long long s = ms / 1000;
-  if (s == 0) return "0s";
-  std::string out;
-  if (s >= 3600) out += std::to_string(s / 3600) + "h", s %= 3600;
-  if (s >= 60) out += std::to_string(s / 60) + "m", s %= 60;
-  if (s > 0) out += std::to_string(s) + "s";
-  return out;
+  return formatDuration(std::chrono::milliseconds(std::llround(seconds * 1000)));
 }
 
 // A churn actor's or population's name: lower-case letters, digits and '-', 20 at most.
@@ -192,7 +180,7 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
   y.comment(0, "Captured by cpscale capture from " + s.server + " (" + s.version + ") at " + s.capturedAt + ":");
   y.comment(0, "writes over a " + goDuration(s.windowSeconds) +
                    " window between two /metrics scrapes, objects and watches per resource,");
-  y.comment(0, "node Leases, namespaces and custom resources from lists. Scale x" + num(x) +
+  y.comment(0, "node Leases, namespaces and custom resources from lists. Scale x" + significant(x) +
                    ": nodes, rates and object counts");
   y.comment(0, "multiplied; namespaces, kinds and watchers per kind as captured.");
   y.comment(0, "Each field says where its number came from.");
@@ -203,7 +191,8 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
   y.line("apiVersion: cpscale.io/v1alpha1");
   y.line("kind: Scenario");
   y.field(0, "name", o.name);
-  y.field(0, "description", quoted("the shape of " + s.server + " captured " + s.capturedAt + ", scale " + num(x)));
+  y.field(0, "description",
+          quoted("the shape of " + s.server + " captured " + s.capturedAt + ", scale " + significant(x)));
   y.field(0, "duration", o.duration);
 
   double longestLifetime = 0;
@@ -226,20 +215,20 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
     load = true;
     y.line("  - kind: kubelets");
     y.field(4, "name", workloadName("fleet", names));
-    y.field(4, "count", whole(nodes), num(n.nodes.value) + " nodes: " + n.nodes.source);
+    y.field(4, "count", whole(nodes), significant(n.nodes.value) + " nodes: " + n.nodes.source);
     y.line("    registrationQps: 50");
     y.line("    registrationBurst: 50");
     const double duration = n.leaseDurationSeconds ? n.leaseDurationSeconds->value : 40;
     y.field(4, "leaseDurationSeconds", whole(duration),
             n.leaseDurationSeconds ? n.leaseDurationSeconds->source : "no node Lease listed: the kubelet's default");
-    y.comment(4, "a renewal every " + num(duration / 4) + " s: " + num(n.nodes.value / (duration / 4)) +
-                     " lease PUTs/s of the " + num(n.leaseWrites.value) + "/s measured (" + n.leaseWrites.source +
-                     "); the rest are the plane's and operators' leader-election leases");
+    y.comment(4, "a renewal every " + significant(duration / 4) + " s: " + significant(n.nodes.value / (duration / 4)) +
+                     " lease PUTs/s of the " + significant(n.leaseWrites.value) + "/s measured (" +
+                     n.leaseWrites.source + "); the rest are the plane's and operators' leader-election leases");
     if (n.statusPatches.value > 0) {
       // A kubelet reports at a status computation (every 10 s): to the nearest one.
       const double every = std::clamp(std::round(n.nodes.value / n.statusPatches.value / 10) * 10, 10.0, 3600.0);
       y.field(4, "statusReportFrequency", goDuration(every),
-              "nodes / " + num(n.statusPatches.value) + " status PATCHes/s (" + n.statusPatches.source +
+              "nodes / " + significant(n.statusPatches.value) + " status PATCHes/s (" + n.statusPatches.source +
                   "), to the kubelet's 10 s computation");
     } else {
       y.comment(4, "no node status write in the window (" + n.statusPatches.source +
@@ -248,7 +237,7 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
     const double perNode = n.nodes.value > 0 ? std::round(n.pods.value / n.nodes.value) : 0;
     if (perNode > 0) {
       y.field(4, "podsPerNode", whole(std::min(perNode, 250.0)),
-              num(n.pods.value) + " pods / " + num(n.nodes.value) + " nodes (" + n.pods.source + ")");
+              significant(n.pods.value) + " pods / " + significant(n.nodes.value) + " nodes (" + n.pods.source + ")");
       y.line("    podQps: 100");
       y.line("    podBurst: 100");
       podNamespaces = 1;
@@ -257,18 +246,18 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
       if (steady * s.windowSeconds >= 1)
         y.field(4, "podStatusInterval",
                 goDuration(std::clamp(std::round(perNode * n.nodes.value / steady), 1.0, 86400.0)),
-                "pods / " + num(steady) + " status PATCHes/s besides one per pod start (" + n.podStatusPatches.source +
-                    ")");
+                "pods / " + significant(steady) + " status PATCHes/s besides one per pod start (" +
+                    n.podStatusPatches.source + ")");
       else
         y.field(4, "podStatusInterval", "24h",
                 "no pod status PATCH besides one per pod start (" + n.podStatusPatches.source + ")");
       if (n.eventCreates.value > 0)
         y.field(4, "events", "true",
-                num(n.eventCreates.value) + " Event POSTs/s (" + n.eventCreates.source +
+                significant(n.eventCreates.value) + " Event POSTs/s (" + n.eventCreates.source +
                     "); the kubelets write 4 per pod start, 6 per node start");
       if (n.podCreates.value > 0)
-        y.field(4, "churn", "{podReplacementsPerMinute: " + num(n.podCreates.value * 60 * x, 4) + "}",
-                num(n.podCreates.value) + " pod POSTs/s (" + n.podCreates.source + "), each a replacement");
+        y.field(4, "churn", "{podReplacementsPerMinute: " + significant(n.podCreates.value * 60 * x, 4) + "}",
+                significant(n.podCreates.value) + " pod POSTs/s (" + n.podCreates.source + "), each a replacement");
     }
   }
 
@@ -279,12 +268,13 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
     const ChurnFit f = fitChurn(c);
     y.line("  - kind: churn");
     y.field(4, "name", workloadName(c.key.resource, names));
-    y.comment(4, c.key.describe() + ": " + num(c.creates.value) + " POST, " + num(c.deletes.value) + " DELETE, " +
-                     num(c.specPatches.value) + " spec and " + num(c.statusPatches.value) +
-                     " status writes per second, " + num(c.liveObjects.value) + " live (" + c.liveObjects.source + ")");
+    y.comment(4, c.key.describe() + ": " + significant(c.creates.value) + " POST, " + significant(c.deletes.value) +
+                     " DELETE, " + significant(c.specPatches.value) + " spec and " +
+                     significant(c.statusPatches.value) + " status writes per second, " +
+                     significant(c.liveObjects.value) + " live (" + c.liveObjects.source + ")");
     if (c.deletes.value < 0.8 * c.creates.value)
       y.comment(4, "the cluster deleted fewer than it created; a session is deleted at its end");
-    y.field(4, "sessionsPerMinute", num(f.sessionsPerMinute * x, 4), c.creates.source);
+    y.field(4, "sessionsPerMinute", significant(f.sessionsPerMinute * x, 4), c.creates.source);
     const double ns = std::max(1.0, c.namespaces.value);
     churnNamespaces += ns;
     y.field(4, "namespaces", whole(ns), c.namespaces.source);
@@ -293,17 +283,17 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
     if (c.bytesPerObject)
       y.field(4, "objectBytes", whole(std::max(0.0, c.bytesPerObject->value - kChurnOverheadBytes)),
               whole(c.bytesPerObject->value) + " stored bytes per object (" + c.bytesPerObject->source + ") less " +
-                  num(kChurnOverheadBytes) + " a session stores besides its payload");
+                  significant(kChurnOverheadBytes) + " a session stores besides its payload");
     y.field(
         4, "statusInterval", goDuration(f.statusIntervalSeconds),
         "status writes: one on entering each running spell, then one per interval (" + c.statusPatches.source + ")");
-    y.field(4, "suspendProbability", num(f.suspendProbability, 4),
-            num(c.specPatches.value / (2 * c.creates.value)) + " suspensions per session, 2 spec writes each (" +
-                c.specPatches.source + ")");
+    y.field(4, "suspendProbability", significant(f.suspendProbability, 4),
+            significant(c.specPatches.value / (2 * c.creates.value)) +
+                " suspensions per session, 2 spec writes each (" + c.specPatches.source + ")");
     y.field(4, "maxSuspends", std::to_string(f.maxSuspends));
     y.field(4, "dwell", "{running: " + goDuration(f.dwellSeconds) + ", suspended: " + goDuration(f.dwellSeconds) + "}",
-            "Little's law: " + num(c.liveObjects.value) + " live / " + num(c.creates.value) + " created/s over " +
-                num(1 + 2 * (c.specPatches.value / (2 * c.creates.value))) + " spells");
+            "Little's law: " + significant(c.liveObjects.value) + " live / " + significant(c.creates.value) +
+                " created/s over " + significant(1 + 2 * (c.specPatches.value / (2 * c.creates.value))) + " spells");
     y.field(4, "targets", "[{crd: " + c.key.resource + "." + replayGroup(c.key.group) + ", kind: " + c.kind + "}]",
             replayGroup(c.key.group) == c.key.group ? "" : "captured as " + c.key.describe());
     if (!o.crdDir.empty()) {
@@ -334,12 +324,12 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
       y.field(4, "crdKinds", std::to_string(custom.size()),
               "custom resources holding objects and created none in the window (GET customresourcedefinitions)");
       y.field(4, "objectsPerKind", whole(total / custom.size() * x),
-              "mean of " + num(total) + " objects over the kinds (" + num(lo) + " to " + num(hi) + "; " +
-                  custom.front()->objects.source + ")");
+              "mean of " + significant(total) + " objects over the kinds (" + significant(lo) + " to " +
+                  significant(hi) + "; " + custom.front()->objects.source + ")");
       const double perKind = std::round(median(watchers));
       if (perKind > 0)
         y.field(4, "watchers", "{perKind: " + whole(perKind) + "}",
-                "median WATCHes per kind less the plane's own " + num(kPlaneWatchesPerCustomResource) + " (" +
+                "median WATCHes per kind less the plane's own " + significant(kPlaneWatchesPerCustomResource) + " (" +
                     custom.front()->watches.source + ")");
     }
     // One payload size for custom resources, ConfigMaps and Secrets: their mean.
@@ -352,11 +342,11 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
     if (weight > 0)
       y.field(4, "objectBytes", whole(std::max(0.0, bytes / weight - kDormantOverheadBytes)),
               "mean stored bytes per object of the custom resources, ConfigMaps and Secrets (" +
-                  std::string("apiserver_resource_size_estimate_bytes") + ") less " + num(kDormantOverheadBytes) +
-                  " an object at rest stores besides its payload");
+                  std::string("apiserver_resource_size_estimate_bytes") + ") less " +
+                  significant(kDormantOverheadBytes) + " an object at rest stores besides its payload");
     const double ns = std::max(1.0, s.userNamespaces.value - churnNamespaces - podNamespaces);
     y.field(4, "namespaces", whole(ns),
-            "the cluster's " + num(s.userNamespaces.value) + " namespaces less the churn actors' and pods' (" +
+            "the cluster's " + significant(s.userNamespaces.value) + " namespaces less the churn actors' and pods' (" +
                 s.userNamespaces.source + ")");
     const std::map<std::string, std::string> fieldOf = {{"configmaps", "configMaps"},
                                                         {"secrets", "secrets"},
@@ -374,7 +364,8 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
       y.field(4, fieldOf.at(d->key.resource), whole(d->objects.value * x), d->objects.source);
     double patches = 0;
     for (const DormantKind& d : s.dormant) patches += d.patches.value;
-    if (patches > 0) y.field(4, "updatesPerSecond", num(patches * x, 4), "writes to objects at rest, all kinds");
+    if (patches > 0)
+      y.field(4, "updatesPerSecond", significant(patches * x, 4), "writes to objects at rest, all kinds");
     y.line("    createQps: 100");
     y.line("    createBurst: 100");
     y.line("gates:");

@@ -34,13 +34,7 @@ const metrics::MetricFamily* family(const metrics::FamilyMap& m, std::string_vie
   return it == m.end() ? nullptr : &it->second;
 }
 
-std::string fmt(double v, int precision = 3) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-  return buf;
-}
-
-std::string windowText(double seconds) { return fmt(seconds, 4) + " s"; }
+std::string windowText(double seconds) { return significant(seconds, 4) + " s"; }
 
 struct WriteKey {
   ResourceKey key;
@@ -154,6 +148,12 @@ std::map<ResourceKey, Crd> customResources(const json& crds) {
 }
 
 }  // namespace
+
+std::string significant(double v, int precision) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+  return buf;
+}
 
 std::string ResourceKey::describe() const { return group.empty() ? resource : resource + "." + group; }
 
@@ -346,7 +346,7 @@ ClusterShape measureShape(const Reading& r) {
   for (const auto& [k, v] : rate) {
     if (explained.count(k) || v * r.windowSeconds < 1) continue;
     s.notReproduced.push_back(k.verb + " " + k.key.describe() + (k.subresource.empty() ? "" : "/" + k.subresource) +
-                              " at " + fmt(v) + "/s");
+                              " at " + significant(v) + "/s");
   }
   return s;
 }

@@ -50,6 +50,9 @@ const std::vector<ResourceKey>& dormantBuiltins();
 // Write verbs as apiserver_request_total names them.
 bool isWriteVerb(const std::string& verb);
 
+// `v` to `precision` significant digits ("%g"), as the scenario's comments give numbers.
+std::string significant(double v, int precision = 3);
+
 // A number and where it came from.
 struct Measured {
   double value = 0;
