@@ -582,7 +582,16 @@ gates:
   }
   ASSERT_GE(between.size(), 3u) << puts->dump() << " etcd back at " << etcdBack << ", apiserver gone at "
                                 << apiserverGone;
-  for (double v : between) EXPECT_GT(v, 3) << puts->dump();
+  // The renewals failed during the outage are retried together, so the fleet renews in
+  // a clump every 10 s from then on and one 2 s scrape window may read 3/s where the
+  // next reads 7/s: every window sees renewals, and their mean is the fleet's 5/s.
+  double sum = 0;
+  for (double v : between) {
+    EXPECT_GT(v, 0) << puts->dump();
+    sum += v;
+  }
+  EXPECT_GT(sum / between.size(), 3.5) << puts->dump();
+  EXPECT_LT(sum / between.size(), 10) << puts->dump();
   double errors = 0;
   for (const auto& f : result["figures"])
     if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number())
