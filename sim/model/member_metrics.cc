@@ -207,16 +207,18 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
     sample(out, "apiserver_resource_size_estimate_bytes", {{"group", t->type.group}, {"resource", t->type.resource}},
            std::round(t->weightedBytes));
   }
-  // The watch cache's ring per resource (watch_cache.go): its capacity, and the events
-  // it has taken in (a sampled change counts its weight).
+  // The watch cache's ring per cached resource (watch_cache.go): its capacity, and the
+  // events it has taken in (a sampled change counts its weight).
   family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");
   for (const auto& t : store.tables()) {
+    if (!t->type.watchCached()) continue;
     sample(out, "watch_cache_capacity", {{"group", t->type.group}, {"resource", t->type.resource}},
            std::round(t->historyCapacity));
   }
   family(out, "apiserver_watch_cache_events_received_total", "counter",
          "[ALPHA] Counter of events received in watch cache broken by resource type.");
   for (const auto& t : store.tables()) {
+    if (!t->type.watchCached()) continue;
     sample(out, "apiserver_watch_cache_events_received_total",
            {{"group", t->type.group}, {"resource", t->type.resource}}, std::round(t->recordedWeight));
   }

@@ -314,14 +314,34 @@ class ModelPlane::Impl {
     bool heard = false;           // its Lease or status written since the last pass
     std::uint64_t unknownRv = 0;  // the node's resourceVersion when its Ready was last seen Unknown
     engine::EventId write = 0;    // the controller's status write in flight
+    bool tainted = false;         // carries the controller's unreachable taints
   };
   void nodeHeard(const std::string& name);
   void forgetNode(const std::string& name);
   void nodeLifecyclePass();
   void markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node);
   void writeNodeStatus(const std::string& name, const std::string& body, double weight, double latency);
+  // What follows a node's Ready turning Unknown, and its return: the taints, the
+  // events, the pods marked NotReady.
+  void afterNodeUnknown(const std::string& name, NodeHealth& h, double weight);
+  void afterNodeReachable(const std::string& name, NodeHealth& h, double weight);
+  void setNodeTaints(const std::string& name, const json& taints, double weight);
+  void recordControllerEvent(const json& involved, const std::string& ns, const char* component, const char* type,
+                             const char* reason, const std::string& message, double weight);
+  // One write of the plane's own controllers (the controller-manager's), sent to its
+  // replica: charged as a write, committed when it is charged, counted in
+  // apiserver_request_total. False when it was refused (429) or could not be served.
+  bool controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                       const std::string& sub, const std::string& body, double weight, int* status = nullptr);
+  // The pods bound to each node (the controller's spec.nodeName index), by "ns/name".
+  std::map<std::string, std::set<std::string>, std::less<>> podsByNode_;
+  std::map<std::string, std::string, std::less<>> nodeOfPod_;
+  void indexPod(const Change& c);
+  std::uint64_t controllerEvents_ = 0;  // names the controllers' events apart
   Table* nodes_ = nullptr;
   Table* leases_ = nullptr;
+  Table* pods_ = nullptr;
+  Table* events_ = nullptr;
   std::map<std::string, NodeHealth, std::less<>> nodeHealth_;  // by node name
   engine::EventId nodeLifecycleEvent_ = 0;
   std::string nodeStatusPutKey_;  // apiserver_request_total's labels of its writes
@@ -564,6 +584,8 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
       throw std::invalid_argument("the node lifecycle controller's periods must be positive");
     nodes_ = store_.findByKey("", "nodes");
     leases_ = store_.findByKey("coordination.k8s.io", "leases");
+    pods_ = store_.findByKey("", "pods");
+    events_ = store_.findByKey("", "events");
     RequestLabels l;
     l.version = "v1";
     l.resource = "nodes";
@@ -1117,6 +1139,7 @@ void ModelPlane::Impl::onChange(Table& table, const Change& c) {
     if (&table == nodes_ && c.type == ChangeType::kAdded) nodeHeard(c.name);
     if (&table == nodes_ && c.type == ChangeType::kDeleted) forgetNode(c.name);
     if (&table == leases_ && c.type != ChangeType::kDeleted && c.ns == "kube-node-lease") nodeHeard(c.name);
+    if (&table == pods_) indexPod(c);
   }
   // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
   // every change of the resources they watch: fan-out CPU and events sent on the
@@ -1350,6 +1373,20 @@ void ModelPlane::Impl::nodeLifecyclePass() {
       h.probed = true;
       h.heard = false;
     }
+    // A tainted node whose kubelet reported Ready again is reachable: its taints go,
+    // and with them the pods' scheduled evictions.
+    if (h.tainted && node->second.rv != h.unknownRv && h.write == 0) {
+      json obj = json::parse(*node->second.text, nullptr, /*allow_exceptions=*/false);
+      bool ready = false;
+      if (obj.is_object())
+        for (const auto& c : obj["status"].value("conditions", json::array()))
+          if (c.is_object() && c.value("type", std::string()) == "Ready")
+            ready = c.value("status", std::string()) == "True";
+      if (ready) {
+        afterNodeReachable(name, h, node->second.weight);
+        continue;
+      }
+    }
     if (h.write != 0 || now - h.probe <= nl.gracePeriod) continue;
     if (node->second.rv == h.unknownRv) continue;  // Unknown already, and unchanged since
     markNodeUnknown(name, h, node->second);
@@ -1434,8 +1471,172 @@ void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::strin
   if (res.status != 200) return;
   ++stats_.nodesMarkedUnknown;
   it = nodeHealth_.find(name);
+  if (it == nodeHealth_.end()) return;
+  afterNodeUnknown(name, it->second, weight);
   auto node = nodes_->objects.find("/" + name);
-  if (it != nodeHealth_.end() && node != nodes_->objects.end()) it->second.unknownRv = node->second.rv;
+  if (node != nodes_->objects.end()) it->second.unknownRv = node->second.rv;
+}
+
+// The pod's node from its JSON (spec.nodeName; compact, as the store keeps it).
+void ModelPlane::Impl::indexPod(const Change& c) {
+  const std::string key = c.ns + "/" + c.name;
+  std::string node;
+  if (c.type != ChangeType::kDeleted && c.object) {
+    static constexpr std::string_view kField = R"("nodeName":")";
+    const std::string& text = *c.object;
+    if (auto at = text.find(kField); at != std::string::npos) {
+      const auto from = at + kField.size();
+      if (auto end = text.find('"', from); end != std::string::npos) node = text.substr(from, end - from);
+    }
+  }
+  auto was = nodeOfPod_.find(key);
+  if (was != nodeOfPod_.end() && was->second == node) return;
+  if (was != nodeOfPod_.end()) {
+    auto set = podsByNode_.find(was->second);
+    if (set != podsByNode_.end()) {
+      set->second.erase(key);
+      if (set->second.empty()) podsByNode_.erase(set);
+    }
+    nodeOfPod_.erase(was);
+  }
+  if (node.empty()) return;
+  nodeOfPod_.emplace(key, node);
+  podsByNode_[node].insert(key);
+}
+
+// As monitorNodeHealth does once a node's Ready left True (node_lifecycle_controller.go):
+// processTaintBaseEviction swaps in the unreachable NoExecute taint, the NoSchedule
+// tainting pass adds node.kubernetes.io/unreachable:NoSchedule (two PATCHes of the
+// Node), RecordNodeStatusChange records NodeNotReady on the node, and MarkPodsNotReady
+// PUTs each bound pod's status with Ready False and records NodeNotReady (Warning) on it.
+// The pods' evictions are scheduled by the taint eviction controller for their
+// tolerationSeconds (300 s, from DefaultTolerationSeconds); the model does not evict.
+void ModelPlane::Impl::afterNodeUnknown(const std::string& name, NodeHealth& h, double weight) {
+  const json noExecute = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}};
+  const json noSchedule = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}};
+  setNodeTaints(name, json::array({noExecute}), weight);
+  setNodeTaints(name, json::array({noExecute, noSchedule}), weight);
+  h.tainted = true;
+  const json nodeRef = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}};
+  recordControllerEvent(nodeRef, "default", "node-controller", "Normal", "NodeNotReady",
+                        "Node " + name + " status is now: NodeNotReady", weight);
+  auto bound = podsByNode_.find(name);
+  if (bound == podsByNode_.end() || pods_ == nullptr) return;
+  const std::vector<std::string> keys(bound->second.begin(), bound->second.end());
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  const std::string now = store_.timestamp();
+  for (const std::string& key : keys) {
+    auto pod = pods_->objects.find(key);
+    if (pod == pods_->objects.end()) continue;
+    json obj = json::parse(*pod->second.text, nullptr, /*allow_exceptions=*/false);
+    if (!obj.is_object() || !obj["status"].is_object() || !obj["status"]["conditions"].is_array()) continue;
+    bool changed = false;
+    for (auto& c : obj["status"]["conditions"]) {
+      if (!c.is_object() || c.value("type", std::string()) != "Ready") continue;
+      if (c.value("status", std::string()) != "False") {
+        c["status"] = "False";
+        c["lastTransitionTime"] = now;
+        changed = true;
+      }
+      break;
+    }
+    if (!changed) continue;
+    const auto slash = key.find('/');
+    const std::string ns = key.substr(0, slash), podName = key.substr(slash + 1);
+    int status = 0;
+    controllerWrite(*pods_, "PUT", ns, podName, "status", obj.dump(), pod->second.weight, &status);
+    if (status == 404) continue;  // deleted meanwhile: nothing left to do
+    const json podRef = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", podName}, {"namespace", ns}};
+    recordControllerEvent(podRef, ns, "node-controller", "Warning", "NodeNotReady", "Node is not ready",
+                          pod->second.weight);
+  }
+}
+
+// A node Ready again (markNodeAsReachable and the NoSchedule pass): both taints come
+// off (two PATCHes), and the taint eviction controller cancels each bound pod's
+// scheduled eviction with a TaintManagerEviction event.
+void ModelPlane::Impl::afterNodeReachable(const std::string& name, NodeHealth& h, double weight) {
+  const json noSchedule = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}};
+  setNodeTaints(name, json::array({noSchedule}), weight);
+  setNodeTaints(name, nullptr, weight);
+  h.tainted = false;
+  auto bound = podsByNode_.find(name);
+  if (bound == podsByNode_.end()) return;
+  const std::vector<std::string> keys(bound->second.begin(), bound->second.end());
+  for (const std::string& key : keys) {
+    const auto slash = key.find('/');
+    const std::string ns = key.substr(0, slash), podName = key.substr(slash + 1);
+    const json podRef = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", podName}, {"namespace", ns}};
+    recordControllerEvent(podRef, ns, "taint-eviction-controller", "Normal", "TaintManagerEviction",
+                          "Cancelling deletion of Pod " + key, weight);
+  }
+}
+
+void ModelPlane::Impl::setNodeTaints(const std::string& name, const json& taints, double weight) {
+  if (nodes_ == nullptr) return;
+  controllerWrite(*nodes_, "PATCH", "", name, "", json{{"spec", {{"taints", taints}}}}.dump(), weight);
+}
+
+// As client-go's event recorder posts it: named after the object and the time.
+void ModelPlane::Impl::recordControllerEvent(const json& involved, const std::string& ns, const char* component,
+                                             const char* type, const char* reason, const std::string& message,
+                                             double weight) {
+  if (events_ == nullptr) return;
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  const std::string now = store_.timestamp();
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(++controllerEvents_));
+  const json e = {{"apiVersion", "v1"},
+                  {"kind", "Event"},
+                  {"metadata", {{"name", involved.value("name", std::string()) + suffix}, {"namespace", ns}}},
+                  {"involvedObject", involved},
+                  {"reason", reason},
+                  {"message", message},
+                  {"type", type},
+                  {"source", {{"component", component}}},
+                  {"firstTimestamp", now},
+                  {"lastTimestamp", now},
+                  {"count", 1}};
+  controllerWrite(*events_, "POST", ns, "", "", e.dump(), weight);
+}
+
+bool ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const std::string& ns,
+                                       const std::string& name, const std::string& sub, const std::string& body,
+                                       double weight, int* status) {
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
+  RequestLabels l;
+  l.group = t.type.group;
+  l.version = t.type.version;
+  l.resource = t.type.resource;
+  l.subresource = sub;
+  l.verb = verb;
+  l.scope = "resource";
+  const std::string key = l.key();
+  if (!apiServing(replica) || !etcdServing(etcdFor(t))) return false;
+  ++stats_.requests;
+  // Not system:masters: the max-in-flight filter applies to it as to the status write.
+  if (!takeSeat(replica, true, weight)) {
+    apis_[replica].metrics.dropped(key, 429, weight);
+    ++stats_.tooManyRequests;
+    if (status) *status = 429;
+    return false;
+  }
+  const double latency = charge(replica, Class::kWrite, t.type.key(), weight);
+  releaseSeat(replica, true, weight);
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  StoreResult res = verb == "POST"    ? store_.create(t, ns, body, weight)
+                    : verb == "PATCH" ? store_.patch(t, ns, name, sub, ObjectStore::PatchKind::kMerge, body, weight)
+                                      : store_.update(t, ns, name, sub, body, weight);
+  if (latency > seconds(options_.requestTimeout)) {
+    ++stats_.timeouts;
+    apis_[replica].metrics.request(key, 504, seconds(options_.requestTimeout), weight);
+  } else {
+    apis_[replica].metrics.request(key, res.status, latency, weight);
+  }
+  if (res.reason == "Conflict") ++stats_.conflicts;
+  if (res.weightedWrites > 0) countWrite(etcdFor(t), res.weightedWrites, res.weightedPuts);
+  if (status) *status = res.status;
+  return res.status < 300;
 }
 
 // ---- exposition ------------------------------------------------------------------
@@ -1444,11 +1645,14 @@ double ModelPlane::Impl::heapBytes() const {
   if (heapAt_ && heapAt_->first == sched_.now() && heapAt_->second == store_.revision()) return heap_;
   double heap = cal_.heapBaseBytes.value;
   const auto& byResource = cal_.heapBytesPerObjectByResource;
-  // Every object, and every change still in the watch cache's ring whose object is
+  // Every cached object, and every change still in the watch cache's ring whose object is
   // not an object's current version (superseded or deleted): the ring keeps it. A
   // current version is the object itself, held once. In a custom resource's ring each
   // event costs its own bookkeeping too, and the resource its fixed share.
   for (const auto& t : store_.tables()) {
+    // Events have no watch cache (DefaultWatchCacheSizes): what a write costs passes,
+    // and nothing of them stays in the heap.
+    if (!t->type.watchCached()) continue;
     const double perEvent = t->type.custom ? cal_.heapPerCustomResourceEvent.value : 0;
     if (t->type.custom && t->served) heap += cal_.heapPerCustomResource.value;
     double objects = t->weightedObjects, bytes = t->weightedBytes;

@@ -67,6 +67,10 @@ struct ResourceType {
   std::string qualified() const { return group.empty() ? resource : resource + "." + group; }
   std::string apiVersion() const { return group.empty() ? version : group + "/" + version; }
   bool serves(std::string_view v) const;
+  // Whether kube-apiserver keeps a watch cache for it: every resource but Events, whose
+  // cache DefaultWatchCacheSizes disables (events: 0). An uncached resource's objects
+  // and history stay in etcd alone: no ring, no heap of its own.
+  bool watchCached() const { return !(resource == "events" && (group.empty() || group == "events.k8s.io")); }
 };
 
 enum class ChangeType { kAdded, kModified, kDeleted };

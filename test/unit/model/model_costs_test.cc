@@ -23,6 +23,7 @@ using testing::scraped;
 
 const ResourceRef kLeases = ResourceRef(kube::gvr::kLeases).in("kube-node-lease");
 const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
+const ResourceRef kEvents = ResourceRef(kube::gvr::kEvents).in("default");
 
 json lease(const std::string& name) {
   return {{"apiVersion", "coordination.k8s.io/v1"},
@@ -235,6 +236,37 @@ TEST(ModelCosts, LiveHeapAddsNoCpuAsGoPacesItsCollector) {
   };
   EXPECT_NEAR(cost(0), cost(5000), 1e-9);
   EXPECT_NEAR(cost(0), 50 * 0.001, 1e-9);
+}
+
+TEST(ModelCosts, EventsHaveNoWatchCacheAndTakeNoHeap) {
+  // kube-apiserver keeps no watch cache for Events (DefaultWatchCacheSizes sets events
+  // to 0): they live in etcd alone, so 200 of them leave the heap where it was and have
+  // no ring to report, while 200 ConfigMaps each take heapPerObject plus heapPerObjectByte
+  // per JSON byte (1,000 B + 2 B/byte here).
+  Harness h(quiet());
+  // The calibration's base and the plane's own few objects (namespaces, ...).
+  const double base = scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes");
+  ASSERT_GE(base, 100e6);
+  for (int i = 0; i < 200; ++i) {
+    json e = {{"apiVersion", "v1"},
+              {"kind", "Event"},
+              {"metadata", {{"name", "n.e" + std::to_string(i)}, {"namespace", "default"}}},
+              {"involvedObject", {{"kind", "Node"}, {"name", "n"}}},
+              {"reason", "Starting"},
+              {"message", "Starting kubelet."}};
+    ASSERT_TRUE(h.api->create(kEvents, e).ok());
+  }
+  EXPECT_NEAR(scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes"), base, 1);
+  EXPECT_EQ(scraped(h, "kube-apiserver-0", "watch_cache_capacity", {{"resource", "events"}}), 0);
+  EXPECT_EQ(scraped(h, "kube-apiserver-0", "apiserver_resource_objects", {{"resource", "events"}}), 200);
+
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c" + std::to_string(i))).ok());
+  // Each stored ConfigMap's JSON as the store keeps it (uid, resourceVersion, ...).
+  const double bytes =
+      scraped(h, "kube-apiserver-0", "apiserver_resource_size_estimate_bytes", {{"resource", "configmaps"}});
+  ASSERT_GT(bytes, 0);
+  EXPECT_NEAR(scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes"), base + 200 * 1000 + 2 * bytes, 2);
+  EXPECT_GT(scraped(h, "kube-apiserver-0", "watch_cache_capacity", {{"resource", "configmaps"}}), 0);
 }
 
 }  // namespace

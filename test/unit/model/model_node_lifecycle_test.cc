@@ -5,6 +5,7 @@
 // after 6 ms (latencyWrite) on cores that never queue.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -205,6 +206,74 @@ TEST(ModelNodeLifecycle, TheKubeletsReportBringsReadyBackAndASecondSilenceIsMark
   EXPECT_NEAR(marked[1].at, 160.006, 1e-6);
 }
 
+json pod(const std::string& name, const std::string& node, const std::string& ready) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "i"}}}}}},
+          {"status",
+           {{"phase", "Running"}, {"conditions", {condition("PodScheduled", "True"), condition("Ready", ready)}}}}};
+}
+
+std::vector<std::string> taintsOf(Harness& h, const std::string& name) {
+  std::vector<std::string> out;
+  const kube::ApiResult r = h.api->get(kNodes.named(name));
+  for (const auto& t : r.body.value("spec", json::object()).value("taints", json::array()))
+    out.push_back(t.value("key", "") + ":" + t.value("effect", ""));
+  return out;
+}
+
+TEST(ModelNodeLifecycle, ASilentNodesPodsAreMarkedNotReadyAndItsTaintsComeOffOnItsReturn) {
+  // What follows the Unknown write upstream: the unreachable NoExecute and NoSchedule
+  // taints (two PATCHes), NodeNotReady on the node, and each bound pod whose Ready is
+  // not False PUT with Ready False and a NodeNotReady event of its own. Back, the node
+  // loses both taints (two PATCHes) and the taint eviction controller cancels each
+  // pod's scheduled eviction with an event.
+  Harness h(withController());
+  const ResourceRef pods = ResourceRef(kube::gvr::kPods).in("default");
+  ASSERT_TRUE(h.api->create(pods, pod("a", "silent", "True")).ok());
+  ASSERT_TRUE(h.api->create(pods, pod("b", "silent", "True")).ok());
+  ASSERT_TRUE(h.api->create(pods, pod("c", "silent", "False")).ok());  // not ready already
+  ASSERT_TRUE(h.api->create(pods, pod("d", "renewing", "True")).ok());
+  silentAfter20s(h, 90);
+  ASSERT_EQ(h.plane->stats().nodesMarkedUnknown, 1u);
+  EXPECT_EQ(taintsOf(h, "silent"), (std::vector<std::string>{"node.kubernetes.io/unreachable:NoExecute",
+                                                             "node.kubernetes.io/unreachable:NoSchedule"}));
+  EXPECT_TRUE(taintsOf(h, "renewing").empty());
+  auto ready = [&](const std::string& name) {
+    const kube::ApiResult r = h.api->get(pods.named(name));
+    for (const auto& c : r.body["status"]["conditions"])
+      if (c.value("type", "") == "Ready") return c.value("status", "");
+    return std::string();
+  };
+  EXPECT_EQ(ready("a"), "False");
+  EXPECT_EQ(ready("b"), "False");
+  EXPECT_EQ(ready("d"), "True");
+  EXPECT_EQ(requests(h, {{"resource", "pods"}, {"subresource", "status"}, {"verb", "PUT"}, {"code", "200"}}), 2);
+  EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", ""}, {"verb", "PATCH"}, {"code", "200"}}), 2);
+  // NodeNotReady on the node and on pods a and b.
+  EXPECT_EQ(requests(h, {{"resource", "events"}, {"verb", "POST"}, {"code", "201"}}), 3);
+  const kube::ApiResult events = h.api->list(ResourceRef(kube::gvr::kEvents).in("default"), {});
+  std::vector<std::string> seen;
+  for (const auto& e : events.body["items"])
+    seen.push_back(e["involvedObject"].value("name", "") + " " + e.value("reason", ""));
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, (std::vector<std::string>{"a NodeNotReady", "b NodeNotReady", "silent NodeNotReady"}));
+
+  // Back at 100 s; the pass of 105 s finds it Ready.
+  h.sim.runUntil(TimePoint{100s});
+  ASSERT_TRUE(h.api->update(kLeases.named("silent"), lease("silent", 99)).ok());
+  ASSERT_TRUE(h.api->patchStrategic(kNodes.named("silent").sub("status"), readyReport(1)).ok());
+  h.sim.runUntil(TimePoint{110s});
+  EXPECT_TRUE(taintsOf(h, "silent").empty());
+  EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", ""}, {"verb", "PATCH"}, {"code", "200"}}), 4);
+  // One cancellation for each of the three pods bound to it.
+  EXPECT_EQ(requests(h, {{"resource", "events"}, {"verb", "POST"}, {"code", "201"}}), 6);
+  // Nothing more while it stays Ready.
+  h.sim.runUntil(TimePoint{140s});
+  EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", ""}, {"verb", "PATCH"}}), 4);
+}
+
 TEST(ModelNodeLifecycle, StatusHeartbeatsAloneKeepANodeFromBeingMarked) {
   // A kubelet without a Lease (as before NodeLease): its status reports are what the
   // controller hears.
@@ -242,8 +311,9 @@ TEST(ModelNodeLifecycle, WithoutAControllerManagerNothingMarksNodes) {
 
 TEST(ModelNodeLifecycle, TheWriteIsChargedAsAWriteOfTheNodesWeight) {
   // Nodes written by a client of weight 4 stand for four each: the controller's PUT of
-  // one is four writes at the calibration's 1 ms each on the apiserver, beside the
-  // client's own (2 creations at 1 ms and a renewal at 0.4 ms, each four times).
+  // one is four writes at the calibration's 1 ms each on the apiserver, and so are the
+  // two taint PATCHes and the NodeNotReady event that follow it, beside the client's
+  // own (2 creations at 1 ms and a renewal at 0.4 ms, each four times).
   ModelOptions o = withController();
   o.calibration.apiserverIdleCores = Param::fixed(0);
   o.calibration.etcdIdleCores = Param::fixed(0);
@@ -258,7 +328,9 @@ TEST(ModelNodeLifecycle, TheWriteIsChargedAsAWriteOfTheNodesWeight) {
   ASSERT_EQ(h.plane->stats().nodesMarkedUnknown, 1u);
   EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", "status"}, {"verb", "PUT"}, {"code", "200"}}), 4);
   const double cpu = scraped(h, "kube-apiserver-0", "process_cpu_seconds_total");
-  EXPECT_NEAR(cpu, 4 * (2 * 0.001 + 1 * 0.0004) + 4 * 0.001, 1e-9);
+  EXPECT_EQ(requests(h, {{"resource", "nodes"}, {"subresource", ""}, {"verb", "PATCH"}, {"code", "200"}}), 8);
+  EXPECT_EQ(requests(h, {{"resource", "events"}, {"verb", "POST"}, {"code", "201"}}), 4);
+  EXPECT_NEAR(cpu, 4 * (2 * 0.001 + 1 * 0.0004) + 4 * (1 + 2 + 1) * 0.001, 1e-9);
 }
 
 }  // namespace
