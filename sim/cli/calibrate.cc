@@ -53,7 +53,7 @@ int calibrate(const Args& args) {
       cxxopts::value<std::vector<std::string>>())(
       "no-pin", "run every process wherever the scheduler likes (they contend for the same cores)")(
       "probe",
-      "run only this probe (repeatable: idle, node, churn, state-small, state-large, fanout-10, fanout-50, "
+      "run only this probe (repeatable: idle, node, churn, pods-600, pods-2400, pods-quiet, state-small, state-large, fanout-10, fanout-50, "
       "relist-500, relist-50) into --probes, keeping the others there, then fit them all",
       cxxopts::value<std::vector<std::string>>())("h,help", "show this help");
   auto parsed = parseArgs(opts, args);

@@ -31,12 +31,14 @@ std::string_view toString(ProbeKind k) {
     case ProbeKind::kChurn: return "churn";
     case ProbeKind::kState: return "state";
     case ProbeKind::kReads: return "reads";
+    case ProbeKind::kWrites: return "writes";
   }
   return "idle";
 }
 
 std::optional<ProbeKind> parseProbeKind(std::string_view s) {
-  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState, ProbeKind::kReads})
+  for (ProbeKind k : {ProbeKind::kIdle, ProbeKind::kNode, ProbeKind::kChurn, ProbeKind::kState, ProbeKind::kReads,
+                      ProbeKind::kWrites})
     if (toString(k) == s) return k;
   return std::nullopt;
 }
@@ -303,8 +305,9 @@ const Figure* heapFigure(const Figures& fs, const std::string& apiserver) {
 // fit over every probe the events are nearly proportional to the writes that cause
 // them, and a cost of ~10 us an event is lost in the writes' noise.
 struct CpuRow {
-  double lease = 0, other = 0, reads = 0, events = 0, listed = 0, cpu = 0;
-  bool fanout = false;  // a reads probe's window with no LIST traffic
+  double lease = 0, other = 0, custom = 0, eventWrites = 0, reads = 0, events = 0, listed = 0, cpu = 0;
+  bool fanout = false;        // a reads probe's window with no LIST traffic
+  bool builtinProbe = false;  // a window of a probe of built-in writes (pods)
 };
 
 void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
@@ -323,6 +326,20 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       if (verb == "PUT" || verb == "PATCH" || verb == "APPLY") leaseWrites.push_back(f);
     }
     const auto replicaWrites = named(w.figures, "apiserver_write_qps");
+    // A custom resource's group has a dot and is not one of Kubernetes' own (*.k8s.io:
+    // a CRD there needs the API approval annotation); the built-in groups are the rest.
+    std::vector<const Figure*> customWrites;
+    for (const Figure* f : named(w.figures, "write_qps")) {
+      const std::string_view group = labelValue(f->labels, "group");
+      if (!labelValue(f->labels, "resource").empty() && group.find('.') != std::string_view::npos &&
+          !group.ends_with(".k8s.io"))
+        customWrites.push_back(f);
+    }
+    std::vector<const Figure*> eventWrites;
+    for (const Figure* f : named(w.figures, "write_qps", labels({{"resource", "events"}}))) {
+      const std::string_view group = labelValue(f->labels, "group");
+      if (group.empty() || group == "events.k8s.io") eventWrites.push_back(f);
+    }
     for (const Figure* cpu : perReplica) {
       const std::string api(labelValue(cpu->labels, "apiserver"));
       const Labels self = labels({{"apiserver", api}});
@@ -346,11 +363,16 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
         CpuRow r;
         r.lease = sumAt(leaseWrites, t) * share;
         r.other = std::max(0.0, valueAt(allWrites, t) * share - r.lease);
+        r.custom = std::min(r.other, sumAt(customWrites, t) * share);
+        r.other -= r.custom;
+        r.eventWrites = std::min(r.other, sumAt(eventWrites, t) * share);
+        r.other -= r.eventWrites;
         r.reads = std::max(0.0, valueAt(requests, t) - valueAt(writes, t));
         r.events = sumAt(watch, t);
         r.listed = sumAt(listed, t);
         r.cpu = valueAt(cpu, t);
         r.fanout = fanout;
+        r.builtinProbe = w.probe->kind == ProbeKind::kWrites;
         rows.push_back(r);
       }
     }
@@ -377,19 +399,50 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
           "the other costs are fitted to the CPU less it");
     }
   }
+  // Built-in writes other than Leases (Pods, their status, Node status) apart from
+  // custom resources' only where a probe wrote many of them (the pods probes):
+  // elsewhere they are a Node's status now and then, and the two costs are one. Events
+  // (no watch cache, no watchers) apart from both where the pods probes ran with and
+  // without them.
+  bool split = false, withEvents = false, withoutEvents = false;
+  for (const CpuRow& r : rows) {
+    if (!r.builtinProbe) continue;
+    split = true;
+    withEvents = withEvents || r.eventWrites > 10;
+    withoutEvents = withoutEvents || r.eventWrites < 1;
+  }
+  const bool eventSplit = withEvents && withoutEvents;
   Design d;
   d.names = {"leaseWrites", "otherWrites", "reads", "listObjects"};
+  if (split) d.names.push_back("customWrites");
+  if (eventSplit) d.names.push_back("eventWrites");
   if (!perEvent) d.names.push_back("watchEvents");
   for (const CpuRow& r : rows) {
-    if (perEvent)
-      d.add({r.lease, r.other, r.reads, r.listed}, r.cpu - perEvent->value * r.events);
-    else
-      d.add({r.lease, r.other, r.reads, r.listed, r.events}, r.cpu);
+    double other = r.other + (eventSplit ? 0 : r.eventWrites) + (split ? 0 : r.custom);
+    std::vector<double> x = {r.lease, other, r.reads, r.listed};
+    if (split) x.push_back(r.custom);
+    if (eventSplit) x.push_back(r.eventWrites);
+    if (!perEvent) x.push_back(r.events);
+    d.add(std::move(x), perEvent ? r.cpu - perEvent->value * r.events : r.cpu);
   }
   Fitted f = fitDesign(std::move(d), "apiserver CPU", o.confidence, c.notes);
   c.apiserverIdleCores = f.params.at("intercept");
   c.apiserverCpuLeaseWrite = f.params.at("leaseWrites");
   c.apiserverCpuWrite = f.params.at("otherWrites");
+  c.apiserverCpuCustomWrite = split ? f.params.at("customWrites") : c.apiserverCpuWrite;
+  c.apiserverCpuEventWrite = eventSplit ? f.params.at("eventWrites") : c.apiserverCpuWrite;
+  if (!split) {
+    c.notes.push_back(
+        "apiserverCpuWrite: one cost for every write but a Lease's, built-in, custom or an Event: no pods probe "
+        "wrote enough built-in objects to tell them apart");
+  } else {
+    c.notes.push_back(std::string("apiserverCpuWrite, apiserverCpuCustomWrite: a built-in resource's writes (Pods, ") +
+                      "their status, Node status" + (eventSplit ? "" : ", Events") +
+                      ") apart from a custom resource's, told apart by the pods probes' built-in writes");
+    c.notes.push_back(eventSplit ? "apiserverCpuEventWrite: an Event's write (no watch cache, no watchers), told apart "
+                                   "by the pods probes with and without their Events"
+                                 : "apiserverCpuEventWrite: as apiserverCpuWrite: no pods probe ran without Events");
+  }
   c.apiserverCpuRead = f.params.at("reads");
   c.apiserverCpuWatchEvent = perEvent ? *perEvent : f.params.at("watchEvents");
   c.apiserverCpuListObject = f.params.at("listObjects");

@@ -43,8 +43,8 @@ namespace cpscale::model {
 
 // kReads: probes whose load is reads: informers on a busy resource (watch events sent
 // per watcher) and informers that relist (objects a LIST returns, LIST calls).
-enum class ProbeKind { kIdle, kNode, kChurn, kState, kReads };
-std::string_view toString(ProbeKind k);  // "idle" | "node" | "churn" | "state" | "reads"
+enum class ProbeKind { kIdle, kNode, kChurn, kState, kReads, kWrites };
+std::string_view toString(ProbeKind k);  // "idle" | "node" | "churn" | "state" | "reads" | "writes"
 std::optional<ProbeKind> parseProbeKind(std::string_view s);
 
 // The load generator's CPU, sampled while a probe ran.

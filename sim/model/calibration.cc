@@ -24,6 +24,8 @@ constexpr ParamField kParams[] = {
     {"apiserverIdleCores", &Calibration::apiserverIdleCores, "cores"},
     {"apiserverCpuLeaseWrite", &Calibration::apiserverCpuLeaseWrite, "core-s"},
     {"apiserverCpuWrite", &Calibration::apiserverCpuWrite, "core-s"},
+    {"apiserverCpuCustomWrite", &Calibration::apiserverCpuCustomWrite, "core-s"},
+    {"apiserverCpuEventWrite", &Calibration::apiserverCpuEventWrite, "core-s"},
     {"apiserverCpuRead", &Calibration::apiserverCpuRead, "core-s"},
     {"apiserverCpuWatchEvent", &Calibration::apiserverCpuWatchEvent, "core-s"},
     {"apiserverCpuListObject", &Calibration::apiserverCpuListObject, "core-s"},
@@ -173,7 +175,15 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
   c.sharedHost = root.at("sharedHost").boolean();
   c.apiserverCores = positive("apiserverCores");
   c.etcdCores = positive("etcdCores");
-  for (const ParamField& f : kParams) c.*f.member = readParam(root.at(f.name));
+  for (const ParamField& f : kParams) {
+    // Before the pods probes, one cost stood for every write but a Lease's.
+    if ((f.member == &Calibration::apiserverCpuCustomWrite || f.member == &Calibration::apiserverCpuEventWrite) &&
+        !root.has(f.name)) {
+      c.*f.member = c.apiserverCpuWrite;
+      continue;
+    }
+    c.*f.member = readParam(root.at(f.name));
+  }
   Reader placement = root.at("placement");
   for (std::size_t i = 0; i < placement.array().size(); ++i) {
     Reader p = placement.at(i);

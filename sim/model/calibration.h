@@ -98,12 +98,14 @@ struct Calibration {
   std::vector<CpuSet> placement;
 
   // CPU per request served by a kube-apiserver replica, by class (core-seconds).
-  Param apiserverIdleCores;      // with no load (per replica)
-  Param apiserverCpuLeaseWrite;  // PUT/PATCH leases
-  Param apiserverCpuWrite;       // other POST/PUT/PATCH/DELETE
-  Param apiserverCpuRead;        // GET/LIST
-  Param apiserverCpuWatchEvent;  // per watch event sent to one watcher
-  Param apiserverCpuListObject;  // per object a LIST returns (encoding it; the LIST's own cost is a read)
+  Param apiserverIdleCores;       // with no load (per replica)
+  Param apiserverCpuLeaseWrite;   // PUT/PATCH leases
+  Param apiserverCpuWrite;        // other POST/PUT/PATCH/DELETE of a built-in resource
+  Param apiserverCpuCustomWrite;  // POST/PUT/PATCH/DELETE of a custom resource
+  Param apiserverCpuEventWrite;   // POST/PATCH of an Event (no watch cache, no watchers)
+  Param apiserverCpuRead;         // GET/LIST
+  Param apiserverCpuWatchEvent;   // per watch event sent to one watcher
+  Param apiserverCpuListObject;   // per object a LIST returns (encoding it; the LIST's own cost is a read)
   // etcd: CPU per committed proposal, and its idle CPU.
   Param etcdIdleCores;
   Param etcdCpuPerProposal;

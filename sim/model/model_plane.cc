@@ -288,7 +288,7 @@ class ModelPlane::Impl {
   static kube::HttpResponse tooManyRequests();
 
   // ---- cost model ----
-  enum class Class { kLeaseWrite, kWrite, kRead };
+  enum class Class { kLeaseWrite, kWrite, kCustomWrite, kEventWrite, kRead };
   double cpuOf(Class c) const;
   // Charges one request standing for `w` to replica `replica` (and etcd for writes);
   // returns its modelled latency in seconds.
@@ -685,6 +685,8 @@ double ModelPlane::Impl::cpuOf(Class c) const {
   switch (c) {
     case Class::kLeaseWrite: return cal_.apiserverCpuLeaseWrite.value;
     case Class::kWrite: return cal_.apiserverCpuWrite.value;
+    case Class::kCustomWrite: return cal_.apiserverCpuCustomWrite.value;
+    case Class::kEventWrite: return cal_.apiserverCpuEventWrite.value;
     case Class::kRead: return cal_.apiserverCpuRead.value;
   }
   return 0;
@@ -764,11 +766,14 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
     p.labelsKey = l.key();
     const bool write = r.resource && isWrite(r.verb);
     p.mutating = write;
-    const Class cls =
+    Class cls =
         !write ? Class::kRead
         : (r.group == "coordination.k8s.io" && r.resourceName == "leases" && (r.verb == "PUT" || r.verb == "PATCH"))
             ? Class::kLeaseWrite
             : Class::kWrite;
+    if (cls == Class::kWrite)
+      if (const Table* t = store_.findByKey(r.group, r.resourceName); t != nullptr)
+        cls = t->type.custom ? Class::kCustomWrite : !t->type.watchCached() ? Class::kEventWrite : Class::kWrite;
     // The max-in-flight filter, after authentication and before everything else. As
     // upstream's long-running check: watches and the streaming subresources take no seat;
     // get, list and watch are read-only, every other verb mutating.
@@ -920,7 +925,10 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     } else {
       res = store_.removeCollection(*table, r.ns, q, p.req.body);
       if (res.items > 1) {
-        const double cpu = cal_.apiserverCpuWrite.value * static_cast<double>(res.items - 1) * w;
+        const double cpu = cpuOf(table->type.custom           ? Class::kCustomWrite
+                                 : !table->type.watchCached() ? Class::kEventWrite
+                                                              : Class::kWrite) *
+                           static_cast<double>(res.items - 1) * w;
         apis_[p.replica].pool->charge(sched_.now(), cpu);
         apis_[p.replica].cpu += cpu;
         Etcd& e = etcds_[etcdFor(*table)];
@@ -1621,7 +1629,8 @@ bool ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const 
     if (status) *status = 429;
     return false;
   }
-  const double latency = charge(replica, Class::kWrite, t.type.key(), weight);
+  const double latency =
+      charge(replica, t.type.watchCached() ? Class::kWrite : Class::kEventWrite, t.type.key(), weight);
   releaseSeat(replica, true, weight);
   store_.setNow(sched_.now(), options_.epochUnixNanos);
   StoreResult res = verb == "POST"    ? store_.create(t, ns, body, weight)

@@ -80,6 +80,15 @@ std::vector<ProbePlan> probePlan(bool quick) {
       {"idle", ProbeKind::kIdle, "idle.yaml", {}},
       {"node", ProbeKind::kNode, "node.yaml", {}},
       {"churn", ProbeKind::kChurn, "churn.yaml", {}},
+      // Built-in writes of small objects (pods, their status and Events) at two rates:
+      // 10 and 40 replacements a second, 7 writes each.
+      {"pods-600", ProbeKind::kWrites, "pods.yaml", {{"workloads.fleet.churn.podReplacementsPerMinute", "600"}}},
+      {"pods-2400", ProbeKind::kWrites, "pods.yaml", {{"workloads.fleet.churn.podReplacementsPerMinute", "2400"}}},
+      // The same pods without their Events: an Event's cost told apart from a Pod's.
+      {"pods-quiet",
+       ProbeKind::kWrites,
+       "pods.yaml",
+       {{"workloads.fleet.churn.podReplacementsPerMinute", "2400"}, {"workloads.fleet.events", "false"}}},
       {"state-small", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "256"}}},
       {"state-large", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "8192"}}},
       // Watch events sent per watcher, told apart from the writes that cause them: the
@@ -98,12 +107,13 @@ std::vector<ProbePlan> probePlan(bool quick) {
     plan[0].overrides.push_back({"duration", "15s"});
     plan[1].overrides.push_back({"capacity.hold", "15s"});
     plan[2].overrides.push_back({"capacity.hold", "15s"});
-    for (std::size_t i : {3u, 4u}) {
+    for (std::size_t i : {3u, 4u, 5u}) plan[i].overrides.push_back({"duration", "15s"});
+    for (std::size_t i : {6u, 7u}) {
       plan[i].overrides.push_back({"duration", "10s"});
       plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
       plan[i].overrides.push_back({"workloads.platform.configMaps", "2500"});
     }
-    for (std::size_t i = 5; i < plan.size(); ++i) plan[i].overrides.push_back({"duration", "15s"});
+    for (std::size_t i = 8; i < plan.size(); ++i) plan[i].overrides.push_back({"duration", "15s"});
   }
   return plan;
 }

@@ -2,6 +2,7 @@
 // the fit of stored probe results into a calibration (calibrate_fit.h) on fixtures
 // generated from known parameters (test/fixtures/calibration).
 #include <gtest/gtest.h>
+#include <algorithm>
 
 #include <cmath>
 #include <filesystem>
@@ -253,6 +254,8 @@ Calibration sample() {
   c.apiserverIdleCores = {0.06, 0.05, 0.07};
   c.apiserverCpuLeaseWrite = {0.0009, 0.0008, 0.001};
   c.apiserverCpuWrite = {0.0025, 0.002, 0.003};
+  c.apiserverCpuCustomWrite = {0.0031, 0.0027, 0.0035};
+  c.apiserverCpuEventWrite = {0.0008, 0.0006, 0.001};
   c.apiserverCpuRead = {0, 0, 0.0004};
   c.apiserverCpuWatchEvent = {4e-5, 1e-5, 7e-5};
   c.etcdIdleCores = {0.02, 0.019, 0.021};
@@ -313,6 +316,8 @@ TEST(CalibrationFile, RoundTripsEveryField) {
   SAME(apiserverIdleCores);
   SAME(apiserverCpuLeaseWrite);
   SAME(apiserverCpuWrite);
+  SAME(apiserverCpuCustomWrite);
+  SAME(apiserverCpuEventWrite);
   SAME(apiserverCpuRead);
   SAME(apiserverCpuWatchEvent);
   SAME(apiserverCpuListObject);
@@ -489,7 +494,7 @@ void expectCovers(const Param& p, double truth, const char* name) {
 
 TEST(CalibrateFit, ReadsTheStoredProbes) {
   std::vector<ProbeResult> probes = readProbes(kFixtures / "probes");
-  ASSERT_EQ(probes.size(), 9u);
+  ASSERT_EQ(probes.size(), 12u);
   EXPECT_EQ(probes[0].name, "churn");
   EXPECT_EQ(probes[0].kind, ProbeKind::kChurn);
   ASSERT_TRUE(probes[0].result.capacity.has_value());
@@ -499,8 +504,27 @@ TEST(CalibrateFit, ReadsTheStoredProbes) {
   EXPECT_EQ(probes[1].kind, ProbeKind::kReads);
   EXPECT_EQ(probes[3].kind, ProbeKind::kIdle);
   EXPECT_EQ(probes[3].result.environment.placement.at("kube-apiserver"), "1");
-  EXPECT_EQ(probes[7].name, "state-large");
-  EXPECT_EQ(probes[7].kind, ProbeKind::kState);
+  EXPECT_EQ(probes[5].name, "pods-2400");
+  EXPECT_EQ(probes[5].kind, ProbeKind::kWrites);
+  EXPECT_EQ(probes[10].name, "state-large");
+  EXPECT_EQ(probes[10].kind, ProbeKind::kState);
+}
+
+TEST(CalibrateFit, WithoutThePodsProbesEveryWriteButALeasesHasOneCost) {
+  // Probe sets from before the pods probes: their built-in writes are a Node's status
+  // now and then, too few to tell apart, and one cost stands for both, with a note.
+  std::vector<ProbeResult> probes = readProbes(kFixtures / "probes");
+  std::erase_if(probes, [](const ProbeResult& p) { return p.kind == ProbeKind::kWrites; });
+  ASSERT_EQ(probes.size(), 9u);
+  Calibration c = fitCalibration(probes);
+  EXPECT_EQ(c.apiserverCpuCustomWrite.value, c.apiserverCpuWrite.value);
+  EXPECT_EQ(c.apiserverCpuCustomWrite.low, c.apiserverCpuWrite.low);
+  EXPECT_EQ(c.apiserverCpuEventWrite.value, c.apiserverCpuWrite.value);
+  // The probes' other writes are mostly custom resources': the one cost is near theirs.
+  const json t = truth();
+  EXPECT_GT(c.apiserverCpuWrite.value, t["apiserverCpuWrite"].get<double>());
+  EXPECT_TRUE(std::any_of(c.notes.begin(), c.notes.end(),
+                          [](const std::string& n) { return n.find("no pods probe") != std::string::npos; }));
 }
 
 TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
@@ -509,6 +533,12 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   expectCovers(c.apiserverIdleCores, t["apiserverIdleCores"], "apiserverIdleCores");
   expectCovers(c.apiserverCpuLeaseWrite, t["apiserverCpuLeaseWrite"], "apiserverCpuLeaseWrite");
   expectCovers(c.apiserverCpuWrite, t["apiserverCpuWrite"], "apiserverCpuWrite");
+  // The pods probes' built-in writes tell a custom resource's writes apart.
+  expectCovers(c.apiserverCpuCustomWrite, t["apiserverCpuCustomWrite"], "apiserverCpuCustomWrite");
+  EXPECT_LT(c.apiserverCpuWrite.high, c.apiserverCpuCustomWrite.low);
+  // And the pods probes with and without their Events, an Event's.
+  expectCovers(c.apiserverCpuEventWrite, t["apiserverCpuEventWrite"], "apiserverCpuEventWrite");
+  EXPECT_LT(c.apiserverCpuEventWrite.high, c.apiserverCpuWrite.low);
   expectCovers(c.apiserverCpuRead, t["apiserverCpuRead"], "apiserverCpuRead");
   expectCovers(c.apiserverCpuWatchEvent, t["apiserverCpuWatchEvent"], "apiserverCpuWatchEvent");
   expectCovers(c.apiserverCpuListObject, t["apiserverCpuListObject"], "apiserverCpuListObject");
@@ -587,7 +617,7 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   EXPECT_EQ(c.kubernetesVersion, "v1.36.3");
   EXPECT_EQ(c.etcdVersion, "3.6.16");
   EXPECT_EQ(c.profile, "classic");
-  EXPECT_EQ(c.measuredAt, "2026-06-11T10:09:00Z");
+  EXPECT_EQ(c.measuredAt, "2026-06-11T10:12:00Z");  // the last probe's end
 
   // Every fit's quality is recorded.
   std::set<std::string> fits;
@@ -601,7 +631,7 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
                                    "heap_per_object", "heap_per_custom_resource_event", "heap_per_node", "etcd_db"}));
   const FitQuality& cpu =
       *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "apiserver_cpu"; });
-  EXPECT_EQ(cpu.observations, 11u * 15u);  // 11 windows of 15 scrape intervals
+  EXPECT_EQ(cpu.observations, 14u * 15u);  // 14 windows of 15 scrape intervals
   EXPECT_NEAR(cpu.residualStd, 0.008, 0.003);
 
   // The result is a valid calibration file.
@@ -630,7 +660,7 @@ TEST(CalibrateFit, PerWindowMeansWhenFiguresCarryNoSeries) {
   Calibration c = fitCalibration(probes);
   const FitQuality& etcd =
       *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "etcd_cpu"; });
-  EXPECT_EQ(etcd.observations, 11u);
+  EXPECT_EQ(etcd.observations, 14u);
   expectCovers(c.etcdCpuPerProposal, truth()["etcdCpuPerProposal"], "etcdCpuPerProposal");
 }
 
@@ -729,10 +759,13 @@ TEST(CalibrationScenarios, EveryProbeScenarioLoads) {
       EXPECT_EQ(scenario::capacityLadder(*s.capacity).size(), 2u);
     }
   }
-  EXPECT_EQ(
-      ladder,
-      (std::map<std::string, bool>{
-          {"idle", false}, {"node", true}, {"churn", true}, {"state", false}, {"fanout", false}, {"relist", false}}));
+  EXPECT_EQ(ladder, (std::map<std::string, bool>{{"idle", false},
+                                                 {"node", true},
+                                                 {"churn", true},
+                                                 {"pods", false},
+                                                 {"state", false},
+                                                 {"fanout", false},
+                                                 {"relist", false}}));
 }
 
 }  // namespace

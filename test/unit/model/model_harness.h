@@ -20,6 +20,8 @@ inline Calibration smallCalibration() {
   c.apiserverIdleCores = Param::fixed(0.05);
   c.apiserverCpuLeaseWrite = Param::fixed(0.0004);
   c.apiserverCpuWrite = Param::fixed(0.001);
+  c.apiserverCpuCustomWrite = Param::fixed(0.001);
+  c.apiserverCpuEventWrite = Param::fixed(0.001);
   c.apiserverCpuRead = Param::fixed(0.0005);
   c.apiserverCpuWatchEvent = Param::fixed(0.00005);
   c.etcdIdleCores = Param::fixed(0.02);

@@ -31,6 +31,8 @@ model::Calibration testCalibration() {
   c.apiserverIdleCores = Param::fixed(0.05);
   c.apiserverCpuLeaseWrite = Param::fixed(300e-6);
   c.apiserverCpuWrite = Param::fixed(600e-6);
+  c.apiserverCpuCustomWrite = Param::fixed(600e-6);
+  c.apiserverCpuEventWrite = Param::fixed(600e-6);
   c.apiserverCpuRead = Param::fixed(400e-6);
   c.apiserverCpuWatchEvent = Param::fixed(20e-6);
   c.etcdIdleCores = Param::fixed(0.02);
