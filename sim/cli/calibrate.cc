@@ -3,8 +3,10 @@
 // the plane idle, kubelets at two fleet sizes, session churn at two rates, and a state
 // ramp per kind at two payload sizes. The fit of their results into a calibration is
 // model::fitCalibration (sim/model/calibrate_fit.h); --from refits stored probes.
+#include <algorithm>
 #include <cxxopts.hpp>
 #include <iostream>
+#include <optional>
 
 #include "reports/format.h"
 #include "sim/cli/commands.h"
@@ -29,8 +31,10 @@ int calibrate(const Args& args) {
       "cpscale calibrate",
       "Measure the cost model's parameters on this machine: short live probes on the local plane, one after\n"
       "another (each starts its own plane): the plane idle, kubelets at two fleet sizes, session churn at two\n"
-      "rates, and a state ramp per kind at two payload sizes (scenarios/calibration). About 6 minutes on 2 cores\n"
-      "(4.5 with --quick). From their results it fits kube-apiserver and etcd CPU per request class, the\n"
+      "rates, pods replaced at two rates and without their Events, a state ramp per kind at two payload sizes,\n"
+      "updates fanned out to 10 and 50 watchers, and informers relisting in pages of 500 and 50\n"
+      "(scenarios/calibration). About 13 minutes on 2 cores (9 with --quick). From their results it fits\n"
+      "kube-apiserver and etcd CPU per request class, the\n"
       "generator's CPU per request, heap per object and per byte, etcd db growth per write, and measures\n"
       "unloaded latencies, background writes and RSS over heap; it writes the calibration (every parameter\n"
       "with its 95 % interval and each fit's R²) that `cpscale simulate` reads, and prints it as a table.\n"
@@ -41,12 +45,15 @@ int calibrate(const Args& args) {
       "probes", "directory for the probes' results (default runs/calibrate-<id>/probes)",
       cxxopts::value<std::string>())("from", "refit the probes stored in this directory instead of running them",
                                      cxxopts::value<std::string>())(
-      "quick", "shorter probes (about 4.5 minutes; wider intervals)")(
+      "quick", "shorter probes (about 9 minutes; wider intervals)")(
       "scenario-dir", "the probe scenarios (default: scenarios/calibration of the source tree)",
       cxxopts::value<std::string>())("run-id", "run id prefix (default: random)", cxxopts::value<std::string>())(
       "no-validate", "skip the validation: node-bound and churn-bound live and simulated, compared")(
-      "quiet", "no progress output")("bin-dir", "pinned control-plane binaries directory",
-                                     cxxopts::value<std::string>())(
+      "validate",
+      "validate only this case (repeatable: node-bound, churn-bound, node-bound-realistic, churn-bound-3x, "
+      "state-bound-classic, state-bound-classic-ha, crossing), keeping the other cases' entries of the --out file",
+      cxxopts::value<std::vector<std::string>>())("quiet", "no progress output")(
+      "bin-dir", "pinned control-plane binaries directory", cxxopts::value<std::string>())(
       "pin",
       "pin the plane's members and the generator for the probes and the validation: ROLE=CPUS, repeatable "
       "(see cpscale run --pin; default 'isolated': kube-apiserver alone on the last CPU)",
@@ -110,7 +117,7 @@ int calibrate(const Args& args) {
     installInterruptHandlers();
     if (progress)
       std::cerr << "cpscale calibrate: " << plan.size() << " probes on " << profile.name << ", about "
-                << (r.count("quick") ? "6" : "8") << " minutes; results in " << probesDir.string()
+                << (r.count("quick") ? "9" : "13") << " minutes; results in " << probesDir.string()
                 << (placement.empty() ? "; nothing pinned" : "; pinned: " + placement.text()) << "\n";
     ProbeRunOptions po;
     po.scenarioDir = scenarioDir;
@@ -128,6 +135,28 @@ int calibrate(const Args& args) {
     probes = std::move(ran.probes);
     // With --probe, the others come from what the directory already holds.
     if (r.count("probe")) probes = model::readProbes(probesDir);
+  }
+
+  // Which validation cases run: all of them, or those named (the others' entries are
+  // kept from the file --out replaces, so a model change can be validated where it
+  // matters without running every case again).
+  std::vector<ValidationCase> cases = defaultValidationCases();
+  std::optional<CrossingCase> crossing = CrossingCase{};
+  std::vector<model::ValidationEntry> previous;
+  if (r.count("validate")) {
+    if (r.count("no-validate")) throw ConfigError("command line", "--validate", "contradicts --no-validate");
+    const auto only = r["validate"].as<std::vector<std::string>>();
+    for (const auto& name : only)
+      if (name != "crossing" &&
+          std::none_of(cases.begin(), cases.end(), [&](const ValidationCase& v) { return v.label() == name; }))
+        throw ConfigError("command line", "--validate", "no validation case is named '" + name + "'");
+    std::erase_if(
+        cases, [&](const ValidationCase& v) { return std::find(only.begin(), only.end(), v.label()) == only.end(); });
+    if (std::find(only.begin(), only.end(), "crossing") == only.end()) crossing.reset();
+    if (!fs::exists(out))
+      throw ConfigError("command line", "--validate",
+                        out.string() + " does not exist: its other cases' entries are what --validate keeps");
+    previous = model::readCalibration(out).validation;
   }
 
   model::Calibration c;
@@ -154,8 +183,9 @@ int calibrate(const Args& args) {
     if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
     c.source = out;
-    c.validation = validateCalibration(c, profile, binDir, base / "validation", runId, progress,
-                                       defaultValidationCases(), CrossingCase{}, placement);
+    c.validation =
+        validateCalibration(c, profile, binDir, base / "validation", runId, progress, cases, crossing, placement);
+    if (r.count("validate")) c.validation = mergeValidation(previous, c.validation);
     model::writeCalibration(c, out);
     for (const auto& e : c.validation) std::cout << "validation: " << validationLine(e) << "\n";
   }

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 
 #include "reports/format.h"
 #include "reports/run_outputs.h"
@@ -277,24 +278,66 @@ bool ValidationCase::holds(const std::string& entry) const {
   return held || std::find(heldFigures.begin(), heldFigures.end(), entry.substr(prefix.size())) != heldFigures.end();
 }
 
+std::string validationCaseOf(const model::ValidationEntry& e) {
+  if (e.figure.starts_with("fleet where PUT leases p99 crosses")) return "crossing";
+  const auto colon = e.figure.find(": ");
+  return colon == std::string::npos ? e.figure : e.figure.substr(0, colon);
+}
+
+std::vector<model::ValidationEntry> mergeValidation(const std::vector<model::ValidationEntry>& previous,
+                                                    const std::vector<model::ValidationEntry>& fresh) {
+  std::set<std::string> rerun, placed;
+  for (const auto& e : fresh) rerun.insert(validationCaseOf(e));
+  std::vector<model::ValidationEntry> out;
+  auto place = [&](const std::string& c) {
+    if (!placed.insert(c).second) return;
+    for (const auto& e : fresh)
+      if (validationCaseOf(e) == c) out.push_back(e);
+  };
+  for (const auto& e : previous) {
+    const std::string c = validationCaseOf(e);
+    if (rerun.contains(c)) {
+      place(c);
+    } else {
+      out.push_back(e);
+    }
+  }
+  for (const auto& e : fresh) place(validationCaseOf(e));
+  return out;
+}
+
 std::vector<ValidationCase> defaultValidationCases() {
   return {{"node-bound.yaml", {{"workloads.fleet.count", "300"}, {"duration", "60s"}}, "", "", true, {}},
           {"churn-bound.yaml", {{"duration", "60s"}}, "", "", true, {}},
-          // The live plane's own pod and event writes (the scheduler's and the
-          // controllers', not the fleet's) are not in the model: reported, not held.
-          {"node-bound-realistic.yaml", {{"duration", "60s"}}, "", "", false, {}},
-          // Reported, not held: the live heap at 3x holds ~20 % more than the model's
-          // (2026-12-05: 20.6 %), and the replicas of classic-ha that serve no
-          // controller hold ~40 MB less than the model's one base heap per replica.
+          // Its whole 150 s: the window takes in a node failure's whole cycle (silent at
+          // 60 s, marked Unknown ~55 s later, back at 130 s), whose controller writes a
+          // shorter window cuts in two. Its writes are held; not its pods (75 Poisson
+          // replacements in the window: +-12 % by chance alone), its events (the
+          // controllers' burst, 9.8 % off on 2026-12-06), nor its heap (the pods' watch
+          // cache ring, whose doubling the live plane reaches 9 s before it would shrink
+          // and the model, slower through its setup, does not).
+          {"node-bound-realistic.yaml",
+           {},
+           "",
+           "",
+           false,
+           {"write_qps", "write_qps{resource=leases}", "write_qps{resource=nodes/status}",
+            "write_qps{resource=pods/status}", "lease_write_share"}},
+          // Its writes are held; its heap is reported: 6.8 % off on 2026-12-06, 20.6 %
+          // the day before, when the live heap was 159 MB larger (619 against 460 MB):
+          // at this rate the live heap varies that much from one run to the next.
           {"churn-bound.yaml",
            {{"duration", "60s"}, {"workloads.sessions.sessionsPerMinute", "1800"}},
            "",
            "churn-bound-3x",
            false,
-           {}},
+           {"write_qps", "write_qps{resource=agentsessions}", "write_qps{resource=agentsessions/status}",
+            "write_qps{resource=leases}"}},
           {"state-bound.yaml", {{"duration", "30s"}}, "classic.yaml", "state-bound-classic", true, {}},
           // Its steady writes are the plane's idle background (the controllers' and the
-          // apiservers' own Lease renewals): held, as on classic; only its heap is not.
+          // apiservers' own Lease renewals): held, as on classic; only its heap is not:
+          // the replicas that serve no controller hold ~40 MB less than the model's one
+          // base heap per replica (24-25 % off).
           {"state-bound.yaml",
            {{"duration", "30s"}},
            "classic-ha.yaml",

@@ -118,6 +118,13 @@ std::vector<model::ValidationEntry> validateCalibration(
 // (empty for an unpinned calibration).
 controlplane::Placement placementOf(const model::Calibration& calibration);
 
+// The case an entry belongs to: the text before ": " ("node-bound"), or "crossing".
+std::string validationCaseOf(const model::ValidationEntry& e);
+// A calibration's entries with those of the cases in `fresh` replaced by its entries
+// (where the case's first entry was; a case new to `previous` at the end).
+std::vector<model::ValidationEntry> mergeValidation(const std::vector<model::ValidationEntry>& previous,
+                                                    const std::vector<model::ValidationEntry>& fresh);
+
 // One validation entry as calibrate and simulate print it: live, model, error and
 // tolerance, and "past its tolerance" when the error exceeds it.
 std::string validationLine(const model::ValidationEntry& e);

@@ -38,9 +38,9 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
     // A case the model is known not to meet is reported, not held (ValidationCase::held).
     bool held = false;
     for (const auto& c : cli::defaultValidationCases()) held = held || c.holds(e.figure);
-    // The pinned crossing was 26 % off when this calibration was validated (the model's
-    // 3,815..4,292 nodes against the live 2,747..3,052): reported until the model's
-    // generator-side costs are measured apart; the integration test prints it.
+    // The crossing is reported, not held: the live plane's own crossing moved from
+    // 2,747..3,052 nodes (2026-12-05) to 4,768..5,364 (2026-12-06) on the same VM, so
+    // the model's 3,815..4,292 was 26 % late one day and 9.4 % early the next.
     if (e.figure.find("PUT leases p99 crosses") != std::string::npos) held = false;
     if (held) {
       EXPECT_LE(e.relativeError, e.tolerance) << e.figure << ": live " << e.live << ", model " << e.model;

@@ -292,6 +292,28 @@ TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
   EXPECT_TRUE(sampledOverrides(sc, 1).empty());
 }
 
+TEST(ValidationMerge, ACaseValidatedAgainReplacesItsEntriesWhereTheyWereAndKeepsTheOthers) {
+  // `cpscale calibrate --validate node-bound-realistic`: that case's entries are the new
+  // run's, in the place the case had; every other case's stay as they were measured.
+  auto entry = [](const std::string& figure, double model) { return model::ValidationEntry{figure, 1, model, 0, 0.1}; };
+  const std::vector<model::ValidationEntry> previous = {
+      entry("node-bound: write_qps", 1), entry("node-bound-realistic: write_qps", 2),
+      entry("node-bound-realistic: write_qps{resource=events}", 3), entry("churn-bound: write_qps", 4),
+      entry("fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052)", 5)};
+  const std::vector<model::ValidationEntry> fresh = {entry("node-bound-realistic: write_qps", 20),
+                                                     entry("node-bound-realistic: write_qps{resource=pods}", 21),
+                                                     entry("state-bound-classic: write_qps", 22)};
+  EXPECT_EQ(validationCaseOf(previous[1]), "node-bound-realistic");
+  EXPECT_EQ(validationCaseOf(previous[4]), "crossing");
+  std::vector<std::string> got;
+  for (const auto& e : mergeValidation(previous, fresh)) got.push_back(e.figure + " " + std::to_string(int(e.model)));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "node-bound: write_qps 1", "node-bound-realistic: write_qps 20",
+                     "node-bound-realistic: write_qps{resource=pods} 21", "churn-bound: write_qps 4",
+                     "fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052) 5",
+                     "state-bound-classic: write_qps 22"}));
+}
+
 TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) {
   // Two modelled runs of one scenario stand for "live" and "model": the second's heap per
   // object is ten times the first's, its rates the same.
