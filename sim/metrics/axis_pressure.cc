@@ -38,10 +38,6 @@ constexpr std::string_view kBuiltinGroups[] = {"",
                                                "storage.k8s.io",
                                                "storagemigration.k8s.io"};
 
-bool isBuiltinGroup(std::string_view group) {
-  return std::find(std::begin(kBuiltinGroups), std::end(kBuiltinGroups), group) != std::end(kBuiltinGroups);
-}
-
 // A kubelet saying it is alive: its node Lease renewal and its node status.
 bool isLivenessWrite(std::string_view group, std::string_view resource) {
   return (group == "coordination.k8s.io" && resource == "leases") || (group.empty() && resource == "nodes/status");
@@ -165,6 +161,10 @@ void statePressure(std::vector<Figure>& out, std::span<const Figure> figures, Wi
 }
 
 }  // namespace
+
+bool isBuiltinGroup(std::string_view group) {
+  return std::find(std::begin(kBuiltinGroups), std::end(kBuiltinGroups), group) != std::end(kBuiltinGroups);
+}
 
 std::vector<Figure> axisPressureFigures(std::span<const Figure> figures) {
   std::vector<Figure> out;

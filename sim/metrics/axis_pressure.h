@@ -32,4 +32,8 @@ namespace cpscale::metrics {
 // taken from the inputs.
 std::vector<Figure> axisPressureFigures(std::span<const Figure> figures);
 
+// Whether an API group is one a vanilla kube-apiserver serves itself ("" the core
+// group), not a custom resource's: an exact list, as a CRD may sit in a *.k8s.io group.
+bool isBuiltinGroup(std::string_view group);
+
 }  // namespace cpscale::metrics

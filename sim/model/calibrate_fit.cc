@@ -11,7 +11,9 @@
 
 #include "sim/common/error.h"
 #include "sim/controlplane/placement.h"
+#include "sim/metrics/axis_pressure.h"
 #include "sim/model/fit.h"
+#include "sim/model/object_store.h"
 #include "sim/result/json_io.h"
 
 namespace cpscale::model {
@@ -326,19 +328,13 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       if (verb == "PUT" || verb == "PATCH" || verb == "APPLY") leaseWrites.push_back(f);
     }
     const auto replicaWrites = named(w.figures, "apiserver_write_qps");
-    // A custom resource's group has a dot and is not one of Kubernetes' own (*.k8s.io:
-    // a CRD there needs the API approval annotation); the built-in groups are the rest.
-    std::vector<const Figure*> customWrites;
+    // Custom resources' writes, and Events' (the resource without a watch cache).
+    std::vector<const Figure*> customWrites, eventWrites;
     for (const Figure* f : named(w.figures, "write_qps")) {
-      const std::string_view group = labelValue(f->labels, "group");
-      if (!labelValue(f->labels, "resource").empty() && group.find('.') != std::string_view::npos &&
-          !group.ends_with(".k8s.io"))
-        customWrites.push_back(f);
-    }
-    std::vector<const Figure*> eventWrites;
-    for (const Figure* f : named(w.figures, "write_qps", labels({{"resource", "events"}}))) {
-      const std::string_view group = labelValue(f->labels, "group");
-      if (group.empty() || group == "events.k8s.io") eventWrites.push_back(f);
+      const std::string_view group = labelValue(f->labels, "group"), resource = labelValue(f->labels, "resource");
+      if (resource.empty()) continue;
+      if (!metrics::isBuiltinGroup(group)) customWrites.push_back(f);
+      if (!hasWatchCache(group, resource)) eventWrites.push_back(f);
     }
     for (const Figure* cpu : perReplica) {
       const std::string api(labelValue(cpu->labels, "apiserver"));
@@ -570,7 +566,7 @@ double payloadBytes(const ProbeResult& p, std::string_view workload = "dormant")
 }
 
 // The events the watch caches hold at t (watch_cache_events), summed over resources:
-// the custom resources' (a group outside *.k8s.io and the core group).
+// the custom resources' (a group kube-apiserver does not serve itself).
 struct HeldEvents {
   double custom = 0;
 };
@@ -578,7 +574,7 @@ HeldEvents heldAt(const Figures& fs, const std::string& apiserver, Time t) {
   HeldEvents e;
   for (const Figure* f : named(fs, "watch_cache_events", labels({{"apiserver", apiserver}}))) {
     const std::string_view group = labelValue(f->labels, "group");
-    if (group.find('.') != std::string_view::npos && !group.ends_with(".k8s.io")) e.custom += valueAt(f, t);
+    if (!metrics::isBuiltinGroup(group)) e.custom += valueAt(f, t);
   }
   return e;
 }

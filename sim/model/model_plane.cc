@@ -290,6 +290,11 @@ class ModelPlane::Impl {
   // ---- cost model ----
   enum class Class { kLeaseWrite, kWrite, kCustomWrite, kEventWrite, kRead };
   double cpuOf(Class c) const;
+  // The class of a write to a resource other than a Lease renewal: a custom resource's,
+  // an Event's (no watch cache), or a built-in object's.
+  static Class writeClass(const ResourceType& type) {
+    return type.custom ? Class::kCustomWrite : !type.watchCached() ? Class::kEventWrite : Class::kWrite;
+  }
   // Charges one request standing for `w` to replica `replica` (and etcd for writes);
   // returns its modelled latency in seconds.
   double charge(std::size_t replica, Class cls, const std::string& tableKey, double w);
@@ -330,9 +335,10 @@ class ModelPlane::Impl {
                              const char* reason, const std::string& message, double weight);
   // One write of the plane's own controllers (the controller-manager's), sent to its
   // replica: charged as a write, committed when it is charged, counted in
-  // apiserver_request_total. False when it was refused (429) or could not be served.
-  bool controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
-                       const std::string& sub, const std::string& body, double weight, int* status = nullptr);
+  // apiserver_request_total. Returns its HTTP status; 0 when its replica or etcd was
+  // down and it was not sent.
+  int controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                      const std::string& sub, const std::string& body, double weight);
   // The pods bound to each node (the controller's spec.nodeName index), by "ns/name".
   std::map<std::string, std::set<std::string>, std::less<>> podsByNode_;
   std::map<std::string, std::string, std::less<>> nodeOfPod_;
@@ -772,8 +778,7 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
             ? Class::kLeaseWrite
             : Class::kWrite;
     if (cls == Class::kWrite)
-      if (const Table* t = store_.findByKey(r.group, r.resourceName); t != nullptr)
-        cls = t->type.custom ? Class::kCustomWrite : !t->type.watchCached() ? Class::kEventWrite : Class::kWrite;
+      if (const Table* t = store_.findByKey(r.group, r.resourceName); t != nullptr) cls = writeClass(t->type);
     // The max-in-flight filter, after authentication and before everything else. As
     // upstream's long-running check: watches and the streaming subresources take no seat;
     // get, list and watch are read-only, every other verb mutating.
@@ -925,10 +930,7 @@ kube::HttpResponse ModelPlane::Impl::handleResource(ModelTransport& t, Pending& 
     } else {
       res = store_.removeCollection(*table, r.ns, q, p.req.body);
       if (res.items > 1) {
-        const double cpu = cpuOf(table->type.custom           ? Class::kCustomWrite
-                                 : !table->type.watchCached() ? Class::kEventWrite
-                                                              : Class::kWrite) *
-                           static_cast<double>(res.items - 1) * w;
+        const double cpu = cpuOf(writeClass(table->type)) * static_cast<double>(res.items - 1) * w;
         apis_[p.replica].pool->charge(sched_.now(), cpu);
         apis_[p.replica].cpu += cpu;
         Etcd& e = etcds_[etcdFor(*table)];
@@ -1485,6 +1487,19 @@ void ModelPlane::Impl::writeNodeStatus(const std::string& name, const std::strin
   if (node != nodes_->objects.end()) it->second.unknownRv = node->second.rv;
 }
 
+namespace {
+
+// The taint the node lifecycle controller puts on a node it no longer hears from.
+json unreachableTaint(const char* effect) { return {{"key", "node.kubernetes.io/unreachable"}, {"effect", effect}}; }
+
+// A namespaced object's store key, "ns/name", as its namespace and name.
+std::pair<std::string, std::string> splitKey(const std::string& key) {
+  const auto slash = key.find('/');
+  return {key.substr(0, slash), key.substr(slash + 1)};
+}
+
+}  // namespace
+
 // The pod's node from its JSON (spec.nodeName; compact, as the store keeps it).
 void ModelPlane::Impl::indexPod(const Change& c) {
   const std::string key = c.ns + "/" + c.name;
@@ -1520,10 +1535,8 @@ void ModelPlane::Impl::indexPod(const Change& c) {
 // The pods' evictions are scheduled by the taint eviction controller for their
 // tolerationSeconds (300 s, from DefaultTolerationSeconds); the model does not evict.
 void ModelPlane::Impl::afterNodeUnknown(const std::string& name, NodeHealth& h, double weight) {
-  const json noExecute = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}};
-  const json noSchedule = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}};
-  setNodeTaints(name, json::array({noExecute}), weight);
-  setNodeTaints(name, json::array({noExecute, noSchedule}), weight);
+  setNodeTaints(name, json::array({unreachableTaint("NoExecute")}), weight);
+  setNodeTaints(name, json::array({unreachableTaint("NoExecute"), unreachableTaint("NoSchedule")}), weight);
   h.tainted = true;
   const json nodeRef = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", name}};
   recordControllerEvent(nodeRef, "default", "node-controller", "Normal", "NodeNotReady",
@@ -1549,11 +1562,9 @@ void ModelPlane::Impl::afterNodeUnknown(const std::string& name, NodeHealth& h, 
       break;
     }
     if (!changed) continue;
-    const auto slash = key.find('/');
-    const std::string ns = key.substr(0, slash), podName = key.substr(slash + 1);
-    int status = 0;
-    controllerWrite(*pods_, "PUT", ns, podName, "status", obj.dump(), pod->second.weight, &status);
-    if (status == 404) continue;  // deleted meanwhile: nothing left to do
+    const auto [ns, podName] = splitKey(key);
+    // Deleted meanwhile: nothing left to do.
+    if (controllerWrite(*pods_, "PUT", ns, podName, "status", obj.dump(), pod->second.weight) == 404) continue;
     const json podRef = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", podName}, {"namespace", ns}};
     recordControllerEvent(podRef, ns, "node-controller", "Warning", "NodeNotReady", "Node is not ready",
                           pod->second.weight);
@@ -1564,16 +1575,14 @@ void ModelPlane::Impl::afterNodeUnknown(const std::string& name, NodeHealth& h, 
 // off (two PATCHes), and the taint eviction controller cancels each bound pod's
 // scheduled eviction with a TaintManagerEviction event.
 void ModelPlane::Impl::afterNodeReachable(const std::string& name, NodeHealth& h, double weight) {
-  const json noSchedule = {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoSchedule"}};
-  setNodeTaints(name, json::array({noSchedule}), weight);
+  setNodeTaints(name, json::array({unreachableTaint("NoSchedule")}), weight);
   setNodeTaints(name, nullptr, weight);
   h.tainted = false;
   auto bound = podsByNode_.find(name);
   if (bound == podsByNode_.end()) return;
   const std::vector<std::string> keys(bound->second.begin(), bound->second.end());
   for (const std::string& key : keys) {
-    const auto slash = key.find('/');
-    const std::string ns = key.substr(0, slash), podName = key.substr(slash + 1);
+    const auto [ns, podName] = splitKey(key);
     const json podRef = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"name", podName}, {"namespace", ns}};
     recordControllerEvent(podRef, ns, "taint-eviction-controller", "Normal", "TaintManagerEviction",
                           "Cancelling deletion of Pod " + key, weight);
@@ -1608,9 +1617,8 @@ void ModelPlane::Impl::recordControllerEvent(const json& involved, const std::st
   controllerWrite(*events_, "POST", ns, "", "", e.dump(), weight);
 }
 
-bool ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const std::string& ns,
-                                       const std::string& name, const std::string& sub, const std::string& body,
-                                       double weight, int* status) {
+int ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                                      const std::string& sub, const std::string& body, double weight) {
   const std::size_t replica = options_.nodeLifecycle.apiserver;
   RequestLabels l;
   l.group = t.type.group;
@@ -1620,17 +1628,15 @@ bool ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const 
   l.verb = verb;
   l.scope = "resource";
   const std::string key = l.key();
-  if (!apiServing(replica) || !etcdServing(etcdFor(t))) return false;
+  if (!apiServing(replica) || !etcdServing(etcdFor(t))) return 0;
   ++stats_.requests;
   // Not system:masters: the max-in-flight filter applies to it as to the status write.
   if (!takeSeat(replica, true, weight)) {
     apis_[replica].metrics.dropped(key, 429, weight);
     ++stats_.tooManyRequests;
-    if (status) *status = 429;
-    return false;
+    return 429;
   }
-  const double latency =
-      charge(replica, t.type.watchCached() ? Class::kWrite : Class::kEventWrite, t.type.key(), weight);
+  const double latency = charge(replica, writeClass(t.type), t.type.key(), weight);
   releaseSeat(replica, true, weight);
   store_.setNow(sched_.now(), options_.epochUnixNanos);
   StoreResult res = verb == "POST"    ? store_.create(t, ns, body, weight)
@@ -1644,8 +1650,7 @@ bool ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const 
   }
   if (res.reason == "Conflict") ++stats_.conflicts;
   if (res.weightedWrites > 0) countWrite(etcdFor(t), res.weightedWrites, res.weightedPuts);
-  if (status) *status = res.status;
-  return res.status < 300;
+  return res.status;
 }
 
 // ---- exposition ------------------------------------------------------------------

@@ -51,6 +51,12 @@
 namespace cpscale::model {
 
 // A kind of object the store serves.
+// Whether kube-apiserver keeps a watch cache for a resource: every one but Events,
+// whose cache DefaultWatchCacheSizes disables (events: 0).
+inline bool hasWatchCache(std::string_view group, std::string_view resource) {
+  return !(resource == "events" && (group.empty() || group == "events.k8s.io"));
+}
+
 struct ResourceType {
   std::string group;                  // "" for the core group
   std::string version;                // the storage version, what objects are served as
@@ -70,7 +76,7 @@ struct ResourceType {
   // Whether kube-apiserver keeps a watch cache for it: every resource but Events, whose
   // cache DefaultWatchCacheSizes disables (events: 0). An uncached resource's objects
   // and history stay in etcd alone: no ring, no heap of its own.
-  bool watchCached() const { return !(resource == "events" && (group.empty() || group == "events.k8s.io")); }
+  bool watchCached() const { return hasWatchCache(group, resource); }
 };
 
 enum class ChangeType { kAdded, kModified, kDeleted };

@@ -70,10 +70,10 @@ class GeneratorSampler {
 
 }  // namespace
 
-// About 8 minutes on 2 cores (about 6 with --quick), each plane's start (~15 s)
+// About 13 minutes on 2 cores (about 9 with --quick), each plane's start (~15 s)
 // and its controllers settling included: idle 25 s; node 2 x 25 s; churn 2 x (10 s
-// warmup + 25 s); state 2 x (40 s of ramps + 15 s); fan-out and relist 4 x (setup +
-// 25 s); then the validation (live runs of a minute and their simulations).
+// warmup + 25 s); pods 3 x (1,000 pods created + 10 s warmup + 30 s); state 2 x (40 s
+// of ramps + 15 s); fan-out and relist 4 x (setup + 25 s); then the validation.
 std::vector<ProbePlan> probePlan(bool quick) {
   using model::ProbeKind;
   std::vector<ProbePlan> plan = {
@@ -104,16 +104,20 @@ std::vector<ProbePlan> probePlan(bool quick) {
        {{"workloads.relist.watchers.pageSize", "50"}, {"workloads.relist.watchers.relistEvery", "10s"}}},
   };
   if (quick) {
-    plan[0].overrides.push_back({"duration", "15s"});
-    plan[1].overrides.push_back({"capacity.hold", "15s"});
-    plan[2].overrides.push_back({"capacity.hold", "15s"});
-    for (std::size_t i : {3u, 4u, 5u}) plan[i].overrides.push_back({"duration", "15s"});
-    for (std::size_t i : {6u, 7u}) {
-      plan[i].overrides.push_back({"duration", "10s"});
-      plan[i].overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
-      plan[i].overrides.push_back({"workloads.platform.configMaps", "2500"});
+    for (ProbePlan& p : plan) {
+      switch (p.kind) {
+        case ProbeKind::kNode:
+        case ProbeKind::kChurn: p.overrides.push_back({"capacity.hold", "15s"}); break;
+        case ProbeKind::kState:
+          p.overrides.push_back({"duration", "10s"});
+          p.overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
+          p.overrides.push_back({"workloads.platform.configMaps", "2500"});
+          break;
+        case ProbeKind::kIdle:
+        case ProbeKind::kWrites:
+        case ProbeKind::kReads: p.overrides.push_back({"duration", "15s"}); break;
+      }
     }
-    for (std::size_t i = 8; i < plan.size(); ++i) plan[i].overrides.push_back({"duration", "15s"});
   }
   return plan;
 }

@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "sim/common/error.h"
 #include "sim/model/calibrate_fit.h"
 #include "sim/model/calibration.h"
 #include "sim/model/fit.h"
+#include "sim/run/calibration_probes.h"
 #include "sim/run/simulate.h"
 #include "sim/scenario/scenario.h"
 
@@ -766,6 +768,34 @@ TEST(CalibrationScenarios, EveryProbeScenarioLoads) {
                                                  {"state", false},
                                                  {"fanout", false},
                                                  {"relist", false}}));
+}
+
+TEST(CalibrationScenarios, EveryProbeOfThePlanLoadsAndQuickShortensEachOne) {
+  // What `cpscale calibrate` runs: every probe's scenario with its overrides loads, the
+  // names are apart (they name the probes' directories), the pods probes are there as
+  // built-in writes, and --quick holds each one for less time than the full plan.
+  const std::vector<cli::ProbePlan> full = cli::probePlan(false), quick = cli::probePlan(true);
+  ASSERT_EQ(full.size(), quick.size());
+  std::set<std::string> names;
+  const fs::path dir = fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "calibration";
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    SCOPED_TRACE(full[i].name);
+    EXPECT_TRUE(names.insert(full[i].name).second);
+    EXPECT_EQ(quick[i].name, full[i].name);
+    const scenario::Scenario a = scenario::loadScenario(dir / full[i].file, full[i].overrides);
+    const scenario::Scenario b = scenario::loadScenario(dir / quick[i].file, quick[i].overrides);
+    if (a.capacity) {
+      ASSERT_TRUE(b.capacity.has_value());
+      EXPECT_LT(b.capacity->hold, a.capacity->hold);
+    } else {
+      EXPECT_LT(b.duration, a.duration);
+    }
+  }
+  for (const char* p : {"pods-600", "pods-2400", "pods-quiet"}) {
+    auto it = std::find_if(full.begin(), full.end(), [&](const cli::ProbePlan& x) { return x.name == p; });
+    ASSERT_NE(it, full.end()) << p;
+    EXPECT_EQ(it->kind, ProbeKind::kWrites) << p;
+  }
 }
 
 }  // namespace
