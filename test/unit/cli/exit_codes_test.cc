@@ -472,6 +472,17 @@ TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
   o = cpscale({"calibrate", "--from", probes, "--quick"});
   EXPECT_EQ(o.exitCode, 2) << o.output;
   EXPECT_NE(o.output.find("--quick"), std::string::npos) << o.output;
+  // --validate names cases, and keeps the other entries of a file that exists: bad
+  // input otherwise, before anything runs.
+  o = cpscale({"calibrate", "--from", probes, "--out", out, "--validate", "no-such-case"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("no validation case is named 'no-such-case'"), std::string::npos) << o.output;
+  o = cpscale({"calibrate", "--from", probes, "--out", (dir / "none.json").string(), "--validate", "crossing"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
+  EXPECT_NE(o.output.find("does not exist"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(dir / "none.json"));
+  o = cpscale({"calibrate", "--from", probes, "--out", out, "--validate", "crossing", "--no-validate"});
+  EXPECT_EQ(o.exitCode, 2) << o.output;
 
   // Only the idle probe: nothing to fit the CPU per request with.
   fs::create_directories(dir / "some" / "idle");
