@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace cpscale::metrics {
@@ -29,11 +30,15 @@ bool sameSeries(const SeriesKey& k, const Sample& s) { return k.name == s.name &
 
 constexpr std::string_view kStartTime = "process_start_time_seconds";
 constexpr std::string_view kEtcdServerId = "etcd_server_id";
+constexpr std::string_view kCpuSeconds = "process_cpu_seconds_total";
 
 ScrapeIdentity identityOf(const FamilyMap& families) {
   ScrapeIdentity id;
   if (auto it = families.find(kStartTime); it != families.end() && !it->second.samples.empty()) {
     id.startTime = it->second.samples.front().value;
+  }
+  if (auto it = families.find(kCpuSeconds); it != families.end() && !it->second.samples.empty()) {
+    id.cpuSeconds = it->second.samples.front().value;
   }
   if (auto it = families.find(kEtcdServerId); it != families.end() && !it->second.samples.empty()) {
     id.replica = std::string(labelValue(it->second.samples.front().labels, "server_id"));
@@ -153,6 +158,8 @@ void ScrapeHistory::recomputeProcesses() {
     if (!start[r - 1]) start[r - 1] = start[r];
     if (replica[r - 1].empty()) replica[r - 1] = replica[r];
   }
+  const std::vector<std::optional<double>> reported = start;
+  foldClockSteps(start, replica);
 
   // Processes keyed by (replica, start time); a missing start time is one unknown process.
   std::map<std::pair<std::string, std::optional<double>>, std::size_t> index;
@@ -186,7 +193,42 @@ void ScrapeHistory::recomputeProcesses() {
     p.startedWithin[k] = replicaSeen && !interleaved[replicaOf[k]];
     replicaSeen = true;
   }
-  lastFilled_ = {start[n - 1], replica[n - 1]};
+  // As reported, so the next scrape of the same process extends the history without a
+  // recomputation even when its start time was folded into an earlier one.
+  lastFilled_ = {reported[n - 1], replica[n - 1], std::nullopt};
+}
+
+void ScrapeHistory::foldClockSteps(std::vector<std::optional<double>>& start,
+                                   const std::vector<std::string>& replica) const {
+  using Key = std::pair<std::string, double>;
+  const std::size_t n = start.size();
+  std::map<Key, std::size_t> lastRowOf;  // the last scrape reporting each start time
+  for (std::size_t r = 0; r < n; ++r)
+    if (start[r]) lastRowOf[{replica[r], *start[r]}] = r;
+  const std::vector<std::optional<double>> reported = start;
+  std::map<Key, double> folded;  // a stepped start time -> the one it stands for
+  std::set<Key> seen;
+  std::map<std::string, std::size_t> previous;  // per replica, its previous scrape
+  for (std::size_t r = 0; r < n; ++r) {
+    if (!start[r]) continue;
+    const Key key{replica[r], *reported[r]};
+    if (auto f = folded.find(key); f != folded.end()) {
+      start[r] = f->second;
+    } else if (auto p = previous.find(replica[r]); p != previous.end() && !seen.contains(key)) {
+      const std::size_t q = p->second;
+      const std::optional<double>& cpu = identities_[r].cpuSeconds;
+      const std::optional<double>& cpuBefore = identities_[q].cpuSeconds;
+      // A new start time after which the previous one never answers again, while the
+      // CPU time went on growing: a clock step. A restart's CPU time starts again near 0.
+      if (*reported[q] != *reported[r] && lastRowOf[{replica[q], *reported[q]}] < r && cpu && cpuBefore &&
+          *cpu >= *cpuBefore) {
+        folded[key] = *start[q];
+        start[r] = *start[q];
+      }
+    }
+    seen.insert(key);
+    previous[replica[r]] = r;
+  }
 }
 
 TimeSeries ScrapeHistory::counter(SeriesId id) const {

@@ -58,6 +58,9 @@ struct ScrapeIdentity {
   // authorization or encryption config file), or etcd_server_id's server_id. Empty
   // when the exposition names none.
   std::string replica;
+  // process_cpu_seconds_total: it only grows within one process, so a start time that
+  // moves while it grows on is the host's clock being set, not a restart.
+  std::optional<double> cpuSeconds;
   bool operator==(const ScrapeIdentity&) const = default;
 };
 
@@ -67,7 +70,10 @@ struct ScrapeIdentity {
 // reading is a baseline). Within one replica a new start time is a restart. Without a
 // replica identity, start times that alternate (A, B, A) are replicas behind a load
 // balancer, not restarts: a restart of one of them is then taken as a baseline too (one
-// interval of its counts is lost rather than a whole lifetime counted).
+// interval of its counts is lost rather than a whole lifetime counted). A start time
+// that moves once for good while the process' CPU time grows on across the move is the
+// host's wall clock being stepped (process_start_time_seconds is the kernel's boot time,
+// which a clock step moves, plus the process' start tick): the same process.
 struct ScrapeProcesses {
   std::vector<std::size_t> ofScrape;  // process index per scrape
   std::vector<bool> startedWithin;    // per process, in order of first appearance
@@ -138,6 +144,8 @@ class ScrapeHistory {
   ScrapeProcesses processes_;
   ScrapeIdentity lastFilled_;  // the last scrape's identity with gaps filled from its neighbours
   void recomputeProcesses();
+  // Takes each start time that only the host's clock moved as the one before it.
+  void foldClockSteps(std::vector<std::optional<double>>& start, const std::vector<std::string>& replica) const;
   // rows_[scrape][series]; shorter rows and absent values are kAbsent.
   std::vector<std::vector<double>> rows_;
   // The series order of the last scrape: servers write series in a stable order, so

@@ -18,7 +18,8 @@ struct Scrape {
   int at;
   double startTime;  // 0: not exposed
   std::string replica;
-  double puts;  // < 0: the series is absent
+  double puts;      // < 0: the series is absent
+  double cpu = -1;  // process_cpu_seconds_total; < 0: not exposed
 };
 
 ScrapeHistory historyOf(std::initializer_list<Scrape> scrapes) {
@@ -29,6 +30,9 @@ ScrapeHistory historyOf(std::initializer_list<Scrape> scrapes) {
     if (s.startTime > 0) {
       body +=
           "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds " + std::to_string(s.startTime) + "\n";
+    }
+    if (s.cpu >= 0) {
+      body += "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total " + std::to_string(s.cpu) + "\n";
     }
     if (!s.replica.empty()) {
       body += "apiserver_authentication_config_controller_last_config_info{apiserver_id_hash=\"sha256:" + s.replica +
@@ -59,6 +63,39 @@ TEST(ScrapeHistory, RestartIsANewStartTimeEvenWhenTheCounterDidNotDrop) {
   EXPECT_EQ(p.firstScrape, (std::vector<std::size_t>{0, 2}));
   ASSERT_TRUE(h.identity(2).startTime);
   EXPECT_EQ(*h.identity(2).startTime, 1015);
+}
+
+TEST(ScrapeHistory, AStartTimeMovedByAClockStepIsTheSameProcess) {
+  // The host's clock is stepped 40 s ahead between 10 and 20: the kernel's boot time,
+  // and with it process_start_time_seconds, moves by as much, while the process runs on
+  // (its CPU time grows on). Counting its 150 PUTs again as a new process' would put
+  // its whole lifetime into one interval.
+  ScrapeHistory h = historyOf({{0, 1000, "", 100, 5.0},
+                               {10, 1000, "", 150, 6.0},
+                               {20, 1040, "", 180, 7.0},
+                               {30, 1040, "", 200, 8.0},
+                               {40, 1040, "", 230, 9.0}});
+  EXPECT_EQ(puts(h), series({{0, 0}, {10, 50}, {20, 80}, {30, 100}, {40, 130}}));
+  EXPECT_EQ(h.processes().count(), 1u);
+  // A slice across the step, as a run's steady window would take it.
+  EXPECT_EQ(totalIncrease(puts(h.slice(at(10), at(30)))), 50);
+}
+
+TEST(ScrapeHistory, ARestartIsToldFromAClockStepByItsCpuTimeStartingAgain) {
+  // Same start times as a clock step, but the CPU time starts again: a restart, whose
+  // 180 PUTs are all new.
+  ScrapeHistory h = historyOf({{0, 1000, "", 100, 50.0}, {10, 1000, "", 150, 55.0}, {20, 1015, "", 180, 1.5}});
+  EXPECT_EQ(totalIncrease(puts(h)), 50 + 180);
+  EXPECT_EQ(h.processes().startedWithin, (std::vector<bool>{false, true}));
+}
+
+TEST(ScrapeHistory, AlternatingStartTimesAreReplicasEvenWhenTheirCpuTimesGrow) {
+  // Two processes behind one address whose CPU times happen to rise in the order they
+  // answer: the first start time answering again tells them apart from a clock step.
+  ScrapeHistory h = historyOf(
+      {{0, 1000, "", 100, 10.0}, {10, 2000, "", 1000, 20.0}, {20, 1000, "", 130, 30.0}, {30, 2000, "", 1100, 40.0}});
+  EXPECT_EQ(totalIncrease(puts(h)), 30 + 100);
+  EXPECT_EQ(h.processes().count(), 2u);
 }
 
 TEST(ScrapeHistory, ADropWithinOneProcessIsStillAReset) {
