@@ -32,27 +32,12 @@
 #include "sim/controlplane/process.h"
 #include "sim/kube/base64.h"
 #include "sim/metrics/prometheus_text.h"
+#include "test/support/loopback.h"
 
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace cpscale;
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
-    std::cerr << "no free port on 127.0.0.1\n";
-    std::exit(3);
-  }
-  const int port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
 
 std::size_t collect(char* p, std::size_t size, std::size_t n, void* out) {
   static_cast<std::string*>(out)->append(p, size * n);
@@ -205,8 +190,8 @@ int main(int argc, char** argv) {
   const fs::path dir = fs::temp_directory_path() / ("cpscale-bench-etcd-" + std::to_string(::getpid()));
   fs::create_directories(dir / "data");
   fs::permissions(dir / "data", fs::perms::owner_all, fs::perm_options::replace);
-  const std::string client = "http://127.0.0.1:" + std::to_string(freePort());
-  const std::string peer = "http://127.0.0.1:" + std::to_string(freePort());
+  const std::string client = "http://127.0.0.1:" + std::to_string(kube::testing::freePort());
+  const std::string peer = "http://127.0.0.1:" + std::to_string(kube::testing::freePort());
   const auto proc = controlplane::spawn(
       {{etcd.string(), "--name=bench", "--data-dir=" + (dir / "data").string(), "--listen-client-urls=" + client,
         "--advertise-client-urls=" + client, "--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,

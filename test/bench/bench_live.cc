@@ -31,6 +31,7 @@
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/curl_transport.h"
 #include "sim/load/open_loop_driver.h"
+#include "test/support/loopback.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -47,18 +48,6 @@ double cpuSeconds(int who) {
 
 double wallSeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-int freePort() {
-  const int s = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-  close(s);
-  return ntohs(a.sin_port);
 }
 
 bool accepting(int port) {
@@ -324,7 +313,7 @@ int main(int argc, char** argv) {
     std::cerr << "openssl failed\n";
     return 3;
   }
-  const int port = freePort();
+  const int port = kube::testing::freePort();
   const pid_t server = fork();
   if (server == 0) {
     const std::string doc = (dir / "www").string(), key = (dir / "key.pem").string(),
