@@ -159,7 +159,7 @@ void ScrapeHistory::recomputeProcesses() {
     if (replica[r - 1].empty()) replica[r - 1] = replica[r];
   }
   const std::vector<std::optional<double>> reported = start;
-  foldClockSteps(start, replica);
+  start = foldClockSteps(reported, replica);
 
   // Processes keyed by (replica, start time); a missing start time is one unknown process.
   std::map<std::pair<std::string, std::optional<double>>, std::size_t> index;
@@ -198,19 +198,19 @@ void ScrapeHistory::recomputeProcesses() {
   lastFilled_ = {reported[n - 1], replica[n - 1], std::nullopt};
 }
 
-void ScrapeHistory::foldClockSteps(std::vector<std::optional<double>>& start,
-                                   const std::vector<std::string>& replica) const {
+std::vector<std::optional<double>> ScrapeHistory::foldClockSteps(const std::vector<std::optional<double>>& reported,
+                                                                 const std::vector<std::string>& replica) const {
   using Key = std::pair<std::string, double>;
-  const std::size_t n = start.size();
+  const std::size_t n = reported.size();
   std::map<Key, std::size_t> lastRowOf;  // the last scrape reporting each start time
   for (std::size_t r = 0; r < n; ++r)
-    if (start[r]) lastRowOf[{replica[r], *start[r]}] = r;
-  const std::vector<std::optional<double>> reported = start;
+    if (reported[r]) lastRowOf[{replica[r], *reported[r]}] = r;
+  std::vector<std::optional<double>> start = reported;
   std::map<Key, double> folded;  // a stepped start time -> the one it stands for
   std::set<Key> seen;
   std::map<std::string, std::size_t> previous;  // per replica, its previous scrape
   for (std::size_t r = 0; r < n; ++r) {
-    if (!start[r]) continue;
+    if (!reported[r]) continue;
     const Key key{replica[r], *reported[r]};
     if (auto f = folded.find(key); f != folded.end()) {
       start[r] = f->second;
@@ -220,7 +220,7 @@ void ScrapeHistory::foldClockSteps(std::vector<std::optional<double>>& start,
       const std::optional<double>& cpuBefore = identities_[q].cpuSeconds;
       // A new start time after which the previous one never answers again, while the
       // CPU time went on growing: a clock step. A restart's CPU time starts again near 0.
-      if (*reported[q] != *reported[r] && lastRowOf[{replica[q], *reported[q]}] < r && cpu && cpuBefore &&
+      if (*reported[q] != *reported[r] && lastRowOf.at({replica[q], *reported[q]}) < r && cpu && cpuBefore &&
           *cpu >= *cpuBefore) {
         folded[key] = *start[q];
         start[r] = *start[q];
@@ -229,6 +229,7 @@ void ScrapeHistory::foldClockSteps(std::vector<std::optional<double>>& start,
     seen.insert(key);
     previous[replica[r]] = r;
   }
+  return start;
 }
 
 TimeSeries ScrapeHistory::counter(SeriesId id) const {

@@ -144,8 +144,10 @@ class ScrapeHistory {
   ScrapeProcesses processes_;
   ScrapeIdentity lastFilled_;  // the last scrape's identity with gaps filled from its neighbours
   void recomputeProcesses();
-  // Takes each start time that only the host's clock moved as the one before it.
-  void foldClockSteps(std::vector<std::optional<double>>& start, const std::vector<std::string>& replica) const;
+  // The start times per scrape with each one that only the host's clock moved taken as
+  // the one before it.
+  std::vector<std::optional<double>> foldClockSteps(const std::vector<std::optional<double>>& reported,
+                                                    const std::vector<std::string>& replica) const;
   // rows_[scrape][series]; shorter rows and absent values are kAbsent.
   std::vector<std::vector<double>> rows_;
   // The series order of the last scrape: servers write series in a stable order, so

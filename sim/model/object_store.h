@@ -50,13 +50,13 @@
 
 namespace cpscale::model {
 
-// A kind of object the store serves.
 // Whether kube-apiserver keeps a watch cache for a resource: every one but Events,
 // whose cache DefaultWatchCacheSizes disables (events: 0).
 inline bool hasWatchCache(std::string_view group, std::string_view resource) {
   return !(resource == "events" && (group.empty() || group == "events.k8s.io"));
 }
 
+// A kind of object the store serves.
 struct ResourceType {
   std::string group;                  // "" for the core group
   std::string version;                // the storage version, what objects are served as
