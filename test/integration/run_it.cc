@@ -1,8 +1,10 @@
 // `cpscale run` end to end on the real plane, as CI would use it: exit codes, the files
 // written, gates that must fail failing, Ctrl-C, and nothing left behind.
 #include <gtest/gtest.h>
+
 #include <signal.h>
 #include <sys/wait.h>
+#include <algorithm>
 
 #include <filesystem>
 #include <fstream>
@@ -584,14 +586,22 @@ gates:
                                 << apiserverGone;
   // The renewals failed during the outage are retried together, so the fleet renews in
   // a clump every 10 s from then on and one 2 s scrape window may read 3/s where the
-  // next reads 7/s: every window sees renewals, and their mean is the fleet's 5/s.
+  // next reads 7/s. The retries themselves land when the apiserver's etcd client is
+  // back, which may be a window or two after etcd's readiness: one window may read 30/s
+  // (all 50 Leases at once). So every window sees renewals, their mean is at least the
+  // fleet's 5/s less a clump's share, and their median (which one retry burst cannot
+  // move) at most twice it.
   double sum = 0;
   for (double v : between) {
     EXPECT_GT(v, 0) << puts->dump();
     sum += v;
   }
   EXPECT_GT(sum / between.size(), 3.5) << puts->dump();
-  EXPECT_LT(sum / between.size(), 10) << puts->dump();
+  std::vector<double> sorted = between;
+  std::sort(sorted.begin(), sorted.end());
+  const double median =
+      sorted.size() % 2 ? sorted[sorted.size() / 2] : (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]) / 2;
+  EXPECT_LT(median, 10) << puts->dump();
   double errors = 0;
   for (const auto& f : result["figures"])
     if (f["name"] == "client_errors" && f["window"] == "steady" && f["value"].is_number())
