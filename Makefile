@@ -63,8 +63,10 @@ deps: debian-deps
 debian-deps:
 	$(call apt_install,$(DEB_PACKAGES))
 
+# CMAKE_ARGS: more options for a new build dir (CI: -DCPSCALE_DEBUG_INFO=OFF).
+CMAKE_ARGS ?=
 $(BUILD_DIR)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
 
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
