@@ -8,8 +8,13 @@
 // the crossing within 25 %.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "reports/format.h"
 #include "sim/controlplane/local_plane.h"
@@ -18,6 +23,32 @@
 namespace cpscale::testing {
 namespace {
 namespace fs = std::filesystem;
+
+// CI builds the sanitizer configurations at idle priority beside the suite (.ci/run),
+// in the process group CPSCALE_QUIET_PGID names. Idle priority takes only cores that
+// nothing else wants, which leaves the cases' figures as they were (writes follow the
+// scenario's schedule, heap and shares are not timings), but not a latency: the
+// crossing is searched with that group stopped, as the probes ran, with the cores to
+// the plane, and the group is continued after it whatever the outcome. Unset: nothing
+// to stop.
+class QuietMachine {
+ public:
+  QuietMachine() {
+    const char* g = std::getenv("CPSCALE_QUIET_PGID");
+    if (!g || !*g) return;
+    pgid_ = std::stoi(g);
+    if (::kill(-pgid_, SIGSTOP) != 0) pgid_ = 0;  // gone already: nothing to continue
+    if (pgid_) std::cout << "stopped process group " << pgid_ << " (CPSCALE_QUIET_PGID) for the validation\n";
+  }
+  ~QuietMachine() {
+    if (pgid_) ::kill(-pgid_, SIGCONT);
+  }
+  QuietMachine(const QuietMachine&) = delete;
+  QuietMachine& operator=(const QuietMachine&) = delete;
+
+ private:
+  int pgid_ = 0;
+};
 
 TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
   const fs::path dir = fs::temp_directory_path() / ("cpscale-simulate-it-" + std::to_string(::getpid()));
@@ -28,8 +59,14 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
   // generator, too).
   const controlplane::Placement placement = cli::placementOf(cal);
   if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
-  const auto entries = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false,
-                                                cli::defaultValidationCases(), cli::CrossingCase{}, placement);
+  auto entries = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false,
+                                          cli::defaultValidationCases(), std::nullopt, placement);
+  {
+    const QuietMachine quiet;
+    const auto crossing = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false, {},
+                                                   cli::CrossingCase{}, placement);
+    entries.insert(entries.end(), crossing.begin(), crossing.end());
+  }
   bool heap = false, share = false, resources = false, crossing = false;
   for (const auto& e : entries) {
     std::cout << e.figure << ": live " << reports::formatGrouped(e.live) << ", model "
