@@ -26,8 +26,11 @@ function(cpscale_test name)
     # One test per binary: an integration binary starts the real plane once and runs
     # all its cases against it.
     add_test(NAME ${name} COMMAND ${name})
+    # COST: ctest starts the costliest first. The integration tests (by their time
+    # limits) go before the unit tests, which then run on the other core beside them
+    # instead of leaving it idle while the last integration tests run alone.
     set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-                         RESOURCE_LOCK control_plane)
+                         RESOURCE_LOCK control_plane COST ${ARG_TIMEOUT})
     if(ARG_SERIAL)
       # Timing-sensitive: nothing else of the suite may share the machine's cores.
       set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
