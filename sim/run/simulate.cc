@@ -406,6 +406,7 @@ std::vector<model::ValidationEntry> validateCalibration(
     ro.binDir = binDir;
     ro.progress = progress;
     ro.placement = placement;
+    ro.cleanup = false;  // the case's own plane is stopped and its data deleted with it
     reports::RunResult live = executeRun(sc, ro);
     if (live.status != reports::RunStatus::kCompleted)
       throw UnavailableError("validation: the live " + name + " run did not complete: " + live.statusDetail);
@@ -447,6 +448,7 @@ std::vector<model::ValidationEntry> validateCalibration(
       ro.placement = placement;
       ro.capacity = &spec;
       ro.steps = values;
+      ro.cleanup = false;  // as above: the search's plane goes with its data
       reports::RunResult res = executeRun(sc, ro);
       StepsOutcome o;
       if (res.capacity) o.steps = res.capacity->steps;
