@@ -12,8 +12,10 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <sstream>
 #include <string>
 
 #include "reports/format.h"
@@ -25,29 +27,52 @@ namespace {
 namespace fs = std::filesystem;
 
 // CI builds the sanitizer configurations at idle priority beside the suite (.ci/run),
-// in the process group CPSCALE_QUIET_PGID names. Idle priority takes only cores that
+// in the session CPSCALE_QUIET_SESSION names. Idle priority takes only cores that
 // nothing else wants, which leaves the cases' figures as they were (writes follow the
 // scenario's schedule, heap and shares are not timings), but not a latency: the
-// crossing is searched with that group stopped, as the probes ran, with the cores to
-// the plane, and the group is continued after it whatever the outcome. Unset: nothing
-// to stop.
+// crossing is searched with every process of that session stopped, as the probes ran,
+// with the cores to the plane, and continued after it whatever the outcome. Unset:
+// nothing to stop. (A session, not a process group: ninja puts each compile in a group
+// of its own.)
 class QuietMachine {
  public:
   QuietMachine() {
-    const char* g = std::getenv("CPSCALE_QUIET_PGID");
-    if (!g || !*g) return;
-    pgid_ = std::stoi(g);
-    if (::kill(-pgid_, SIGSTOP) != 0) pgid_ = 0;  // gone already: nothing to continue
-    if (pgid_) std::cout << "stopped process group " << pgid_ << " (CPSCALE_QUIET_PGID) for the validation\n";
+    const char* s = std::getenv("CPSCALE_QUIET_SESSION");
+    if (!s || !*s) return;
+    session_ = std::stoi(s);
+    // Twice: a process the first pass missed (spawned while it ran) is caught by the
+    // second, by then its parent is stopped.
+    const int stopped = signalSession(SIGSTOP) + signalSession(SIGSTOP);
+    std::cout << "stopped session " << session_ << " (CPSCALE_QUIET_SESSION, " << stopped
+              << " signals) for the crossing\n";
   }
   ~QuietMachine() {
-    if (pgid_) ::kill(-pgid_, SIGCONT);
+    if (session_ > 0) signalSession(SIGCONT);
   }
   QuietMachine(const QuietMachine&) = delete;
   QuietMachine& operator=(const QuietMachine&) = delete;
 
  private:
-  int pgid_ = 0;
+  // Signals every process whose session (field 6 of /proc/PID/stat) is session_.
+  int signalSession(int sig) const {
+    int n = 0;
+    for (const auto& e : fs::directory_iterator("/proc")) {
+      const std::string name = e.path().filename().string();
+      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(e.path() / "stat");
+      std::string stat;
+      std::getline(in, stat);
+      const auto close = stat.rfind(')');  // the command name may hold spaces
+      if (close == std::string::npos) continue;
+      std::istringstream rest(stat.substr(close + 2));
+      std::string state;
+      int ppid = 0, pgrp = 0, session = 0;
+      if (!(rest >> state >> ppid >> pgrp >> session) || session != session_) continue;
+      if (::kill(std::stoi(name), sig) == 0) ++n;
+    }
+    return n;
+  }
+  int session_ = 0;
 };
 
 TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
