@@ -8,14 +8,10 @@
 // the crossing within 25 %.
 #include <gtest/gtest.h>
 
-#include <signal.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "reports/format.h"
@@ -39,40 +35,23 @@ class QuietMachine {
   QuietMachine() {
     const char* s = std::getenv("CPSCALE_QUIET_SESSION");
     if (!s || !*s) return;
-    session_ = std::stoi(s);
-    // Twice: a process the first pass missed (spawned while it ran) is caught by the
-    // second, by then its parent is stopped.
-    const int stopped = signalSession(SIGSTOP) + signalSession(SIGSTOP);
-    std::cout << "stopped session " << session_ << " (CPSCALE_QUIET_SESSION, " << stopped
-              << " signals) for the crossing\n";
+    session_ = std::to_string(std::stoi(s));
+    // pkill (procps), as .ci/run continues and ends the session. Twice: a process the
+    // first pass missed (spawned while it ran) is caught by the second, its parent
+    // stopped by then.
+    signal("STOP");
+    signal("STOP");
+    std::cout << "stopped session " << session_ << " (CPSCALE_QUIET_SESSION) for the crossing\n";
   }
   ~QuietMachine() {
-    if (session_ > 0) signalSession(SIGCONT);
+    if (!session_.empty()) signal("CONT");
   }
   QuietMachine(const QuietMachine&) = delete;
   QuietMachine& operator=(const QuietMachine&) = delete;
 
  private:
-  // Signals every process whose session (field 6 of /proc/PID/stat) is session_.
-  int signalSession(int sig) const {
-    int n = 0;
-    for (const auto& e : fs::directory_iterator("/proc")) {
-      const std::string name = e.path().filename().string();
-      if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-      std::ifstream in(e.path() / "stat");
-      std::string stat;
-      std::getline(in, stat);
-      const auto close = stat.rfind(')');  // the command name may hold spaces
-      if (close == std::string::npos) continue;
-      std::istringstream rest(stat.substr(close + 2));
-      std::string state;
-      int ppid = 0, pgrp = 0, session = 0;
-      if (!(rest >> state >> ppid >> pgrp >> session) || session != session_) continue;
-      if (::kill(std::stoi(name), sig) == 0) ++n;
-    }
-    return n;
-  }
-  int session_ = 0;
+  void signal(const std::string& sig) const { (void)std::system(("pkill -" + sig + " -s " + session_).c_str()); }
+  std::string session_;
 };
 
 TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
