@@ -725,6 +725,10 @@ void RunSession::settleStatus() {
 void RunSession::releaseLoad() {
   stopThreads();
   perWorker_.clear();
+  // The load's connections closed now, its watch streams with them: a kube-apiserver
+  // told to stop waits for its open streams (up to its 60 s shutdown timeout), and the
+  // local plane gives it 15 s before it kills it.
+  pool_.reset();
   supervise_ = nullptr;
   drainCheck_ = nullptr;
 }

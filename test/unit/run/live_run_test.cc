@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
@@ -35,6 +36,9 @@ struct ServerState {
   std::mutex mu;
   std::uint64_t rv = 1000;
   std::map<std::tuple<std::string, std::string, std::string>, std::uint64_t> answered;  // (verb, group, resource)
+  // The load's connections open now, and the most ever open at once.
+  std::atomic<int> loadConnections{0};
+  std::atomic<int> mostLoadConnections{0};
 
   std::string metrics() {
     std::lock_guard lock(mu);
@@ -52,7 +56,7 @@ struct ServerState {
 // resourceVersion, a collection lists empty, a named object is not found, a watch
 // stays open until cancelled. Answers are handed over by poll(), which waits (at most
 // maxWait, woken by wakeup()) as a socket poll would.
-class QuietApiserver final : public kube::Transport {
+class QuietApiserver : public kube::Transport {
  public:
   explicit QuietApiserver(ServerState& state) : state_(state) {}
 
@@ -183,8 +187,23 @@ class QuietTarget final : public Target {
   kube::Transport& setupTransport() override { return setup_; }
   engine::Clock& setupClock() override { return clock_; }
   kube::TransportPtr loadTransport(const scenario::Scenario&) override {
-    return std::make_unique<QuietApiserver>(state);
+    // A load connection, counted while it is open.
+    class Counted final : public QuietApiserver {
+     public:
+      explicit Counted(ServerState& s) : QuietApiserver(s), s_(s) {
+        const int now = ++s_.loadConnections;
+        int most = s_.mostLoadConnections.load();
+        while (now > most && !s_.mostLoadConnections.compare_exchange_weak(most, now)) {
+        }
+      }
+      ~Counted() override { --s_.loadConnections; }
+
+     private:
+      ServerState& s_;
+    };
+    return std::make_unique<Counted>(state);
   }
+  void close() override { loadConnectionsAtClose = state.loadConnections.load(); }
   std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult&) override {
     metrics::ScrapeTarget t;
     t.info.name = "kube-apiserver-0";
@@ -195,6 +214,7 @@ class QuietTarget final : public Target {
   bool needsCleanup() const override { return false; }
 
   ServerState state;
+  int loadConnectionsAtClose = -1;
 
  private:
   QuietApiserver setup_{state};
@@ -268,6 +288,18 @@ TEST_F(LiveRunTest, TheRunsThreadsMeasureWhatTheWorkersSent) {
   EXPECT_GT(*served->value, 10);
   EXPECT_LT(*served->value, 30);
   EXPECT_TRUE(fs::exists(dir_ / "out" / reports::kResultFile));
+}
+
+// The load's connections (its watch streams with them) are closed before the target
+// stops: a kube-apiserver told to stop waits for its open streams, and the local plane
+// kills it after 15 s (each run's end took 15 s more per apiserver before).
+TEST_F(LiveRunTest, TheLoadsConnectionsAreClosedBeforeTheTargetStops) {
+  QuietTarget target;
+  scenario::Scenario sc = scenario("2s");
+  reports::RunResult r = executeRun(sc, options(), target);
+  EXPECT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  EXPECT_GE(target.state.mostLoadConnections.load(), 2);  // one per worker
+  EXPECT_EQ(target.loadConnectionsAtClose, 0);
 }
 
 TEST_F(LiveRunTest, CtrlCCutsTheLiveWindowAndTheResultSaysSo) {
