@@ -1,7 +1,8 @@
 // The model against the live plane on this machine, with the shipped calibration: the
 // same scenarios run live and simulated (node-bound, churn-bound, and what no probe
 // ran: node-bound-realistic's write mix, churn-bound at 3x, state-bound's heap on
-// classic and classic-ha), and the node-axis search for the fleet whose PUT leases p99
+// classic and classic-ha, where the shipped scenario's own gates must pass too), and
+// the node-axis search for the fleet whose PUT leases p99
 // crosses 1 s, live and on the model, each member pinned where the probes ran. Every
 // compared figure must be within what the model promises: write QPS in total and by
 // resource and the lease share within 10 %, heap per apiserver replica within 20 %,
@@ -11,11 +12,13 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
 #include "reports/format.h"
 #include "sim/controlplane/local_plane.h"
+#include "sim/controlplane/pki.h"
 #include "sim/run/simulate.h"
 
 namespace cpscale::testing {
@@ -71,6 +74,30 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
                                                    cli::CrossingCase{}, placement);
     entries.insert(entries.end(), crossing.begin(), crossing.end());
   }
+  // The state-bound cases are the shipped scenario (30 s of steady window) on classic
+  // and classic-ha as a user adopts it: besides the model's figures, its own gates
+  // pass, and each replica's estimate of what a dormant custom resource takes in
+  // storage is what ~2 KiB payloads (lognormal, median 2048) make with metadata.
+  for (const char* c : {"state-bound-classic", "state-bound-classic-ha"}) {
+    SCOPED_TRACE(c);
+    const auto result = nlohmann::json::parse(controlplane::readFile(dir / c / "live" / "result.json"));
+    EXPECT_EQ(result["status"], "completed") << result["statusDetail"];
+    EXPECT_FALSE(result["gates"].empty());
+    for (const auto& g : result["gates"]) EXPECT_TRUE(g["passed"].get<bool>()) << g.dump();
+    int seen = 0;
+    for (const auto& f : result["figures"])
+      if (f["name"] == "stored_bytes_per_object" && f["window"] == "steady" &&
+          f["labels"].value("resource", "") == "widgets") {
+        ASSERT_TRUE(f["value"].is_number()) << f.dump();
+        EXPECT_GT(f["value"].get<double>(), 1024) << f.dump();
+        EXPECT_LT(f["value"].get<double>(), 16384) << f.dump();
+        ++seen;
+      }
+    // 20 kinds on every replica.
+    EXPECT_EQ(seen % 20, 0);
+    EXPECT_GE(seen, 20);
+  }
+
   bool heap = false, share = false, resources = false, crossing = false;
   for (const auto& e : entries) {
     std::cout << e.figure << ": live " << reports::formatGrouped(e.live) << ", model "
