@@ -178,6 +178,9 @@ ASAN_DIR ?= build-asan
 # -Og -g1: file:line in every report, and the least compile time that still optimizes:
 # with ASan+UBSan, -O1 takes 1.5-2x the CPU time of -Og per file (UBSan's checks at
 # -O1 most of it), and 1.5-1.9x that of the plain -O2 -g build; with TSan, 1.2-1.4x.
+# SANITIZER_CTEST_ARGS: more ctest options for both runs (CI: --repeat after-timeout:2,
+# as its crossing validation may stop them for minutes).
+SANITIZER_CTEST_ARGS ?=
 SANITIZER_FLAGS := -DCPSCALE_BUILD_INTEGRATION_TESTS=OFF -DCPSCALE_BUILD_BENCH=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG"
 sanitize-build: debian-deps
@@ -187,7 +190,8 @@ sanitize-build: debian-deps
 sanitize: sanitize-build
 	ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:detect_leaks=1:detect_stack_use_after_return=1 \
 	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit -E ShippedMatrix -j $(JOBS) --no-tests=error
+	  ctest --test-dir $(ASAN_DIR) --output-on-failure -L unit -E ShippedMatrix -j $(JOBS) --no-tests=error \
+	  $(SANITIZER_CTEST_ARGS)
 
 # ThreadSanitizer over the code that runs threads: the worker pool (N engine loops),
 # the open-loop driver's windows read from other threads, the scraper, and a whole live
@@ -200,4 +204,5 @@ tsan-build: debian-deps
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target cpscale_driver_test cpscale_metrics_test cpscale_live_run_test
 tsan: tsan-build
 	TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-	  ctest --test-dir $(TSAN_DIR) --output-on-failure -L unit -R '$(TSAN_TESTS)' -j $(JOBS) --no-tests=error
+	  ctest --test-dir $(TSAN_DIR) --output-on-failure -L unit -R '$(TSAN_TESTS)' -j $(JOBS) --no-tests=error \
+	  $(SANITIZER_CTEST_ARGS)

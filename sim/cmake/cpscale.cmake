@@ -16,6 +16,11 @@ function(cpscale_test name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  if(CPSCALE_SANITIZE)
+    # Under ASan+UBSan or TSan a test takes 2-5x its time; CI also runs them at idle
+    # priority beside the integration suite (.ci/run).
+    math(EXPR ARG_TIMEOUT "${ARG_TIMEOUT} * 3")
+  endif()
   if("integration" IN_LIST ARG_LABELS AND NOT CPSCALE_BUILD_INTEGRATION_TESTS)
     return()
   endif()
