@@ -25,14 +25,14 @@ namespace cpscale::testing {
 namespace {
 namespace fs = std::filesystem;
 
-// CI builds the sanitizer configurations at idle priority beside the suite (.ci/run),
-// in the session CPSCALE_QUIET_SESSION names. Idle priority takes only cores that
-// nothing else wants, which leaves the cases' figures as they were (writes follow the
-// scenario's schedule, heap and shares are not timings), but not a latency: the
-// crossing is searched with every process of that session stopped, as the probes ran,
-// with the cores to the plane, and continued after it whatever the outcome. Unset:
-// nothing to stop. (A session, not a process group: ninja puts each compile in a group
-// of its own.)
+// CI builds the sanitizer configurations and runs their tests at idle priority beside
+// the suite (.ci/run), in the session CPSCALE_QUIET_SESSION names. Idle priority takes
+// only cores that nothing else wants, which leaves the cases' figures as they were
+// (writes follow the scenario's schedule, heap and shares are not timings), but not a
+// latency: the crossing is searched with every process of that session stopped, as the
+// probes ran, with the cores to the plane, and continued after it whatever the
+// outcome. Unset: nothing to stop. (A session, not a process group: ninja puts each
+// compile in a group of its own.)
 class QuietMachine {
  public:
   QuietMachine() {
