@@ -164,4 +164,35 @@ std::string describe(const RequestAttributes& a) {
   return s;
 }
 
+void RuleSet::add(const std::string& group, const std::string& resource, std::initializer_list<const char*> verbs,
+                  std::vector<std::string> names) {
+  auto& v = grants_[{group, resource, std::move(names)}];
+  for (const char* verb : verbs) v.insert(verb);
+}
+
+void RuleSet::add(const GroupVersionResource& g, std::initializer_list<const char*> verbs,
+                  const std::string& subresource) {
+  add(g.group, subresource.empty() ? g.resource : g.resource + "/" + subresource, verbs);
+}
+
+std::vector<PolicyRule> RuleSet::rules() const {
+  std::map<std::tuple<std::string, std::set<std::string>, std::vector<std::string>>, std::vector<std::string>> byVerbs;
+  for (const auto& [key, verbs] : grants_) {
+    const auto& [group, resource, names] = key;
+    std::set<std::string> left = verbs;
+    if (!names.empty()) {
+      if (auto all = grants_.find({group, resource, {}}); all != grants_.end())
+        for (const auto& v : all->second) left.erase(v);
+      if (left.empty()) continue;
+    }
+    byVerbs[{group, left, names}].push_back(resource);
+  }
+  std::vector<PolicyRule> out;
+  for (const auto& [key, resources] : byVerbs) {
+    const auto& [group, verbs, names] = key;
+    out.push_back({{group}, resources, {verbs.begin(), verbs.end()}, names, {}});
+  }
+  return out;
+}
+
 }  // namespace cpscale::kube

@@ -4,10 +4,16 @@
 // role grants exactly what the workloads send.
 #pragma once
 
+#include <initializer_list>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "sim/kube/resource.h"
 
 namespace cpscale::kube {
 
@@ -22,6 +28,26 @@ struct PolicyRule {
 };
 nlohmann::json toJson(const PolicyRule& rule);
 nlohmann::json toJson(const std::vector<PolicyRule>& rules);
+
+// The RBAC API group (Roles, ClusterRoles and their bindings).
+inline const std::string kRbacGroup = "rbac.authorization.k8s.io";
+
+// Grants collected by (group, resource, resourceNames), then written as one rule per
+// group, verb set and names: the role reads as a table. Each workload kind adds what
+// its actors send (workloads/kind.h); a run adds its setup, cleanup and scrapes.
+class RuleSet {
+ public:
+  void add(const std::string& group, const std::string& resource, std::initializer_list<const char*> verbs,
+           std::vector<std::string> names = {});
+  // `subresource` ("status") grants resource/subresource.
+  void add(const GroupVersionResource& g, std::initializer_list<const char*> verbs,
+           const std::string& subresource = "");
+  // A name's grant leaves out the verbs the resource's unnamed grant already gives.
+  std::vector<PolicyRule> rules() const;
+
+ private:
+  std::map<std::tuple<std::string, std::string, std::vector<std::string>>, std::set<std::string>> grants_;
+};
 
 // What the authorizer is asked about one request.
 struct RequestAttributes {
