@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 
 namespace cpscale::reports {
@@ -182,6 +183,12 @@ std::string_view toString(Axis a) {
     case Axis::kState: return "state-bound";
   }
   return "?";
+}
+
+std::optional<Axis> axisNamed(std::string_view name) {
+  for (Axis a : kAllAxes)
+    if (toString(a).substr(0, toString(a).find('-')) == name) return a;
+  return std::nullopt;
 }
 
 std::string_view describe(Axis a) {

@@ -52,6 +52,8 @@ std::string formatElapsed(double seconds);
 enum class Axis { kNode, kChurn, kState };
 inline constexpr Axis kAllAxes[] = {Axis::kNode, Axis::kChurn, Axis::kState};
 std::string_view toString(Axis a);  // "node-bound", ...
+// The axis a workload kind names ("node", "churn", "state"), or none.
+std::optional<Axis> axisNamed(std::string_view name);
 std::string_view describe(Axis a);  // one line: what pressure the axis measures
 
 // Whether the generator, not the server, set the pace, and how late it sent.

@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include "workloads/kind.h"
+
 namespace cpscale::reports {
 
 using metrics::Figure;
@@ -67,12 +69,9 @@ std::string_view firstApiserver(const Pool& p, std::string_view name) {
 std::vector<Axis> axesOfRun(const RunResult& r) {
   std::set<Axis> ran;
   for (const auto& w : r.workloads) {
-    if (w.kind == "kubelets")
-      ran.insert(Axis::kNode);
-    else if (w.kind == "churn")
-      ran.insert(Axis::kChurn);
-    else if (w.kind == "dormant")
-      ran.insert(Axis::kState);
+    const workloads::WorkloadKind* kind = workloads::findKind(w.kind);
+    if (!kind) continue;
+    if (auto a = axisNamed(kind->axis)) ran.insert(*a);
   }
   std::vector<Axis> out;
   for (Axis a : kAllAxes)

@@ -14,8 +14,8 @@
 
 namespace cpscale::reports {
 
-// The axes of the workloads that ran ("kubelets" -> node-bound, "churn" -> churn-bound,
-// "dormant" -> state-bound), in kAllAxes order; all three for a result that names no
+// The axes of the workloads that ran, as their kinds declare them (kubelets -> node-bound,
+// churn -> churn-bound, dormant -> state-bound), in kAllAxes order; all three for a result that names no
 // workload of a known kind (an older or hand-made result: better too much than nothing).
 std::vector<Axis> axesOfRun(const RunResult& r);
 

@@ -2,14 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
-#include <set>
 #include <sstream>
-#include <tuple>
 
 #include "sim/common/duration.h"
 #include "sim/run/shard.h"
 #include "workloads/cleanup.h"
+#include "workloads/kind.h"
 
 namespace cpscale::cli {
 namespace {
@@ -19,46 +17,7 @@ namespace {
 using json = nlohmann::ordered_json;
 using kube::PolicyRule;
 
-// Grants collected by (group, resource, resourceNames), then written as one rule per
-// group, verb set and names: the role reads as a table.
-class Grants {
- public:
-  void add(const std::string& group, const std::string& resource, std::initializer_list<const char*> verbs,
-           std::vector<std::string> names = {}) {
-    auto& v = grants_[{group, resource, std::move(names)}];
-    for (const char* verb : verbs) v.insert(verb);
-  }
-  void add(const kube::GroupVersionResource& g, std::initializer_list<const char*> verbs,
-           const std::string& subresource = "") {
-    add(g.group, subresource.empty() ? g.resource : g.resource + "/" + subresource, verbs);
-  }
-  std::vector<PolicyRule> rules() const {
-    std::map<std::tuple<std::string, std::set<std::string>, std::vector<std::string>>, std::vector<std::string>>
-        byVerbs;
-    for (const auto& [key, verbs] : grants_) {
-      const auto& [group, resource, names] = key;
-      std::set<std::string> left = verbs;
-      if (!names.empty()) {
-        // What the resource's unnamed grant gives already is not granted again by name.
-        if (auto all = grants_.find({group, resource, {}}); all != grants_.end())
-          for (const auto& v : all->second) left.erase(v);
-        if (left.empty()) continue;
-      }
-      byVerbs[{group, left, names}].push_back(resource);
-    }
-    std::vector<PolicyRule> out;
-    for (const auto& [key, resources] : byVerbs) {
-      const auto& [group, verbs, names] = key;
-      out.push_back({{group}, resources, {verbs.begin(), verbs.end()}, names, {}});
-    }
-    return out;
-  }
-
- private:
-  std::map<std::tuple<std::string, std::string, std::vector<std::string>>, std::set<std::string>> grants_;
-};
-
-const std::string kRbac = "rbac.authorization.k8s.io";
+const std::string& kRbac = kube::kRbacGroup;
 
 // A `$(` the kubelet would expand is escaped; the rest of the text stays as written.
 std::string escapeExpansion(const std::string& s) {
@@ -174,59 +133,20 @@ std::string name(const JobSpec& s) { return "cpscale-" + s.runId; }
 
 }  // namespace
 
-std::vector<PolicyRule> runRules(const std::vector<workloads::WorkloadPtr>& workloads) {
+std::vector<PolicyRule> runRules(const std::vector<workloads::WorkloadPtr>& entries) {
   namespace gvr = kube::gvr;
-  Grants g;
+  kube::RuleSet g;
   const kube::GroupVersionResource crds = gvr::kCustomResourceDefinitions;
-  for (const auto& w : workloads) {
-    const std::vector<kube::GroupVersionResource> resources = w->resources();
-    auto custom = [&](auto&& grant) {
-      for (const auto& r : resources)
-        if (!r.group.empty() && r.group != kRbac && r.group != gvr::kLeases.group) grant(r);
-    };
-    const std::string kind = w->kind();
-    if (kind == "kubelets") {
-      // Registration, status, leases; pods bound to the nodes in a namespace of their
-      // own (with its default ServiceAccount, which pod admission wants); Events; the
-      // fleet's node watch; node churn's leaves.
-      g.add(gvr::kNodes, {"create", "list", "watch", "delete"});
-      g.add(gvr::kNodes, {"patch"}, "status");
-      g.add(gvr::kLeases, {"create", "get", "update", "delete"});
-      g.add(gvr::kNamespaces, {"create"});
-      g.add(gvr::kServiceAccounts, {"create"});
-      g.add(gvr::kPods, {"create", "delete"});
-      g.add(gvr::kPods, {"patch"}, "status");
-      g.add(gvr::kEvents, {"create"});
-    } else if (kind == "churn") {
-      // Sessions: created, status written, suspended and resumed, deleted; the CRD
-      // installed and waited for (until a LIST of it succeeds).
-      g.add(gvr::kNamespaces, {"create"});
-      g.add(crds, {"create", "get"});
-      custom([&](const kube::GroupVersionResource& r) {
-        g.add(r, {"create", "list", "patch", "delete"});
-        g.add(r, {"patch"}, "status");
-      });
-      for (const auto& r : resources)
-        if (r == gvr::kConfigMaps || r == gvr::kEvents) g.add(r, {"create", "patch", "delete"});
-    } else if (kind == "dormant") {
-      // Objects of every kind created and patched; watchers list and watch the CRD kinds.
-      g.add(gvr::kNamespaces, {"create"});
-      g.add(crds, {"create", "get"});
-      custom([&](const kube::GroupVersionResource& r) { g.add(r, {"create", "list", "watch", "patch"}); });
-      for (const auto& r : resources)
-        if (r.group.empty() || r.group == kRbac) g.add(r, {"create", "patch"});
-      // Roles granting what the role's holder does not hold, and bindings to them.
-      g.add(kRbac, "roles", {"escalate", "bind"});
-      g.add(kRbac, "clusterroles", {"escalate", "bind"});
-    }
-  }
+  // What each workload's actors send, as its kind grants it.
+  for (const auto& w : entries)
+    if (const workloads::WorkloadKind* kind = workloads::findKind(w->kind())) kind->grant(*w, g);
 
   // Cleanup, by label (workloads/cleanup.h): a deletecollection per namespace of every
   // resource a run may create objects of, then the namespaces and CRDs one by one.
   // RBAC cannot narrow a list to a label: the role reads every object of these
   // resources, Secrets included.
   for (const auto& r : workloads::builtinRunResources()) g.add(r, {"list", "deletecollection"});
-  for (const auto& w : workloads)
+  for (const auto& w : entries)
     for (const auto& r : w->resources()) g.add(r, {"list", "deletecollection"});
   g.add(gvr::kNamespaces, {"list", "delete"});
   g.add(crds, {"list", "delete"});

@@ -28,15 +28,15 @@ inline constexpr int kImageUser = 65532;
 
 // The rules a run of `workloads` needs in a cluster, least privilege (one rule per API
 // group and verb set):
-//  - what each workload sends (by kind: kubelets, churn, dormant; custom resources by
-//    the groups its resources() name), and for the dormant kind's Roles and bindings
-//    `escalate` and `bind`, without which the apiserver refuses roles granting what the
-//    creator does not hold;
+//  - what each workload sends, as its kind grants it (WorkloadKind::grant: custom
+//    resources by the groups its resources() name; for the dormant kind's Roles and
+//    bindings `escalate` and `bind`, without which the apiserver refuses roles granting
+//    what the creator does not hold);
 //  - the run's cleanup: list and delete every resource it may have created, by label;
 //  - the shards' meeting and results: ConfigMaps;
 //  - reading the `kubernetes` Endpoints and the servers' /metrics.
 // /version is granted to every client already (system:public-info-viewer).
-std::vector<kube::PolicyRule> runRules(const std::vector<workloads::WorkloadPtr>& workloads);
+std::vector<kube::PolicyRule> runRules(const std::vector<workloads::WorkloadPtr>& entries);
 
 struct JobSpec {
   std::string runId;

@@ -11,6 +11,7 @@
 #include "sim/common/error.h"
 #include "sim/common/yaml_reader.h"
 #include "sim/scenario/gate_check.h"
+#include "workloads/kind.h"
 
 namespace cpscale::scenario {
 namespace {
@@ -326,18 +327,14 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
 }
 
 std::string axisOfKind(const std::string& kind) {
-  if (kind == "kubelets") return "node";
-  if (kind == "churn") return "churn";
-  if (kind == "dormant") return "state";
-  return "";
+  const workloads::WorkloadKind* k = workloads::findKind(kind);
+  return k ? k->axis : "";
 }
 
 std::string unitOfKnob(const std::string& kind, const std::string& field) {
-  if (kind == "kubelets" && field == "count") return "nodes";
-  if (kind == "churn" && field == "sessionsPerMinute") return "sessions/min";
-  if (kind == "dormant" && field == "objectsPerKind") return "objects/kind";
-  if (kind == "dormant" && field == "crdKinds") return "kinds";
-  return field;
+  const workloads::WorkloadKind* k = workloads::findKind(kind);
+  const workloads::Knob* knob = k ? k->knob(field) : nullptr;
+  return knob ? knob->unit : field;
 }
 
 std::vector<double> capacityLadder(const CapacitySpec& spec, bool whole) {

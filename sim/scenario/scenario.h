@@ -61,8 +61,9 @@ struct CapacitySpec {
   std::string where;  // file:line of the block, for errors found later
 };
 
-// The axis and unit a workload kind's knob loads: kubelets -> node, churn -> churn,
-// dormant -> state; the unit from the field ("count" of kubelets -> "nodes").
+// The axis a workload kind loads and the unit of one of its knobs, as the kind declares
+// them (workloads/kind.h); "" for an unknown kind, the field's name for a field that is
+// not one of its knobs.
 std::string axisOfKind(const std::string& kind);
 std::string unitOfKnob(const std::string& kind, const std::string& field);
 

@@ -1,0 +1,115 @@
+// The kubelets kind (workloads/kind.h): a fleet of synthetic kubelets on the node axis
+// (workloads/kubelet_fleet.h).
+#include "workloads/kind.h"
+#include "workloads/kubelet_fleet.h"
+
+namespace cpscale::workloads {
+
+namespace {
+
+// Nearest rank: a sample that was observed, not an interpolation between two nodes.
+double median(const std::vector<double>& sorted) { return sorted[(sorted.size() + 1) / 2 - 1]; }
+
+// p50 and max of one kind of per-node sample, or both unavailable for `why`.
+void seconds(SummaryFigures& f, const char* p50, const char* max, const std::vector<double>& s,
+             const std::string& why) {
+  if (!why.empty() || s.empty()) {
+    const std::string reason = why.empty() ? "no sample" : why;
+    f.unavailable(p50, reason, "s");
+    f.unavailable(max, reason, "s");
+    return;
+  }
+  f.add(p50, {median(s), ""}, "s");
+  f.add(max, {s.back(), ""}, "s");
+}
+
+// The node lifecycle controller as the fleet's node watch saw it.
+void lifecycleFigures(SummaryFigures& f) {
+  const SummaryNumber streams = f.number({"nodeLifecycle", "watchStreams"});
+  if (!streams.value || *streams.value == 0) {
+    // Nothing was watched: no count can be told from a zero.
+    std::string why = streams.value ? "the fleet's node watch never opened" : streams.why;
+    const auto& lc = f.summary()["nodeLifecycle"];
+    if (auto e = lc.find("watchLastError"); e != lc.end() && e->is_string()) why += ": " + e->get<std::string>();
+    for (const char* n : {"node_not_ready_transitions", "node_ready_transitions", "nodes_not_ready_at_end"})
+      f.unavailable(n, why);
+    seconds(f, "node_not_ready_seconds_p50", "node_not_ready_seconds_max", {}, why);
+    seconds(f, "node_ready_again_seconds_p50", "node_ready_again_seconds_max", {}, why);
+    return;
+  }
+  const std::vector<double> notReady = f.samples("nodeLifecycle", "notReadySeconds");
+  const std::vector<double> readyAgain = f.samples("nodeLifecycle", "readyAgainSeconds");
+  const SummaryNumber failed = f.number("nodesFailed"), returned = f.number("nodesReturned");
+  const std::string noFailure = !failed.value ? failed.why : *failed.value == 0 ? "no node failed in this run" : "";
+  const std::string noNotReady = !noFailure.empty() ? noFailure
+                                 : notReady.empty() ? "no NotReady was seen: no node lifecycle controller ran?"
+                                                    : "";
+  const std::string noReadyAgain = !noNotReady.empty()    ? noNotReady
+                                   : !returned.value      ? returned.why
+                                   : *returned.value == 0 ? "no failed node returned in this run"
+                                   : readyAgain.empty()   ? "no returned node was seen Ready again"
+                                                          : "";
+  f.add("node_not_ready_transitions", f.number({"nodeLifecycle", "notReadyTransitions"}));
+  seconds(f, "node_not_ready_seconds_p50", "node_not_ready_seconds_max", notReady, noNotReady);
+  f.add("node_ready_transitions", f.number({"nodeLifecycle", "readyTransitions"}));
+  seconds(f, "node_ready_again_seconds_p50", "node_ready_again_seconds_max", readyAgain, noReadyAgain);
+  f.add("nodes_not_ready_at_end", f.number({"nodeLifecycle", "notReadyAtEnd"}));
+}
+
+// Renewals answered, and those missed: failed (after the one re-read a conflict gets) or
+// never sent because the previous one was still in flight when the next was due. Failed
+// nodes stop renewing on purpose; those are not missed.
+void figures(SummaryFigures& f) {
+  f.add("lease_renewals_answered", f.number("leaseRenewals"));
+  f.add("lease_renewals_missed", f.number("leaseRenewalFailures") + f.number("leaseRenewalsSkipped"));
+  if (f.summary().contains("nodeLifecycle")) lifecycleFigures(f);
+}
+
+// Registration, status, leases; pods bound to the nodes in a namespace of their own (with
+// its default ServiceAccount, which pod admission wants); Events; the fleet's node watch;
+// node churn's leaves.
+void grant(const Workload&, kube::RuleSet& g) {
+  namespace gvr = kube::gvr;
+  g.add(gvr::kNodes, {"create", "list", "watch", "delete"});
+  g.add(gvr::kNodes, {"patch"}, "status");
+  g.add(gvr::kLeases, {"create", "get", "update", "delete"});
+  g.add(gvr::kNamespaces, {"create"});
+  g.add(gvr::kServiceAccounts, {"create"});
+  g.add(gvr::kPods, {"create", "delete"});
+  g.add(gvr::kPods, {"patch"}, "status");
+  g.add(gvr::kEvents, {"create"});
+}
+
+bool ownsFamily(std::string_view figure) {
+  return figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") ||
+         figure == "nodes_not_ready_at_end" || figure.starts_with("lease_renewals_");
+}
+
+}  // namespace
+
+const WorkloadKind& kubeletsKind() {
+  static const WorkloadKind k{
+      .name = "kubelets",
+      .axis = "node",
+      .knobs = {{"count", "nodes"}},
+      .figureNames = {"lease_renewals_answered", "lease_renewals_missed", "node_not_ready_transitions",
+                      "node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_transitions",
+                      "node_ready_again_seconds_p50", "node_ready_again_seconds_max", "nodes_not_ready_at_end"},
+      .ownsFamily = ownsFamily,
+      .read = [](const YamlField& spec) -> WorkloadPtr {
+        return std::make_unique<KubeletFleet>(KubeletFleetParams::read(spec));
+      },
+      .grant = grant,
+      .figures = figures,
+      .trim =
+          [](nlohmann::json& summary) {
+            auto lc = summary.find("nodeLifecycle");
+            if (lc == summary.end() || !lc->is_object()) return;
+            lc->erase("notReadySeconds");
+            lc->erase("readyAgainSeconds");
+          },
+  };
+  return k;
+}
+
+}  // namespace cpscale::workloads
