@@ -85,6 +85,48 @@ void requestLabels(std::string& out, std::string_view key) {
   }
 }
 
+// The families read from the store: each resource's objects and their size, its watch
+// cache's ring.
+void storeFamilies(std::string& out, const ObjectStore& store) {
+  family(out, "apiserver_resource_objects", "gauge",
+         "[ALPHA] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
+         "value will be -1.");
+  for (const auto& t : store.tables()) {
+    sample(out, "apiserver_resource_objects", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->weightedObjects));
+  }
+  // What the stored objects of each resource take, as kube-apiserver estimates it: here
+  // the JSON bytes the model stores (a built-in's protobuf encoding is somewhat smaller).
+  family(out, "apiserver_resource_size_estimate_bytes", "gauge",
+         "[ALPHA] Estimated size of stored objects in database. Estimate is based on sum of last observed sizes of "
+         "serialized objects. In case of a fetching error, the value will be -1.");
+  for (const auto& t : store.tables()) {
+    sample(out, "apiserver_resource_size_estimate_bytes", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->weightedBytes));
+  }
+  // The watch cache's ring per cached resource (watch_cache.go): its capacity, and the
+  // events it has taken in (a sampled change counts its weight).
+  family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");
+  for (const auto& t : store.tables()) {
+    if (!t->type.watchCached()) continue;
+    sample(out, "watch_cache_capacity", {{"group", t->type.group}, {"resource", t->type.resource}},
+           std::round(t->historyCapacity));
+  }
+  family(out, "apiserver_watch_cache_events_received_total", "counter",
+         "[ALPHA] Counter of events received in watch cache broken by resource type.");
+  for (const auto& t : store.tables()) {
+    if (!t->type.watchCached()) continue;
+    sample(out, "apiserver_watch_cache_events_received_total",
+           {{"group", t->type.group}, {"resource", t->type.resource}}, std::round(t->recordedWeight));
+  }
+  family(out, "apiserver_storage_objects", "gauge",
+         "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
+         "value will be -1.");
+  for (const auto& t : store.tables()) {
+    sample(out, "apiserver_storage_objects", {{"resource", t->type.qualified()}}, std::round(t->weightedObjects));
+  }
+}
+
 }  // namespace
 
 std::string formatValue(double v) {
@@ -191,43 +233,7 @@ std::string ApiserverMetrics::exposition(const Process& p, const ObjectStore& st
     }
   }
 
-  family(out, "apiserver_resource_objects", "gauge",
-         "[ALPHA] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
-         "value will be -1.");
-  for (const auto& t : store.tables()) {
-    sample(out, "apiserver_resource_objects", {{"group", t->type.group}, {"resource", t->type.resource}},
-           std::round(t->weightedObjects));
-  }
-  // What the stored objects of each resource take, as kube-apiserver estimates it: here
-  // the JSON bytes the model stores (a built-in's protobuf encoding is somewhat smaller).
-  family(out, "apiserver_resource_size_estimate_bytes", "gauge",
-         "[ALPHA] Estimated size of stored objects in database. Estimate is based on sum of last observed sizes of "
-         "serialized objects. In case of a fetching error, the value will be -1.");
-  for (const auto& t : store.tables()) {
-    sample(out, "apiserver_resource_size_estimate_bytes", {{"group", t->type.group}, {"resource", t->type.resource}},
-           std::round(t->weightedBytes));
-  }
-  // The watch cache's ring per cached resource (watch_cache.go): its capacity, and the
-  // events it has taken in (a sampled change counts its weight).
-  family(out, "watch_cache_capacity", "gauge", "[ALPHA] Total capacity of watch cache broken by resource type.");
-  for (const auto& t : store.tables()) {
-    if (!t->type.watchCached()) continue;
-    sample(out, "watch_cache_capacity", {{"group", t->type.group}, {"resource", t->type.resource}},
-           std::round(t->historyCapacity));
-  }
-  family(out, "apiserver_watch_cache_events_received_total", "counter",
-         "[ALPHA] Counter of events received in watch cache broken by resource type.");
-  for (const auto& t : store.tables()) {
-    if (!t->type.watchCached()) continue;
-    sample(out, "apiserver_watch_cache_events_received_total",
-           {{"group", t->type.group}, {"resource", t->type.resource}}, std::round(t->recordedWeight));
-  }
-  family(out, "apiserver_storage_objects", "gauge",
-         "[STABLE] Number of stored objects at the time of last check split by kind. In case of a fetching error, the "
-         "value will be -1.");
-  for (const auto& t : store.tables()) {
-    sample(out, "apiserver_storage_objects", {{"resource", t->type.qualified()}}, std::round(t->weightedObjects));
-  }
+  storeFamilies(out, store);
 
   family(out, "apiserver_watch_events_total", "counter", "[ALPHA] Number of events sent in watch clients");
   for (const auto& [k, v] : watchEvents_) {

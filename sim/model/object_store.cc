@@ -608,6 +608,31 @@ std::optional<StoreResult> ObjectStore::fastUpdate(Table& t, const std::string& 
   return commitText(t, key, std::move(p), &old, weight, dryRun);
 }
 
+namespace {
+
+// A new CRD's status: its names accepted and established at once, its storage version
+// stored.
+json establishedCrdStatus(const json& crd, const std::string& t0) {
+  std::string storage;
+  for (const json& v : crd["spec"]["versions"]) {
+    if (v.value("storage", false)) storage = v.value("name", std::string());
+  }
+  return {{"acceptedNames", crd["spec"]["names"]},
+          {"conditions", json::array({{{"type", "NamesAccepted"},
+                                       {"status", "True"},
+                                       {"reason", "NoConflicts"},
+                                       {"message", "no conflicts found"},
+                                       {"lastTransitionTime", t0}},
+                                      {{"type", "Established"},
+                                       {"status", "True"},
+                                       {"reason", "InitialNamesAccepted"},
+                                       {"message", "the initial names have been accepted"},
+                                       {"lastTransitionTime", t0}}})},
+          {"storedVersions", storage.empty() ? json::array() : json::array({storage})}};
+}
+
+}  // namespace
+
 StoreResult ObjectStore::create(Table& t, const std::string& ns, std::string_view body, double weight, bool dryRun) {
   StoreResult r;
   std::optional<json> parsed = parseObject(body);
@@ -690,23 +715,7 @@ StoreResult ObjectStore::create(Table& t, const std::string& ns, std::string_vie
     obj["status"] = {{"phase", "Active"}};
   }
   if (&t == crds_) {
-    std::string storage;
-    for (const json& v : obj["spec"]["versions"]) {
-      if (v.value("storage", false)) storage = v.value("name", std::string());
-    }
-    const std::string t0 = timestamp();
-    obj["status"] = {{"acceptedNames", obj["spec"]["names"]},
-                     {"conditions", json::array({{{"type", "NamesAccepted"},
-                                                  {"status", "True"},
-                                                  {"reason", "NoConflicts"},
-                                                  {"message", "no conflicts found"},
-                                                  {"lastTransitionTime", t0}},
-                                                 {{"type", "Established"},
-                                                  {"status", "True"},
-                                                  {"reason", "InitialNamesAccepted"},
-                                                  {"message", "the initial names have been accepted"},
-                                                  {"lastTransitionTime", t0}}})},
-                     {"storedVersions", storage.empty() ? json::array() : json::array({storage})}};
+    obj["status"] = establishedCrdStatus(obj, timestamp());
     meta["generation"] = 1;
   }
   StoreResult c = commit(t, key, obj, nullptr, weight, dryRun);

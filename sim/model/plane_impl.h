@@ -1,0 +1,312 @@
+// The model plane's parts (ModelPlane::Impl), shared by the files that hold them: the
+// plane's construction and its public face (model_plane.cc), the transports
+// (plane_transport.cc), routing (plane_routing.cc), answering (plane_api.cc),
+// admission (plane_admission.cc), the cost model and the plane's own load
+// (plane_costs.cc), watch fan-out (plane_watches.cc), the node lifecycle controller
+// (plane_node_lifecycle.cc), member faults (plane_faults.cc) and the members' /metrics
+// (plane_metrics.cc). Private to sim/model: nothing outside it includes this.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/engine/random.h"
+#include "sim/engine/scheduler.h"
+#include "sim/kube/transport.h"
+#include "sim/model/cpu_pool.h"
+#include "sim/model/member_metrics.h"
+#include "sim/model/model_plane.h"
+#include "sim/model/object_store.h"
+#include "sim/model/plane_route.h"
+
+namespace cpscale::model {
+
+inline double seconds(engine::Duration d) { return std::chrono::duration<double>(d).count(); }
+inline engine::Duration fromSeconds(double s) {
+  return std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(std::max(0.0, s)));
+}
+
+// An answer as kube-apiserver writes it, over HTTP/2.
+kube::HttpResponse response(int status, std::string body, std::string contentType = "application/json");
+
+// One line of a watch stream: {"type":..., "object":...}.
+std::string watchLine(std::string_view type, std::string_view object);
+
+class ModelTransport;
+
+// An open watch: the store's filters plus where its events go.
+struct ModelWatch : Watcher {
+  ModelTransport* transport = nullptr;
+  kube::RequestId id = 0;
+  std::size_t replica = 0;
+  Table* table = nullptr;
+  std::function<bool(std::string_view)> onChunk;
+  bool bookmarks = false;
+  engine::TimePoint opened{};
+};
+
+struct Pending {
+  kube::HttpRequest req;
+  kube::ResponseHandler done;
+  Route route;
+  std::string labelsKey;
+  std::size_t replica = 0;
+  engine::TimePoint submitted{};
+  engine::TimePoint due{};
+  engine::EventId event = 0;
+  bool mutating = false;
+  bool seat = false;                  // holds a seat of the max-in-flight filter
+  bool seatMutating = false;          // ... a mutating one
+  bool tooMany = false;               // refused by it: answered 429 at once
+  bool serverTimeout = false;         // answered 504 at requestTimeout
+  bool clientTimeout = false;         // the client gives up at its timeout
+  std::unique_ptr<ModelWatch> watch;  // set once a stream is open
+};
+
+class ModelTransport final : public kube::Transport {
+ public:
+  enum class Kind { kClient, kApiserver, kEtcd };
+  ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server,
+                 bool limited = false)
+      : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)), limited_(limited) {}
+  ~ModelTransport() override;
+
+  kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
+  void cancel(kube::RequestId id) override;
+  std::size_t poll(engine::Duration maxWait) override;
+  std::size_t inFlight() const override { return pending_.size(); }
+  void wakeup() override {}
+  const std::string& server() const override { return server_; }
+
+  ModelPlane::Impl* impl_;
+  Kind kind_;
+  std::size_t member_;
+  double weight_;
+  std::string server_;
+  bool limited_;  // not system:masters: the max-in-flight filter applies
+  std::map<kube::RequestId, Pending> pending_;
+  kube::RequestId next_ = 0;
+  std::size_t handled_ = 0;
+};
+
+class ModelPlane::Impl {
+ public:
+  struct Apiserver {
+    std::string name;
+    ApiserverMetrics metrics;
+    CpuPool* pool = nullptr;
+    double cpu = 0;                               // charged core-seconds (idle apart)
+    double seatsReadOnly = 0, seatsMutating = 0;  // the max-in-flight filter's, taken
+  };
+  struct Etcd {
+    ModelEtcd spec;
+    std::string member;
+    CpuPool* pool = nullptr;
+    double cpu = 0;
+    EtcdCounters counters;
+    std::string serverId;
+    // The db: writes at the last two compaction ticks, the file's size (it never
+    // shrinks without a defragmentation) and the NOSPACE alarm.
+    double writesAtTick = 0, writesAtCompaction = 0;
+    double fileBytes = 0;
+    bool noSpace = false;
+    int writesSinceCheck = 0;
+  };
+
+  Impl(engine::Scheduler& sched, ModelOptions options);
+  ~Impl();
+
+  // ---- routing (plane_routing.cc) ----
+  // The apiserver replica a request goes to: its member's, or the clients' next.
+  std::size_t replicaFor(const ModelTransport& t);
+
+  // ---- answering (plane_api.cc) ----
+  void execute(ModelTransport& t, kube::RequestId id);
+  kube::HttpResponse handle(ModelTransport& t, Pending& p, int& code);
+  kube::HttpResponse handleResource(ModelTransport& t, Pending& p);
+  kube::HttpResponse handleNonResource(ModelTransport& t, Pending& p);
+  kube::HttpResponse handleEtcd(ModelTransport& t, const Pending& p);
+  kube::HttpResponse discovery(const Route& r);
+
+  // ---- watches (plane_watches.cc) ----
+  void openWatch(ModelTransport& t, kube::RequestId id);
+  void endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark);
+  void onChange(Table& table, const Change& c);
+  double planeWatchersOf(const Table& table) const;
+  void onRemoved(Table& table);
+  // Sends one line; false when the consumer refused it (the watch is then closed).
+  bool send(ModelWatch& w, const std::string& line);
+  bool deliver(ModelWatch& w, const Change& c, std::string* lines);
+  void bury(std::unique_ptr<ModelWatch> w);
+  void flushGraveyard();
+
+  // ---- admission (plane_admission.cc) ----
+  // From submit to a scheduled answer: refused while down, the max-in-flight filter,
+  // the cost charged, the answer or the watch's opening scheduled at its latency.
+  void admit(ModelTransport& t, kube::RequestId id);
+  // An apiserver's admission of p: its labels, the filter, its cost. Its latency in
+  // seconds; nullopt when the filter refused it (its 429 is on its way).
+  std::optional<double> admitToApiserver(ModelTransport& t, kube::RequestId id, Pending& p);
+  // The max-in-flight filter (ModelAdmission); false when it refused p.
+  bool passesMaxInFlight(ModelTransport& t, kube::RequestId id, Pending& p, bool write);
+  // The answer of p (or its watch's opening) at `latency` seconds, cut at the server's
+  // and the client's timeouts.
+  void scheduleAnswer(ModelTransport& t, kube::RequestId id, Pending& p, double latency);
+  // Takes `w` seats of the kind on `replica`; false when its limit is reached.
+  bool takeSeat(std::size_t replica, bool mutating, double w);
+  void releaseSeat(std::size_t replica, bool mutating, double w);
+  // What the filter answers: 429, Retry-After 1, its plain-text message.
+  static kube::HttpResponse tooManyRequests();
+
+  // ---- cost model (plane_costs.cc) ----
+  enum class Class { kLeaseWrite, kWrite, kCustomWrite, kEventWrite, kRead };
+  double cpuOf(Class c) const;
+  // The class of a request with this route.
+  Class classOf(const Route& r);
+  // The class of a write to a resource other than a Lease renewal: a custom resource's,
+  // an Event's (no watch cache), or a built-in object's.
+  static Class writeClass(const ResourceType& type) {
+    return type.custom ? Class::kCustomWrite : !type.watchCached() ? Class::kEventWrite : Class::kWrite;
+  }
+  // Charges one request standing for `w` to replica `replica` (and etcd for writes);
+  // returns its modelled latency in seconds.
+  double charge(std::size_t replica, Class cls, const std::string& tableKey, double w);
+  std::size_t etcdFor(std::string_view key) const;
+  std::size_t etcdFor(const Table& t);
+  void countWrite(std::size_t etcd, double writes, double puts);
+
+  // The db bytes in use of etcd i now, its file grown to them, and the alarm raised
+  // once the file passes the quota.
+  double etcdInUse(std::size_t i);
+  void compactionTick();
+  engine::EventId compactionEvent_ = 0;
+
+  // ---- background: the plane's own requests (plane_costs.cc) ----
+  void startBackground();
+  void background(std::size_t i);
+
+  // ---- the node lifecycle controller (ModelNodeLifecycle; plane_node_lifecycle.cc) ----
+  // Its tables and first pass, where the profile runs it.
+  void startNodeLifecycle();
+  struct NodeHealth {
+    engine::TimePoint probe{};    // the pass that last saw the node heard from
+    bool probed = false;          // seen by a pass yet
+    bool heard = false;           // its Lease or status written since the last pass
+    std::uint64_t unknownRv = 0;  // the node's resourceVersion when its Ready was last seen Unknown
+    engine::EventId write = 0;    // the controller's status write in flight
+    bool tainted = false;         // carries the controller's unreachable taints
+  };
+  void nodeHeard(const std::string& name);
+  void forgetNode(const std::string& name);
+  void nodeLifecyclePass();
+  void markNodeUnknown(const std::string& name, NodeHealth& h, const StoredObject& node);
+  void writeNodeStatus(const std::string& name, const std::string& body, double weight, double latency);
+  // What follows a node's Ready turning Unknown, and its return: the taints, the
+  // events, the pods marked NotReady.
+  void afterNodeUnknown(const std::string& name, NodeHealth& h, double weight);
+  void afterNodeReachable(const std::string& name, NodeHealth& h, double weight);
+  void setNodeTaints(const std::string& name, const nlohmann::json& taints, double weight);
+  void recordControllerEvent(const nlohmann::json& involved, const std::string& ns, const char* component,
+                             const char* type, const char* reason, const std::string& message, double weight);
+  // One write of the plane's own controllers (the controller-manager's), sent to its
+  // replica: charged as a write, committed when it is charged, counted in
+  // apiserver_request_total. Returns its HTTP status; 0 when its replica or etcd was
+  // down and it was not sent.
+  int controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                      const std::string& sub, const std::string& body, double weight);
+  // The pods bound to each node (the controller's spec.nodeName index), by "ns/name".
+  std::map<std::string, std::set<std::string>, std::less<>> podsByNode_;
+  std::map<std::string, std::string, std::less<>> nodeOfPod_;
+  void indexPod(const Change& c);
+  std::uint64_t controllerEvents_ = 0;  // names the controllers' events apart
+  Table* nodes_ = nullptr;
+  Table* leases_ = nullptr;
+  Table* pods_ = nullptr;
+  Table* events_ = nullptr;
+  std::map<std::string, NodeHealth, std::less<>> nodeHealth_;  // by node name
+  engine::EventId nodeLifecycleEvent_ = 0;
+  std::string nodeStatusPutKey_;  // apiserver_request_total's labels of its writes
+
+  // ---- exposition: the members' /metrics (plane_metrics.cc) ----
+  double elapsed() const { return seconds(sched_.now() - start_); }
+  double heapBytes() const;
+  // heapBytes() at one instant: every replica's scrape of one round reads the same.
+  mutable std::optional<std::pair<engine::TimePoint, std::uint64_t>> heapAt_;
+  mutable double heap_ = 0;
+  std::string apiserverText(std::size_t i) const;
+  std::string etcdText(std::size_t i);
+
+  engine::Scheduler& sched_;
+  ModelOptions options_;
+  const Calibration& cal_;
+  ObjectStore store_;
+  std::vector<std::unique_ptr<CpuPool>> pools_;
+  CpuPool* generatorPool_ = nullptr;  // where the generator's CPU goes; null: off the plane
+  std::vector<Apiserver> apis_;
+  std::vector<Etcd> etcds_;
+  std::size_t mainEtcd_ = 0;
+  std::vector<std::size_t> etcdOfTable_;  // by table index
+  engine::RandomStream rng_;
+  std::size_t roundRobin_ = 0;
+  std::size_t backgroundRoundRobin_ = 0;
+  std::vector<engine::EventId> backgroundEvents_;
+  engine::TimePoint start_{};
+  ModelStats stats_;
+  std::set<ModelTransport*> transports_;
+  int fanout_ = 0;  // fan-outs on the stack: closed watches wait in the graveyard
+  std::vector<std::unique_ptr<ModelWatch>> graveyard_;
+
+  // ---- faults (ModelPlane::kill, restart, pause, resume; plane_faults.cc) ----
+  enum class Health { kServing, kDown, kStarting, kFrozen };
+  struct MemberHealth {
+    Health health = Health::kServing;
+    engine::EventId ready = 0;  // a restart's: when the member serves again
+    // An apiserver's watch cache after a restart holds the changes since this revision.
+    std::uint64_t cacheFrom = 0;
+    // What waits for a frozen member: answers, watch opens, writes to its etcd.
+    std::vector<std::pair<ModelTransport*, kube::RequestId>> held;
+  };
+  // Empty until the first fault: a plane never faulted checks nothing per request.
+  std::vector<MemberHealth> apiHealth_, etcdHealth_;
+  struct FaultedMember {
+    MemberHealth* health;
+    bool etcd;
+    std::size_t index;  // in apis_ or etcds_
+  };
+  // Throws std::invalid_argument for a member the plane does not have.
+  FaultedMember faulted(const std::string& member);
+  bool apiServing(std::size_t i) const { return apiHealth_.empty() || apiHealth_[i].health == Health::kServing; }
+  bool etcdServing(std::size_t i) const { return etcdHealth_.empty() || etcdHealth_[i].health == Health::kServing; }
+  bool etcdUp(std::size_t i) const {
+    return etcdHealth_.empty() ||
+           (etcdHealth_[i].health != Health::kDown && etcdHealth_[i].health != Health::kStarting);
+  }
+  // A request to a member that is down: refused a moment later, as a connect is.
+  bool refusedWhileDown(ModelTransport& t, kube::RequestId id, bool etcd, std::size_t member);
+  // A request whose answer (or whose write) a frozen member holds: waits for resume().
+  bool heldWhileFrozen(ModelTransport& t, kube::RequestId id, Pending& p);
+  void timeOutHeld(ModelTransport& t, kube::RequestId id, bool serverSide);
+  // What a killed member was answering: ended as a reset connection.
+  void resetConnections(bool etcd, std::size_t member);
+  // Held requests go on now: answered, opened or (a write to a killed etcd) refused.
+  void releaseHeld(std::vector<std::pair<ModelTransport*, kube::RequestId>> held);
+  void killMember(const std::string& member);
+  void restartMember(const std::string& member, std::function<void()> ready);
+  void pauseMember(const std::string& member);
+  void resumeMember(const std::string& member);
+  void cancelFaultEvents();
+};
+
+}  // namespace cpscale::model

@@ -1,0 +1,71 @@
+// The model plane's members' /metrics: each apiserver's exposition with its heap (the
+// watch cache's objects and ring, as calibrated) and CPU, each etcd's with its db.
+#include "sim/model/plane_impl.h"
+
+#include <string>
+
+namespace cpscale::model {
+
+double ModelPlane::Impl::heapBytes() const {
+  if (heapAt_ && heapAt_->first == sched_.now() && heapAt_->second == store_.revision()) return heap_;
+  double heap = cal_.heapBaseBytes.value;
+  const auto& byResource = cal_.heapBytesPerObjectByResource;
+  // Every cached object, and every change still in the watch cache's ring whose object is
+  // not an object's current version (superseded or deleted): the ring keeps it. A
+  // current version is the object itself, held once. In a custom resource's ring each
+  // event costs its own bookkeeping too, and the resource its fixed share.
+  for (const auto& t : store_.tables()) {
+    // Events have no watch cache (DefaultWatchCacheSizes): what a write costs passes,
+    // and nothing of them stays in the heap.
+    if (!t->type.watchCached()) continue;
+    const double perEvent = t->type.custom ? cal_.heapPerCustomResourceEvent.value : 0;
+    if (t->type.custom && t->served) heap += cal_.heapPerCustomResource.value;
+    double objects = t->weightedObjects, bytes = t->weightedBytes;
+    std::string key;
+    for (const Change& c : t->history) {
+      heap += c.weight * perEvent;
+      key.assign(c.ns).append("/").append(c.name);
+      auto live = t->objects.find(key);
+      if (c.type != ChangeType::kDeleted && live != t->objects.end() && live->second.rv == c.rv) continue;
+      objects += c.weight;
+      bytes += c.weight * static_cast<double>(c.object ? c.object->size() : 0);
+    }
+    if (objects == 0 && bytes == 0) continue;
+    auto it = byResource.find(t->type.qualified());
+    if (it == byResource.end()) it = byResource.find(t->type.resource);
+    if (it != byResource.end()) {
+      heap += objects * it->second;
+    } else {
+      heap += objects * cal_.heapPerObject.value + bytes * cal_.heapPerObjectByte.value;
+    }
+  }
+  heapAt_ = {sched_.now(), store_.revision()};
+  heap_ = heap;
+  return heap;
+}
+
+std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
+  ApiserverMetrics::Process p;
+  p.heapBytes = heapBytes();
+  p.rssBytes = p.heapBytes * cal_.rssOverHeap;
+  p.cpuSeconds = cal_.apiserverIdleCores.value * elapsed() + apis_[i].cpu;
+  p.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());
+  return apis_[i].metrics.exposition(p, store_);
+}
+
+std::string ModelPlane::Impl::etcdText(std::size_t i) {
+  const Etcd& e = etcds_[i];
+  EtcdExposition x;
+  for (const auto& t : store_.tables()) {
+    if (etcdFor(t->type.key()) == i) x.keys += t->weightedObjects;
+  }
+  x.dbInUseBytes = etcdInUse(i);
+  x.dbBytes = e.fileBytes;
+  x.quotaBytes = e.spec.quotaBytes;
+  x.cpuSeconds = cal_.etcdIdleCores.value * elapsed() + e.cpu;
+  x.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());
+  x.serverId = e.serverId;
+  return etcdExposition(e.counters, x);
+}
+
+}  // namespace cpscale::model

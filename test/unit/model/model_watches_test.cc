@@ -1,0 +1,104 @@
+// Watch fan-out in the model plane (plane_watches.cc), on raw watch streams of the
+// client transport: every change sent to each watcher that selects it, each line
+// counted and charged on its replica, and a consumer that refuses a line ending only
+// its own watch, in the middle of the fan-out.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/kube/resource.h"
+#include "test/unit/model/model_harness.h"
+
+namespace cpscale::model {
+namespace {
+
+using namespace std::chrono_literals;
+using kube::ResourceRef;
+using nlohmann::json;
+using testing::Harness;
+
+const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
+
+json configMap(const std::string& name) {
+  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
+}
+
+// One watch stream as the transport carries it: its lines, and its end.
+struct Stream {
+  std::vector<std::string> lines;
+  std::optional<kube::HttpResponse> end;
+  bool refuse = false;  // the consumer refuses the next line
+};
+
+void open(Harness& h, Stream& s, const std::string& query = "") {
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=600" + query;
+  req.onBodyChunk = [&s](std::string_view chunk) {
+    if (s.refuse) return false;
+    s.lines.emplace_back(chunk);
+    return true;
+  };
+  h.transport->submit(std::move(req), [&s](kube::HttpResponse r) { s.end = std::move(r); });
+}
+
+double watchEventsTotal(Harness& h) {
+  return std::max(0.0, testing::scraped(h, "kube-apiserver-0", "apiserver_watch_events_total"));
+}
+
+TEST(ModelWatches, EachChangeGoesToEveryWatcherThatSelectsItAndIsCountedOnce) {
+  Harness h;
+  Stream a, b, none;
+  open(h, a);
+  open(h, b);
+  open(h, none, "&fieldSelector=metadata.name%3Dother");
+  h.sim.runFor(1s);
+  ASSERT_EQ(h.plane->stats().watchers, 3u);
+  const double before = watchEventsTotal(h);
+
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c1")).ok());
+  h.sim.runFor(1s);
+  ASSERT_EQ(a.lines.size(), 1u);
+  ASSERT_EQ(b.lines.size(), 1u);
+  EXPECT_TRUE(none.lines.empty());
+  EXPECT_EQ(a.lines[0], b.lines[0]);
+  const json event = json::parse(a.lines[0]);
+  EXPECT_EQ(event["type"], "ADDED");
+  EXPECT_EQ(event["object"]["metadata"]["name"], "c1");
+  EXPECT_EQ(h.plane->stats().watchEventsSent, 2u);
+  EXPECT_EQ(watchEventsTotal(h) - before, 2);
+}
+
+TEST(ModelWatches, AConsumerThatRefusesALineEndsOnlyItsOwnWatch) {
+  Harness h;
+  Stream first, refusing, last;
+  open(h, first);
+  open(h, refusing);
+  open(h, last);
+  h.sim.runFor(1s);
+  refusing.refuse = true;
+
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c1")).ok());
+  h.sim.runFor(1s);
+  ASSERT_TRUE(refusing.end);
+  EXPECT_EQ(refusing.end->outcome, kube::TransportOutcome::kAborted);
+  EXPECT_TRUE(refusing.lines.empty());
+  EXPECT_EQ(first.lines.size(), 1u);
+  EXPECT_EQ(last.lines.size(), 1u);
+  EXPECT_EQ(h.plane->stats().watchers, 2u);
+
+  // The fan-out goes on without it.
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c2")).ok());
+  h.sim.runFor(1s);
+  EXPECT_EQ(first.lines.size(), 2u);
+  EXPECT_EQ(last.lines.size(), 2u);
+  EXPECT_FALSE(first.end);
+  EXPECT_FALSE(last.end);
+}
+
+}  // namespace
+}  // namespace cpscale::model
