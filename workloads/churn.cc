@@ -247,6 +247,8 @@ struct Session {
   std::uint32_t step = 0;
   std::uint32_t suspends = 0;
   SessionState state = SessionState::kCreating;
+  // Its writes not answered yet, retries included: its DELETE waits for them.
+  std::uint32_t writesInFlight = 0;
   std::optional<engine::PeriodicTimer> status;  // periodic status while running
 };
 
@@ -409,17 +411,31 @@ class ChurnInstance final : public WorkloadInstance {
     });
   }
 
-  // A write whose outcome only counts: the actor carries on either way.
-  void write(kube::ApiRequest req, std::uint64_t* okCounter) {
+  // A write of the session's whose outcome only counts: the actor carries on either
+  // way. None once the session is deleting (see remove()).
+  void write(Session& s, kube::ApiRequest req, std::uint64_t* okCounter) {
+    if (s.state == SessionState::kDeleting) return;
+    ++s.writesInFlight;
+    send(std::move(req), okCounter, [this, id = s.id] {
+      withSession(id, [this](Session& s) {
+        if (--s.writesInFlight == 0 && s.state == SessionState::kDeleting) sendDelete(s);
+      });
+    });
+  }
+
+  // Sends `req`, counts its outcome, then runs `answered`.
+  template <class Answered>
+  void send(kube::ApiRequest req, std::uint64_t* okCounter, Answered answered) {
     req.decode = kube::Decode::kNone;  // only the outcome counts
     req.intendedAt = ctx_.sim.now();
-    calls_.call(std::move(req), [this, okCounter](kube::ApiResult r) {
+    calls_.call(std::move(req), [this, okCounter, answered](kube::ApiResult r) {
       if (r.ok()) {
         ++*okCounter;
       } else {
         ++c_.writeFailed;
         lastError_ = r.describe();
       }
+      answered();
     });
   }
 
@@ -429,18 +445,21 @@ class ChurnInstance final : public WorkloadInstance {
     const std::string now = rfc3339(unixNow());
     switch (t.type) {
       case ChurnTarget::Type::kCrd:
-        write(kube::ApiRequest::patch(ref(s).sub("status"), kube::PatchType::kMerge,
+        write(s,
+              kube::ApiRequest::patch(ref(s).sub("status"), kube::PatchType::kMerge,
                                       {{"status", {{"phase", "Running"}, {"step", s.step}, {"lastUpdate", now}}}}),
               &c_.statusUpdates);
         break;
       case ChurnTarget::Type::kConfigMap:
-        write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge,
+        write(s,
+              kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge,
                                       {{"data", {{"phase", "Running"}, {"step", std::to_string(s.step)}}}}),
               &c_.statusUpdates);
         break;
       case ChurnTarget::Type::kEvent:
         // An event series: the count and last timestamp move.
-        write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, {{"count", s.step + 1}, {"lastTimestamp", now}}),
+        write(s,
+              kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, {{"count", s.step + 1}, {"lastTimestamp", now}}),
               &c_.statusUpdates);
         break;
     }
@@ -455,19 +474,29 @@ class ChurnInstance final : public WorkloadInstance {
   void suspend(Session& s) {
     s.state = SessionState::kSuspended;
     ++s.suspends;
-    write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, true)), &c_.suspends);
+    write(s, kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, true)), &c_.suspends);
     const std::uint64_t id = s.id;
     events_.at(ctx_.sim.now() + p_.suspended.sampleDuration(s.rng), [this, id] {
       withSession(id, [this](Session& s) {
-        write(kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, false)), &c_.resumes);
+        write(s, kube::ApiRequest::patch(ref(s), kube::PatchType::kMerge, suspendPatch(s, false)), &c_.resumes);
         enterRunning(s);
       });
     });
   }
 
+  // An actor writes nothing after its DELETE: its status timer stops, no write starts
+  // once it is deleting, and the DELETE itself waits until every write the session
+  // sent is answered, retries included. A status PATCH still in flight (another
+  // connection or replica may serve it after the DELETE) or retried after a 429 would
+  // otherwise find the object gone: a 404, counted as a write failure.
   void remove(Session& s) {
+    if (s.status) s.status->stop();
     s.state = SessionState::kDeleting;
-    write(kube::ApiRequest::remove(ref(s)), &c_.deletes);
+    if (s.writesInFlight == 0) sendDelete(s);
+  }
+
+  void sendDelete(Session& s) {
+    send(kube::ApiRequest::remove(ref(s)), &c_.deletes, [] {});
     sessions_.erase(s.id);  // the request owns what it needs; the actor is done
   }
 

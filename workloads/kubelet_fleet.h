@@ -142,7 +142,7 @@ struct KubeletFleetParams {
 bool failsAt(std::int64_t index, double fraction);
 
 // The instances of one fleet and of its growths on one engine worker, so they share a
-// node watch and the base's churn reaches the grown nodes (defined in the .cc).
+// node watch and the base's churn reaches the grown nodes (defined in fleet_instance.h).
 struct FleetGroups;
 
 class KubeletFleet final : public Workload {

@@ -71,6 +71,88 @@ dwell:
   EXPECT_EQ(inst->summary()["sessionsLive"], 0);
 }
 
+// A session's requests in order, each with its send time and the time its answer came
+// back (the fake answers after a fixed latency), checked against the rule that an actor
+// never writes its object after its DELETE: nothing follows the DELETE, and the DELETE
+// goes out only once every earlier write is answered (a write still in flight may be
+// served after it, on another connection or replica, and find the object gone).
+void expectNothingWrittenAfterTheDelete(const Harness& h, engine::Duration latency) {
+  std::optional<engine::TimePoint> deleted;
+  engine::TimePoint lastAnswer{};
+  for (const auto& r : h.transport.requests()) {
+    if (pathOf(r.request).find("/agentsessions/s-0") == std::string::npos) continue;
+    EXPECT_FALSE(deleted) << r.request.method << " " << r.request.path << " at "
+                          << r.submittedAt.time_since_epoch().count() << " ns, after the DELETE";
+    if (r.request.method == "DELETE") {
+      deleted = r.submittedAt;
+      EXPECT_GE(r.submittedAt, lastAnswer) << "the DELETE went out with a write in flight";
+    }
+    lastAnswer = std::max(lastAnswer, r.submittedAt + latency);
+  }
+  EXPECT_TRUE(deleted);
+}
+
+constexpr const char* kShortSession = R"(kind: churn
+name: s
+sessionsPerMinute: 1
+maxSessions: 1
+statusInterval: 300ms
+suspendProbability: 0
+dwell:
+  running: {uniform: [1s, 1s]}
+)";
+
+// Answers slower than the status interval: when the running spell ends, status PATCHes
+// are still in flight, and the timer would fire again while the DELETE is.
+TEST(Churn, TheDeleteWaitsForTheSessionsWritesInFlightAndNothingFollowsIt) {
+  Harness h;
+  h.transport.setLatency(2s);
+  auto w = makeWorkload(entry(kShortSession));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30min});
+  // From its POST: created at 2 s; status at 2, 2.3, 2.6, 2.9 s; the spell ends at
+  // 3 s; the last status is answered at 4.9 s and the DELETE goes then.
+  ASSERT_EQ(h.count("POST", kSessions), 1u);
+  ASSERT_EQ(h.count("DELETE", kSessions), 1u);
+  EXPECT_EQ(h.requests("DELETE", kSessions)[0].submittedAt - h.requests("POST", kSessions)[0].submittedAt, 4900ms);
+  expectNothingWrittenAfterTheDelete(h, 2s);
+  EXPECT_EQ(inst->summary()["statusUpdates"], 4);
+  EXPECT_EQ(inst->summary()["writeFailures"], 0);
+  EXPECT_EQ(inst->summary()["deletes"], 1);
+  EXPECT_EQ(inst->summary()["sessionsLive"], 0);
+}
+
+// A status PATCH refused with 429 is retried by the client after Retry-After, past the
+// end of the running spell: the DELETE waits for the retry's answer. The fake server
+// answers 404 for an object once deleted, as kube-apiserver would.
+TEST(Churn, AStatusWriteRetriedAfterA429IsAnsweredBeforeTheDelete) {
+  Harness h;
+  int statusWrites = 0;
+  std::set<std::string> deleted;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    std::string object = pathOf(r);
+    if (object.ends_with("/status")) object.resize(object.size() - 7);
+    if (deleted.contains(object)) return statusResponse(404, "NotFound");
+    if (r.method == "DELETE") deleted.insert(object);
+    if (r.method == "PATCH" && ++statusWrites == 4) {
+      kube::HttpResponse busy = statusResponse(429, "TooManyRequests");
+      busy.headers.push_back({"retry-after", "1"});
+      return busy;
+    }
+    return std::nullopt;
+  };
+  auto w = makeWorkload(entry(kShortSession));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{30min});
+  // From its POST: the fourth status, sent at 0.901 s, is refused at 0.902 s and sent
+  // again at 1.902 s, after the spell's end at 1.001 s.
+  EXPECT_EQ(h.count("PATCH", kSessions), 5u);
+  expectNothingWrittenAfterTheDelete(h, 1ms);
+  EXPECT_EQ(inst->summary()["writeFailures"], 0) << inst->summary()["lastWriteError"];
+  EXPECT_EQ(inst->summary()["deletes"], 1);
+  EXPECT_EQ(inst->summary()["sessionsLive"], 0);
+}
+
 // What each session does, read from the requests: its create's time, kind, namespace
 // and size, then its writes in order (the lifecycle's draws decide them all).
 using SessionTrace = std::map<std::string, std::vector<std::string>>;
