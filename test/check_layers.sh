@@ -10,7 +10,7 @@ cd "$root"
 
 # Bottom to top; a room may include itself and any room listed before it.
 rooms="sim/common sim/engine sim/kube sim/load sim/controlplane sim/metrics sim/result sim/model
-workloads sim/scenario sim/capture reports sim/run sim/cli"
+workloads sim/scenario sim/capture reports sim/calibration sim/run sim/cli"
 
 find sim workloads reports -type f \( -name '*.h' -o -name '*.cc' \) | sort |
   xargs grep -Hn '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' |

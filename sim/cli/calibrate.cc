@@ -2,25 +2,27 @@
 // probes run one after another on the local plane (each starts a plane of its own):
 // the plane idle, kubelets at two fleet sizes, session churn at two rates, and a state
 // ramp per kind at two payload sizes. The fit of their results into a calibration is
-// model::fitCalibration (sim/model/calibrate_fit.h); --from refits stored probes.
+// calibration::fitCalibration (sim/calibration/probe_fit.h); --from refits stored probes.
 #include <algorithm>
 #include <cxxopts.hpp>
 #include <iostream>
 #include <optional>
 
 #include "reports/format.h"
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/fit.h"
+#include "sim/calibration/probe_fit.h"
+#include "sim/calibration/probes.h"
+#include "sim/calibration/validation.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/common/error.h"
 #include "sim/common/interrupt.h"
 #include "sim/controlplane/local_plane.h"
-#include "sim/model/calibrate_fit.h"
-#include "sim/model/calibration.h"
-#include "sim/model/fit.h"
 #include "sim/run/calibration_probes.h"
+#include "sim/run/calibration_validation.h"
 #include "sim/run/host_info.h"
 #include "sim/run/runner.h"
-#include "sim/run/simulate.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {
@@ -87,12 +89,12 @@ int calibrate(const Args& args) {
     throw ConfigError("command line", "--pin",
                       "the stored probes ran where they ran; --pin is for new probes and validation");
 
-  std::vector<model::ProbeResult> probes;
+  std::vector<calibration::ProbeResult> probes;
   if (r.count("from")) {
     for (const char* flag : {"probes", "quick", "scenario-dir", "probe"})
       if (r.count(flag))
         throw ConfigError("command line", std::string("--") + flag, "runs probes; --from refits stored ones");
-    probes = model::readProbes(r["from"].as<std::string>());
+    probes = calibration::readProbes(r["from"].as<std::string>());
   } else {
     const fs::path probesDir = r.count("probes") ? fs::path(r["probes"].as<std::string>()) : base / "probes";
     const fs::path scenarioDir = r.count("scenario-dir") ? fs::path(r["scenario-dir"].as<std::string>())
@@ -102,16 +104,17 @@ int calibrate(const Args& args) {
     const fs::path binDir =
         r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     // Every scenario is loaded (and so validated) before the first plane starts.
-    std::vector<ProbePlan> plan = probePlan(r.count("quick") > 0);
+    std::vector<calibration::ProbePlan> plan = calibration::probePlan(r.count("quick") > 0);
     if (r.count("probe")) {
       const auto only = r["probe"].as<std::vector<std::string>>();
       for (const auto& name : only)
-        if (std::none_of(plan.begin(), plan.end(), [&](const ProbePlan& p) { return p.name == name; }))
+        if (std::none_of(plan.begin(), plan.end(), [&](const calibration::ProbePlan& p) { return p.name == name; }))
           throw ConfigError("command line", "--probe", "no probe is named '" + name + "'");
-      std::erase_if(plan,
-                    [&](const ProbePlan& p) { return std::find(only.begin(), only.end(), p.name) == only.end(); });
+      std::erase_if(plan, [&](const calibration::ProbePlan& p) {
+        return std::find(only.begin(), only.end(), p.name) == only.end();
+      });
     }
-    for (const ProbePlan& p : plan) scenario::loadScenario(scenarioDir / p.file, p.overrides);
+    for (const calibration::ProbePlan& p : plan) scenario::loadScenario(scenarioDir / p.file, p.overrides);
 
     if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
@@ -134,42 +137,43 @@ int calibrate(const Args& args) {
     }
     probes = std::move(ran.probes);
     // With --probe, the others come from what the directory already holds.
-    if (r.count("probe")) probes = model::readProbes(probesDir);
+    if (r.count("probe")) probes = calibration::readProbes(probesDir);
   }
 
   // Which validation cases run: all of them, or those named (the others' entries are
   // kept from the file --out replaces, so a model change can be validated where it
   // matters without running every case again).
-  std::vector<ValidationCase> cases = defaultValidationCases();
-  std::optional<CrossingCase> crossing = CrossingCase{};
+  std::vector<calibration::ValidationCase> cases = calibration::defaultValidationCases();
+  std::optional<calibration::CrossingCase> crossing = calibration::CrossingCase{};
   std::vector<model::ValidationEntry> previous;
   if (r.count("validate")) {
     if (r.count("no-validate")) throw ConfigError("command line", "--validate", "contradicts --no-validate");
     const auto only = r["validate"].as<std::vector<std::string>>();
     for (const auto& name : only)
-      if (name != "crossing" &&
-          std::none_of(cases.begin(), cases.end(), [&](const ValidationCase& v) { return v.label() == name; }))
+      if (name != "crossing" && std::none_of(cases.begin(), cases.end(),
+                                             [&](const calibration::ValidationCase& v) { return v.label() == name; }))
         throw ConfigError("command line", "--validate", "no validation case is named '" + name + "'");
-    std::erase_if(
-        cases, [&](const ValidationCase& v) { return std::find(only.begin(), only.end(), v.label()) == only.end(); });
+    std::erase_if(cases, [&](const calibration::ValidationCase& v) {
+      return std::find(only.begin(), only.end(), v.label()) == only.end();
+    });
     if (std::find(only.begin(), only.end(), "crossing") == only.end()) crossing.reset();
     if (!fs::exists(out))
       throw ConfigError("command line", "--validate",
                         out.string() + " does not exist: its other cases' entries are what --validate keeps");
-    previous = model::readCalibration(out).validation;
+    previous = calibration::readCalibration(out).validation;
   }
 
   model::Calibration c;
   try {
-    c = model::fitCalibration(probes);
-  } catch (const model::FitError& e) {
+    c = calibration::fitCalibration(probes);
+  } catch (const calibration::FitError& e) {
     std::cerr << "cpscale calibrate: the probes cannot be fitted: " << e.what()
               << "\n(their results are kept; refit with --from DIR once the cause is fixed, or run the probes again)\n";
     return static_cast<int>(ExitCode::kUnavailable);
   }
   // The results do not record the CPU model: it is this machine's when the probes ran here.
   if (c.host == hostName()) c.cpuModel = cpuModel();
-  model::writeCalibration(c, out);
+  calibration::writeCalibration(c, out);
   if (!r.count("no-validate")) {
     // The model with this calibration against the live plane, on the scenarios users
     // start from: its measured error goes into the calibration, and simulate prints it.
@@ -179,17 +183,17 @@ int calibrate(const Args& args) {
         r.count("bin-dir") ? fs::path(r["bin-dir"].as<std::string>()) : controlplane::defaultBinDir();
     if (progress) std::cerr << "cpscale calibrate: validating: each validation scenario live, then simulated\n";
     // Refitted probes are validated where they ran.
-    if (r.count("from") && !r.count("no-pin")) placement = placementOf(c);
+    if (r.count("from") && !r.count("no-pin")) placement = calibration::placementOf(c);
     if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
     installInterruptHandlers();
     c.source = out;
     c.validation =
         validateCalibration(c, profile, binDir, base / "validation", runId, progress, cases, crossing, placement);
-    if (r.count("validate")) c.validation = mergeValidation(previous, c.validation);
-    model::writeCalibration(c, out);
-    for (const auto& e : c.validation) std::cout << "validation: " << validationLine(e) << "\n";
+    if (r.count("validate")) c.validation = calibration::mergeValidation(previous, c.validation);
+    calibration::writeCalibration(c, out);
+    for (const auto& e : c.validation) std::cout << "validation: " << calibration::validationLine(e) << "\n";
   }
-  std::cout << model::renderCalibrationSummary(c) << "\nCalibration: " << out.string() << "\n";
+  std::cout << calibration::renderCalibrationSummary(c) << "\nCalibration: " << out.string() << "\n";
   return 0;
 }
 

@@ -1,4 +1,4 @@
-#include "sim/model/calibrate_fit.h"
+#include "sim/calibration/probe_fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,21 @@
 #include <set>
 #include <sstream>
 
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/fit.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/placement.h"
 #include "sim/metrics/axis_pressure.h"
-#include "sim/model/fit.h"
 #include "sim/model/object_store.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::model {
+namespace cpscale::calibration {
+
+using model::BackgroundRate;
+using model::Calibration;
+using model::CpuSet;
+using model::FitQuality;
+using model::Param;
 
 namespace fs = std::filesystem;
 using metrics::Figure;
@@ -334,7 +341,7 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       const std::string_view group = labelValue(f->labels, "group"), resource = labelValue(f->labels, "resource");
       if (resource.empty()) continue;
       if (!metrics::isBuiltinGroup(group)) customWrites.push_back(f);
-      if (!hasWatchCache(group, resource)) eventWrites.push_back(f);
+      if (!model::hasWatchCache(group, resource)) eventWrites.push_back(f);
     }
     for (const Figure* cpu : perReplica) {
       const std::string api(labelValue(cpu->labels, "apiserver"));
@@ -1059,4 +1066,4 @@ std::string renderCalibrationSummary(const Calibration& c) {
   return os.str();
 }
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

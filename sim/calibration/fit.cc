@@ -1,4 +1,4 @@
-#include "sim/model/fit.h"
+#include "sim/calibration/fit.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,7 +8,7 @@
 
 #include <boost/math/distributions/students_t.hpp>
 
-namespace cpscale::model {
+namespace cpscale::calibration {
 
 namespace {
 
@@ -242,4 +242,4 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   return r;
 }
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration
