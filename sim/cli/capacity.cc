@@ -12,6 +12,7 @@
 #include "reports/capacity_report.h"
 #include "reports/format.h"
 #include "reports/run_outputs.h"
+#include "sim/calibration/calibration_file.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario_args.h"
@@ -119,8 +120,8 @@ int capacity(const Args& args) {
   if (projected) {
     if (namesCluster(r))
       throw ConfigError("command line", "--model", std::string("projects on the model; drop ") + kClusterOptions);
-    model.calibration = model::readCalibration(r.count("calibration") ? fs::path(r["calibration"].as<std::string>())
-                                                                      : model::defaultCalibrationPath());
+    model.calibration = calibration::readCalibration(
+        r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : calibration::defaultCalibrationPath());
     model.dedicatedCores = r.count("dedicated-cores") ? r["dedicated-cores"].as<double>() : 16.0;
     if (*model.dedicatedCores <= 0) throw ConfigError("command line", "--dedicated-cores", "must be > 0");
     if (r.count("max-actors")) model.maxActors = r["max-actors"].as<double>();

@@ -4,6 +4,8 @@
 
 #include "reports/format.h"
 #include "reports/summary.h"
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/validation.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/scenario_args.h"
@@ -21,14 +23,14 @@ namespace {
 // plane when it was validated.
 void printCalibration(const model::Calibration& cal, std::ostream& out) {
   out << "cpscale simulate: calibration " << cal.source.string() << " (version " << cal.version << "), measured "
-      << cal.measuredAt << " on " << model::calibrationMachine(cal) << ", profile " << cal.profile << ", kubernetes "
-      << cal.kubernetesVersion << ", etcd " << cal.etcdVersion << "\n";
+      << cal.measuredAt << " on " << calibration::calibrationMachine(cal) << ", profile " << cal.profile
+      << ", kubernetes " << cal.kubernetesVersion << ", etcd " << cal.etcdVersion << "\n";
   if (cal.validation.empty()) {
     out << "cpscale simulate: this calibration's error against live runs was not measured\n";
     return;
   }
   out << "cpscale simulate: its measured error against live runs on that machine:\n";
-  for (const auto& e : cal.validation) out << "  " << validationLine(e) << "\n";
+  for (const auto& e : cal.validation) out << "  " << calibration::validationLine(e) << "\n";
 }
 
 }  // namespace
@@ -67,8 +69,8 @@ int simulate(const Args& args) {
   if (r.count("profile")) so.profile = controlplane::loadProfile(r["profile"].as<std::string>());
   applyLeaseTierOption(r, so.profile);
   fs::path calPath =
-      r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : model::defaultCalibrationPath();
-  so.calibration = model::readCalibration(calPath);
+      r.count("calibration") ? fs::path(r["calibration"].as<std::string>()) : calibration::defaultCalibrationPath();
+  so.calibration = calibration::readCalibration(calPath);
   if (r.count("sample")) so.weight = r["sample"].as<double>();
   so.maxActors = r["max-actors"].as<double>();
   if (so.maxActors < 1) throw ConfigError("command line", "--max-actors", "must be at least 1");

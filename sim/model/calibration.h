@@ -1,9 +1,9 @@
 // The cost model's parameters, fitted from live probes on one machine by
-// `cpscale calibrate` (calibrate.h) and read by `cpscale simulate`. A calibration is a
-// versioned JSON file that records where it was measured (machine, versions, profile),
-// every parameter with its 95 % confidence interval and the fit's quality, and the
-// model's measured error against live runs (validation), so a simulated figure can say
-// how far it is to be trusted.
+// `cpscale calibrate` and read by `cpscale simulate`: what the model plane is run with.
+// A calibration records where it was measured (machine, versions, profile), every
+// parameter with its 95 % confidence interval and the fit's quality, and the model's
+// measured error against live runs (validation), so a simulated figure can say how far
+// it is to be trusted. Its file, the fits and the validation are sim/calibration's.
 //
 // Units: CPU in core-seconds, time in seconds, memory in bytes, rates per second.
 #pragma once
@@ -11,12 +11,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
-#include <optional>
-#include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace cpscale::model {
 
@@ -158,31 +154,5 @@ struct Calibration {
   // file): a calibration says where its numbers did not come from a fit.
   std::vector<std::string> notes;
 };
-
-// The calibration that ships with cpscale, measured on the machine described in it
-// (profiles/calibration/default.json under the source tree).
-std::filesystem::path defaultCalibrationPath();
-
-// The fitted parameters in the order the file lists them: name, member and unit.
-struct ParamField {
-  const char* name;
-  Param Calibration::*member;
-  const char* unit;
-};
-std::span<const ParamField> calibrationParams();
-
-nlohmann::json toJson(const Calibration& c);
-// The validation entries as the calibration file, a model run's result and a projected
-// index write them.
-nlohmann::json validationJson(const std::vector<ValidationEntry>& validation);
-// The largest relative error of the validation; none when it was not validated.
-std::optional<double> maxValidationError(const Calibration& c);
-// Where it was measured: "vm (2 CPUs, AMD EPYC)".
-std::string calibrationMachine(const Calibration& c);
-// Throws ConfigError naming the file and the field for a missing or bad field, or a
-// version this build does not read.
-Calibration calibrationFromJson(const nlohmann::json& j, const std::filesystem::path& file);
-Calibration readCalibration(const std::filesystem::path& file);
-void writeCalibration(const Calibration& c, const std::filesystem::path& file);
 
 }  // namespace cpscale::model

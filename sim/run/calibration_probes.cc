@@ -33,7 +33,7 @@ class GeneratorSampler {
       : counters_(counters), start_(std::chrono::steady_clock::now()), thread_([this] { loop(); }) {}
   ~GeneratorSampler() { stop(); }
 
-  std::vector<model::GeneratorSample> stop() {
+  std::vector<calibration::GeneratorSample> stop() {
     {
       std::lock_guard lock(mu_);
       if (stopped_) return samples_;
@@ -48,7 +48,7 @@ class GeneratorSampler {
  private:
   void sample() {
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    model::GeneratorSample s{t, processCpuSeconds(), counters_.completed.load(), counters_.phase.load() == 1};
+    calibration::GeneratorSample s{t, processCpuSeconds(), counters_.completed.load(), counters_.phase.load() == 1};
     if (samples_.empty() || t > samples_.back().seconds) samples_.push_back(s);
   }
   void loop() {
@@ -64,68 +64,16 @@ class GeneratorSampler {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopped_ = false;
-  std::vector<model::GeneratorSample> samples_;
+  std::vector<calibration::GeneratorSample> samples_;
   std::thread thread_;  // last: starts once the rest is initialised
 };
 
 }  // namespace
 
-// About 13 minutes on 2 cores (about 9 with --quick), each plane's start (~15 s)
-// and its controllers settling included: idle 25 s; node 2 x 25 s; churn 2 x (10 s
-// warmup + 25 s); pods 3 x (1,000 pods created + 10 s warmup + 30 s); state 2 x (40 s
-// of ramps + 15 s); fan-out and relist 4 x (setup + 25 s); then the validation.
-std::vector<ProbePlan> probePlan(bool quick) {
-  using model::ProbeKind;
-  std::vector<ProbePlan> plan = {
-      {"idle", ProbeKind::kIdle, "idle.yaml", {}},
-      {"node", ProbeKind::kNode, "node.yaml", {}},
-      {"churn", ProbeKind::kChurn, "churn.yaml", {}},
-      // Built-in writes of small objects (pods, their status and Events) at two rates:
-      // 10 and 40 replacements a second, 7 writes each.
-      {"pods-600", ProbeKind::kWrites, "pods.yaml", {{"workloads.fleet.churn.podReplacementsPerMinute", "600"}}},
-      {"pods-2400", ProbeKind::kWrites, "pods.yaml", {{"workloads.fleet.churn.podReplacementsPerMinute", "2400"}}},
-      // The same pods without their Events: an Event's cost told apart from a Pod's.
-      {"pods-quiet",
-       ProbeKind::kWrites,
-       "pods.yaml",
-       {{"workloads.fleet.churn.podReplacementsPerMinute", "2400"}, {"workloads.fleet.events", "false"}}},
-      {"state-small", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "256"}}},
-      {"state-large", ProbeKind::kState, "state.yaml", {{"workloads.platform.objectBytes", "8192"}}},
-      // Watch events sent per watcher, told apart from the writes that cause them: the
-      // same updates fanned out to 10 and to 50 watchers.
-      {"fanout-10", ProbeKind::kReads, "fanout.yaml", {{"workloads.fanout.watchers.perKind", "10"}}},
-      {"fanout-50", ProbeKind::kReads, "fanout.yaml", {{"workloads.fanout.watchers.perKind", "50"}}},
-      // Objects returned by LISTs, told apart from LIST calls: informers relisting 5,000
-      // objects in pages of 500 and of 50.
-      {"relist-500", ProbeKind::kReads, "relist.yaml", {{"workloads.relist.watchers.pageSize", "500"}}},
-      {"relist-50",
-       ProbeKind::kReads,
-       "relist.yaml",
-       {{"workloads.relist.watchers.pageSize", "50"}, {"workloads.relist.watchers.relistEvery", "10s"}}},
-  };
-  if (quick) {
-    for (ProbePlan& p : plan) {
-      switch (p.kind) {
-        case ProbeKind::kNode:
-        case ProbeKind::kChurn: p.overrides.push_back({"capacity.hold", "15s"}); break;
-        case ProbeKind::kState:
-          p.overrides.push_back({"duration", "10s"});
-          p.overrides.push_back({"workloads.platform.objectsPerKind", "2500"});
-          p.overrides.push_back({"workloads.platform.configMaps", "2500"});
-          break;
-        case ProbeKind::kIdle:
-        case ProbeKind::kWrites:
-        case ProbeKind::kReads: p.overrides.push_back({"duration", "15s"}); break;
-      }
-    }
-  }
-  return plan;
-}
-
-ProbesOutcome runProbes(const std::vector<ProbePlan>& plan, const ProbeRunOptions& options) {
+ProbesOutcome runProbes(const std::vector<calibration::ProbePlan>& plan, const ProbeRunOptions& options) {
   ProbesOutcome out;
   for (std::size_t i = 0; i < plan.size(); ++i) {
-    const ProbePlan& p = plan[i];
+    const calibration::ProbePlan& p = plan[i];
     scenario::Scenario sc = scenario::loadScenario(options.scenarioDir / p.file, p.overrides);
     std::vector<double> steps;
     if (sc.capacity) steps = scenario::capacityLadder(*sc.capacity);
@@ -146,7 +94,7 @@ ProbesOutcome runProbes(const std::vector<ProbePlan>& plan, const ProbeRunOption
     if (options.progress)
       std::cerr << "cpscale calibrate: probe " << i + 1 << "/" << plan.size() << ": " << p.name << " ("
                 << (options.scenarioDir / p.file).string() << ")\n";
-    model::ProbeResult probe;
+    calibration::ProbeResult probe;
     probe.name = p.name;
     probe.kind = p.kind;
     {
@@ -154,7 +102,7 @@ ProbesOutcome runProbes(const std::vector<ProbePlan>& plan, const ProbeRunOption
       probe.result = executeRun(sc, ro);
       probe.generator = sampler.stop();
     }
-    model::writeProbeFile(probe, ro.outDir);
+    calibration::writeProbeFile(probe, ro.outDir);
     // The stopped plane's etcd data (tens of MB after a state ramp) is of no further use;
     // its logs stay beside the result.
     std::error_code ec;

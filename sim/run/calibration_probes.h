@@ -1,29 +1,20 @@
-// The live probes `cpscale calibrate` fits the model's cost terms to: short runs of the
-// scenarios under scenarios/calibration, one after another, each on a local plane of
-// its own, with this process's CPU sampled beside each (the generator's cost).
+// Running the live probes `cpscale calibrate` fits the model's cost terms to
+// (sim/calibration/probes.h names them): short runs of the scenarios under
+// scenarios/calibration, one after another, each on a local plane of its own, with this
+// process's CPU sampled beside each (the generator's cost). Here, not in
+// sim/calibration, because each probe is a live run (runner.h).
 #pragma once
 
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "sim/calibration/probes.h"
 #include "sim/controlplane/placement.h"
 #include "sim/controlplane/profile.h"
-#include "sim/model/calibrate_fit.h"
 #include "sim/scenario/scenario.h"
 
 namespace cpscale::cli {
-
-// One probe: a scenario under scenarios/calibration with its overrides.
-struct ProbePlan {
-  std::string name;
-  model::ProbeKind kind;
-  std::string file;
-  std::vector<scenario::Override> overrides;
-};
-
-// The probes, about 8 minutes on 2 cores (about 6 with `quick`).
-std::vector<ProbePlan> probePlan(bool quick);
 
 struct ProbeRunOptions {
   std::filesystem::path scenarioDir;  // where the probes' scenario files are
@@ -36,7 +27,7 @@ struct ProbeRunOptions {
 };
 
 struct ProbesOutcome {
-  std::vector<model::ProbeResult> probes;  // those that completed, in order
+  std::vector<calibration::ProbeResult> probes;  // those that completed, in order
   // Set when a probe was interrupted or did not complete: what to tell the user. The
   // probes before it are on disk.
   std::string stopped;
@@ -44,6 +35,6 @@ struct ProbesOutcome {
 
 // Runs the probes in order, writing each probe file as it completes; stops at the first
 // that is interrupted or does not complete.
-ProbesOutcome runProbes(const std::vector<ProbePlan>& plan, const ProbeRunOptions& options);
+ProbesOutcome runProbes(const std::vector<calibration::ProbePlan>& plan, const ProbeRunOptions& options);
 
 }  // namespace cpscale::cli

@@ -6,6 +6,7 @@
 
 #include "reports/capacity_report.h"
 #include "reports/run_outputs.h"
+#include "sim/calibration/calibration_file.h"
 #include "sim/common/duration.h"
 #include "sim/common/interrupt.h"
 #include "sim/run/capacity_search.h"
@@ -26,12 +27,12 @@ nlohmann::json projectionOf(const SimulateOptions& model) {
   const model::Calibration& cal = model.calibration;
   nlohmann::json p = {{"calibration", cal.source.string()},
                       {"calibrationMeasuredAt", cal.measuredAt},
-                      {"calibrationMachine", model::calibrationMachine(cal)},
+                      {"calibrationMachine", calibration::calibrationMachine(cal)},
                       {"coresPerMember", *model.dedicatedCores},
                       {"generator", "off-plane"},
                       {"maxActors", model.maxActors},
-                      {"validation", model::validationJson(cal.validation)}};
-  if (const auto worst = model::maxValidationError(cal)) p["maxValidationError"] = *worst;
+                      {"validation", calibration::validationJson(cal.validation)}};
+  if (const auto worst = calibration::maxValidationError(cal)) p["maxValidationError"] = *worst;
   return p;
 }
 

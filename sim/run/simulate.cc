@@ -1,15 +1,11 @@
 #include "sim/run/simulate.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <map>
-#include <set>
 
-#include "reports/format.h"
 #include "reports/run_outputs.h"
+#include "sim/calibration/calibration_file.h"
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 #include "sim/engine/simulator_impl.h"
@@ -221,131 +217,6 @@ std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, d
   return out;
 }
 
-std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live,
-                                                        const reports::RunResult& modelled, double minRate) {
-  std::vector<model::ValidationEntry> out;
-  auto steady = [](const reports::RunResult& r, auto&& pick) {
-    std::map<std::string, double> m;
-    for (const auto& f : r.figures)
-      if (f.window == metrics::Window::kSteady && f.available()) pick(f, m);
-    return m;
-  };
-  auto label = [](const metrics::Figure& f, std::string_view k) -> std::string {
-    for (const auto& [name, v] : f.labels)
-      if (name == k) return v;
-    return "";
-  };
-  auto byResource = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
-    if (f.name != "write_qps") return;
-    if (f.labels.empty())
-      m["write_qps"] += *f.value;
-    else
-      m["write_qps{resource=" + label(f, "resource") + "}"] += *f.value;
-  };
-  auto others = [&](const metrics::Figure& f, std::map<std::string, double>& m) {
-    if (f.name == "lease_write_share" && f.labels.empty()) m["lease_write_share"] = *f.value;
-    // The heap the objects hold (after a forced GC), not the garbage a Go heap carries
-    // between collections, which the model does not model.
-    if (f.name == "apiserver_heap_inuse_after_gc_bytes" && !label(f, "apiserver").empty())
-      m["apiserver_heap_inuse_after_gc_bytes{apiserver=" + label(f, "apiserver") + "}"] = *f.value;
-  };
-  auto add = [&](const std::map<std::string, double>& l, const std::map<std::string, double>& m, double tolerance,
-                 double minLive) {
-    for (const auto& [key, lv] : l) {
-      auto it = m.find(key);
-      if (it == m.end() || lv < minLive || lv <= 0) continue;
-      out.push_back({key, lv, it->second, std::abs(it->second - lv) / lv, tolerance});
-    }
-  };
-  add(steady(live, byResource), steady(modelled, byResource), 0.10, minRate);
-  auto lo = steady(live, others), mo = steady(modelled, others);
-  for (auto& [key, v] : lo) {
-    const double tol = key.starts_with("apiserver_heap") ? 0.20 : 0.10;
-    // A lease share under 5 % is the plane's own background beside another axis's
-    // load: a handful of writes a minute, noise at this window's length.
-    add({{key, v}}, mo, tol, key == "lease_write_share" ? 0.05 : 0);
-  }
-  return out;
-}
-
-std::string ValidationCase::label() const {
-  return name.empty() ? std::filesystem::path(scenario).stem().string() : name;
-}
-
-bool ValidationCase::holds(const std::string& entry) const {
-  const std::string prefix = label() + ": ";
-  if (!entry.starts_with(prefix)) return false;
-  return held || std::find(heldFigures.begin(), heldFigures.end(), entry.substr(prefix.size())) != heldFigures.end();
-}
-
-std::string validationCaseOf(const model::ValidationEntry& e) {
-  if (e.figure.starts_with("fleet where PUT leases p99 crosses")) return "crossing";
-  const auto colon = e.figure.find(": ");
-  return colon == std::string::npos ? e.figure : e.figure.substr(0, colon);
-}
-
-std::vector<model::ValidationEntry> mergeValidation(const std::vector<model::ValidationEntry>& previous,
-                                                    const std::vector<model::ValidationEntry>& fresh) {
-  std::set<std::string> rerun, placed;
-  for (const auto& e : fresh) rerun.insert(validationCaseOf(e));
-  std::vector<model::ValidationEntry> out;
-  auto place = [&](const std::string& c) {
-    if (!placed.insert(c).second) return;
-    for (const auto& e : fresh)
-      if (validationCaseOf(e) == c) out.push_back(e);
-  };
-  for (const auto& e : previous) {
-    const std::string c = validationCaseOf(e);
-    if (rerun.contains(c)) {
-      place(c);
-    } else {
-      out.push_back(e);
-    }
-  }
-  for (const auto& e : fresh) place(validationCaseOf(e));
-  return out;
-}
-
-std::vector<ValidationCase> defaultValidationCases() {
-  return {{"node-bound.yaml", {{"workloads.fleet.count", "300"}, {"duration", "60s"}}, "", "", true, {}},
-          {"churn-bound.yaml", {{"duration", "60s"}}, "", "", true, {}},
-          // Its whole 150 s: the window takes in a node failure's whole cycle (silent at
-          // 60 s, marked Unknown ~55 s later, back at 130 s), whose controller writes a
-          // shorter window cuts in two. Its writes are held; not its pods (75 Poisson
-          // replacements in the window: +-12 % by chance alone), its events (the
-          // controllers' burst, 9.8 % off on 2026-12-06), nor its heap (the pods' watch
-          // cache ring, whose doubling the live plane reaches 9 s before it would shrink
-          // and the model, slower through its setup, does not).
-          {"node-bound-realistic.yaml",
-           {},
-           "",
-           "",
-           false,
-           {"write_qps", "write_qps{resource=leases}", "write_qps{resource=nodes/status}",
-            "write_qps{resource=pods/status}", "lease_write_share"}},
-          // Its writes are held; its heap is reported: 6.8 % off on 2026-12-06, 20.6 %
-          // the day before, when the live heap was 159 MB larger (619 against 460 MB):
-          // at this rate the live heap varies that much from one run to the next.
-          {"churn-bound.yaml",
-           {{"duration", "60s"}, {"workloads.sessions.sessionsPerMinute", "1800"}},
-           "",
-           "churn-bound-3x",
-           false,
-           {"write_qps", "write_qps{resource=agentsessions}", "write_qps{resource=agentsessions/status}",
-            "write_qps{resource=leases}"}},
-          {"state-bound.yaml", {{"duration", "30s"}}, "classic.yaml", "state-bound-classic", true, {}},
-          // Its steady writes are the plane's idle background (the controllers' and the
-          // apiservers' own Lease renewals): held, as on classic; only its heap is not:
-          // the replicas that serve no controller hold ~40 MB less than the model's one
-          // base heap per replica (24-25 % off).
-          {"state-bound.yaml",
-           {{"duration", "30s"}},
-           "classic-ha.yaml",
-           "state-bound-classic-ha",
-           false,
-           {"write_qps", "write_qps{resource=leases}", "lease_write_share"}}};
-}
-
 reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
                                          const std::vector<scenario::Override>& overrides,
                                          const SimulateOptions& options) {
@@ -383,109 +254,6 @@ reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPa
     return o;
   };
   return searchCapacity(spec, runSteps, options.profile.name, probe.name);
-}
-
-std::vector<model::ValidationEntry> validateCalibration(
-    const model::Calibration& calibration, const controlplane::Profile& profile, const std::filesystem::path& binDir,
-    const std::filesystem::path& dir, const std::string& runId, bool progress, const std::vector<ValidationCase>& cases,
-    const std::optional<CrossingCase>& crossing, const controlplane::Placement& placement) {
-  std::vector<model::ValidationEntry> out;
-  for (std::size_t i = 0; i < cases.size(); ++i) {
-    const auto& c = cases[i];
-    const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / c.scenario;
-    const std::string name = c.label();
-    const controlplane::Profile caseProfile =
-        c.profile.empty()
-            ? profile
-            : controlplane::loadProfile(std::filesystem::path(CPSCALE_SOURCE_DIR) / "profiles" / c.profile);
-    scenario::Scenario sc = scenario::loadScenario(file, c.overrides);
-    RunOptions ro;
-    ro.runId = runId + "-v" + std::to_string(i + 1);
-    ro.outDir = dir / name / "live";
-    ro.profile = caseProfile;
-    ro.binDir = binDir;
-    ro.progress = progress;
-    ro.placement = placement;
-    ro.cleanup = false;  // the case's own plane is stopped and its data deleted with it
-    reports::RunResult live = executeRun(sc, ro);
-    if (live.status != reports::RunStatus::kCompleted)
-      throw UnavailableError("validation: the live " + name + " run did not complete: " + live.statusDetail);
-    SimulateOptions so;
-    so.profile = caseProfile;
-    so.calibration = calibration;
-    so.run.runId = ro.runId + "m";
-    so.run.outDir = dir / name / "model";
-    so.run.progress = false;
-    // The same sample: every actor simulated one by one (sampling would draw another
-    // one), over the same window: the model's starts when the live one did.
-    so.weight = 1;
-    if (const reports::Phase* steady = reports::findPhase(live, "steady"))
-      so.run.earliestSteadyStart = engine::TimePoint{
-          std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(steady->startSeconds))};
-    reports::RunResult modelled = simulateScenario(file, c.overrides, so);
-    for (auto e : compareLiveAndModel(live, modelled)) {
-      e.figure = name + ": " + e.figure;
-      out.push_back(std::move(e));
-    }
-  }
-  if (crossing) {
-    const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / crossing->scenario;
-    const scenario::Scenario probe = scenario::loadScenario(file, crossing->overrides);
-    const scenario::CapacitySpec spec = *probe.capacity;
-    int runs = 0, bisection = 0;
-    bool ladderRan = false;
-    StepRunner live = [&](const std::vector<double>& values) {
-      std::vector<scenario::Override> ov = crossing->overrides;
-      ov.push_back({spec.knob, knobText(values.front())});
-      scenario::Scenario sc = scenario::loadScenario(file, ov);
-      RunOptions ro;
-      ro.runId = runId + "-c" + std::to_string(++runs);
-      ro.outDir = dir / "crossing" / "live" / (ladderRan ? "bisect-" + std::to_string(++bisection) : "ladder");
-      ladderRan = true;
-      ro.profile = profile;
-      ro.binDir = binDir;
-      ro.progress = progress;
-      ro.placement = placement;
-      ro.capacity = &spec;
-      ro.steps = values;
-      ro.cleanup = false;  // as above: the search's plane goes with its data
-      reports::RunResult res = executeRun(sc, ro);
-      StepsOutcome o;
-      if (res.capacity) o.steps = res.capacity->steps;
-      if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
-      if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
-      o.detail = res.statusDetail;
-      return o;
-    };
-    reports::CapacitySearch liveSearch = searchCapacity(spec, live, profile.name, probe.name);
-    SimulateOptions so;
-    so.profile = profile;
-    so.calibration = calibration;
-    so.maxActors = 1e9;  // every kubelet simulated: at these sizes it takes seconds
-    so.run.runId = runId + "-cm";
-    so.run.outDir = dir / "crossing" / "model";
-    so.run.progress = false;
-    reports::CapacitySearch modelSearch = simulateCapacity(file, crossing->overrides, so);
-    if (!liveSearch.held || !modelSearch.held)
-      throw UnavailableError("validation: the lease latency crossing was not found (live: " + liveSearch.detail +
-                             "; model: " + modelSearch.detail + ")");
-    // A search only brackets the crossing: above the largest value that held, at most
-    // the smallest that broke. Each side's crossing is its bracket's middle; the error
-    // is the gap between the two brackets (0 when they overlap) over the live middle.
-    auto bracket = [](const reports::CapacitySearch& s) {
-      double broke = *s.held;
-      for (const auto& st : s.steps)
-        if (!st.held && st.value > *s.held && (broke == *s.held || st.value < broke)) broke = st.value;
-      return std::pair{*s.held, broke};
-    };
-    const auto [lh, lb] = bracket(liveSearch);
-    const auto [mh, mb] = bracket(modelSearch);
-    const double liveMid = (lh + lb) / 2, gap = std::max({0.0, mh - lb, lh - mb});
-    out.push_back({"fleet where PUT leases p99 crosses 1s (" + spec.knob + "; live " + knobText(lh) + ".." +
-                       knobText(lb) + ", model " + knobText(mh) + ".." + knobText(mb) + ")",
-                   liveMid, (mh + mb) / 2, gap / liveMid, 0.25});
-  }
-  return out;
 }
 
 reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
@@ -549,7 +317,7 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
 
   nlohmann::json m = {{"calibration", cal.source.string()},
                       {"calibrationVersion", cal.version},
-                      {"calibrationMachine", model::calibrationMachine(cal)},
+                      {"calibrationMachine", calibration::calibrationMachine(cal)},
                       {"calibrationMeasuredAt", cal.measuredAt},
                       {"calibrationProfile", cal.profile},
                       {"kubernetesVersion", cal.kubernetesVersion},
@@ -571,28 +339,13 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
   nlohmann::json sampled = nlohmann::json::object();
   for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
   if (!sampled.empty()) m["sampledKnobs"] = sampled;
-  if (const auto worst = model::maxValidationError(cal)) {
-    m["validation"] = model::validationJson(cal.validation);
+  if (const auto worst = calibration::maxValidationError(cal)) {
+    m["validation"] = calibration::validationJson(cal.validation);
     m["maxValidationError"] = *worst;
   }
   result.model = std::move(m);
   reports::writeRunOutputs(result, ro.outDir);
   return result;
-}
-
-controlplane::Placement placementOf(const model::Calibration& calibration) {
-  controlplane::Placement p;
-  for (const model::CpuSet& set : calibration.placement)
-    for (const std::string& role : set.roles)
-      p.cpus[role] = controlplane::parseCpuList(set.cpus, CPU_SETSIZE, calibration.source.string(), "placement");
-  return p;
-}
-
-std::string validationLine(const model::ValidationEntry& e) {
-  return e.figure + ": live " + reports::formatGrouped(e.live) + ", model " + reports::formatGrouped(e.model) +
-         ", error " + reports::formatValue(e.relativeError, "ratio") + " (tolerance " +
-         reports::formatValue(e.tolerance, "ratio") + ")" +
-         (e.relativeError > e.tolerance ? ", past its tolerance" : "");
 }
 
 }  // namespace cpscale::cli

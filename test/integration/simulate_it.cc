@@ -17,8 +17,11 @@
 #include <string>
 
 #include "reports/format.h"
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/validation.h"
 #include "sim/controlplane/local_plane.h"
 #include "sim/controlplane/pki.h"
+#include "sim/run/calibration_validation.h"
 #include "sim/run/simulate.h"
 
 namespace cpscale::testing {
@@ -59,19 +62,19 @@ class QuietMachine {
 
 TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
   const fs::path dir = fs::temp_directory_path() / ("cpscale-simulate-it-" + std::to_string(::getpid()));
-  const model::Calibration cal = model::readCalibration(model::defaultCalibrationPath());
+  const model::Calibration cal = calibration::readCalibration(calibration::defaultCalibrationPath());
   const controlplane::Profile profile =
       controlplane::loadProfile(fs::path(CPSCALE_SOURCE_DIR) / "profiles" / "classic.yaml");
   // Live as the calibration's probes ran: pinned where they were (this process, the
   // generator, too).
-  const controlplane::Placement placement = cli::placementOf(cal);
+  const controlplane::Placement placement = calibration::placementOf(cal);
   if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
   auto entries = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false,
-                                          cli::defaultValidationCases(), std::nullopt, placement);
+                                          calibration::defaultValidationCases(), std::nullopt, placement);
   {
     const QuietMachine quiet;
     const auto crossing = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false, {},
-                                                   cli::CrossingCase{}, placement);
+                                                   calibration::CrossingCase{}, placement);
     entries.insert(entries.end(), crossing.begin(), crossing.end());
   }
   // The state-bound cases are the shipped scenario (30 s of steady window) on classic
@@ -105,7 +108,7 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
               << " (tolerance " << reports::formatValue(e.tolerance, "ratio") << ")\n";
     // A case the model is known not to meet is reported, not held (ValidationCase::held).
     bool held = false;
-    for (const auto& c : cli::defaultValidationCases()) held = held || c.holds(e.figure);
+    for (const auto& c : calibration::defaultValidationCases()) held = held || c.holds(e.figure);
     // The crossing is reported, not held: the live plane's own crossing moved from
     // 2,747..3,052 nodes (2026-12-05) to 4,768..5,364 (2026-12-06) on the same VM, so
     // the model's 3,815..4,292 was 26 % late one day and 9.4 % early the next.

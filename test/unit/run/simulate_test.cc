@@ -9,6 +9,8 @@
 #include <map>
 
 #include "reports/summary.h"
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/validation.h"
 #include "sim/metrics/figures.h"
 #include "sim/model/calibration.h"
 
@@ -292,28 +294,6 @@ TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
   EXPECT_TRUE(sampledOverrides(sc, 1).empty());
 }
 
-TEST(ValidationMerge, ACaseValidatedAgainReplacesItsEntriesWhereTheyWereAndKeepsTheOthers) {
-  // `cpscale calibrate --validate node-bound-realistic`: that case's entries are the new
-  // run's, in the place the case had; every other case's stay as they were measured.
-  auto entry = [](const std::string& figure, double model) { return model::ValidationEntry{figure, 1, model, 0, 0.1}; };
-  const std::vector<model::ValidationEntry> previous = {
-      entry("node-bound: write_qps", 1), entry("node-bound-realistic: write_qps", 2),
-      entry("node-bound-realistic: write_qps{resource=events}", 3), entry("churn-bound: write_qps", 4),
-      entry("fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052)", 5)};
-  const std::vector<model::ValidationEntry> fresh = {entry("node-bound-realistic: write_qps", 20),
-                                                     entry("node-bound-realistic: write_qps{resource=pods}", 21),
-                                                     entry("state-bound-classic: write_qps", 22)};
-  EXPECT_EQ(validationCaseOf(previous[1]), "node-bound-realistic");
-  EXPECT_EQ(validationCaseOf(previous[4]), "crossing");
-  std::vector<std::string> got;
-  for (const auto& e : mergeValidation(previous, fresh)) got.push_back(e.figure + " " + std::to_string(int(e.model)));
-  EXPECT_EQ(got, (std::vector<std::string>{
-                     "node-bound: write_qps 1", "node-bound-realistic: write_qps 20",
-                     "node-bound-realistic: write_qps{resource=pods} 21", "churn-bound: write_qps 4",
-                     "fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052) 5",
-                     "state-bound-classic: write_qps 22"}));
-}
-
 TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) {
   // Two modelled runs of one scenario stand for "live" and "model": the second's heap per
   // object is ten times the first's, its rates the same.
@@ -324,7 +304,7 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
   auto b = simulate(sets, "model", fat);
   ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
   ASSERT_EQ(b.status, reports::RunStatus::kCompleted) << b.statusDetail;
-  auto entries = compareLiveAndModel(a, b, 1.0);
+  auto entries = calibration::compareLiveAndModel(a, b, 1.0);
   const model::ValidationEntry* writes = nullptr;
   const model::ValidationEntry* heap = nullptr;
   for (const auto& e : entries) {
@@ -337,8 +317,10 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
   EXPECT_LT(writes->relativeError, 0.01);
   EXPECT_EQ(heap->tolerance, 0.20);
   EXPECT_GT(heap->relativeError, heap->tolerance);
-  EXPECT_EQ(validationLine(*writes).find("past its tolerance"), std::string::npos) << validationLine(*writes);
-  EXPECT_NE(validationLine(*heap).find("past its tolerance"), std::string::npos) << validationLine(*heap);
+  EXPECT_EQ(calibration::validationLine(*writes).find("past its tolerance"), std::string::npos)
+      << calibration::validationLine(*writes);
+  EXPECT_NE(calibration::validationLine(*heap).find("past its tolerance"), std::string::npos)
+      << calibration::validationLine(*heap);
 
   // A run on a calibration carrying this validation says so in its result and report.
   auto validated = testCalibration();
@@ -360,7 +342,7 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   const metrics::Labels fleet{{"workload", "fleet"}};
   for (const std::string profile : {"classic.yaml", "classic-ha.yaml"}) {
     SimulateOptions so = options("realistic-" + profile, profile);
-    so.calibration = model::readCalibration(model::defaultCalibrationPath());
+    so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
     const auto r = simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
     ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << profile << ": " << r.statusDetail;
     EXPECT_EQ(r.exitCode, 0) << profile << ":\n" << failedGates(r);
@@ -384,7 +366,7 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   }
   // Without a controller-manager nothing marks them, and the gate cannot be judged.
   SimulateOptions so = options("realistic-apiserver-only", "apiserver-only.yaml");
-  so.calibration = model::readCalibration(model::defaultCalibrationPath());
+  so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
   const auto r = simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
   ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_FALSE(runValue(r, "node_not_ready_seconds_max", fleet).has_value());
@@ -401,7 +383,7 @@ TEST_F(SimulateTest, ALeaseTierWritesAThirdOfTheRenewalsAndTheControllerStillJud
   const metrics::Labels leasePuts{{"group", "coordination.k8s.io"}, {"resource", "leases"}, {"verb", "PUT"}};
   auto run = [&](bool tier) {
     SimulateOptions so = options(tier ? "tier" : "direct", "classic.yaml");
-    so.calibration = model::readCalibration(model::defaultCalibrationPath());
+    so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
     if (tier) so.profile.leaseTier = controlplane::LeaseTierSpec{std::chrono::seconds(30)};
     return simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
   };
@@ -532,7 +514,7 @@ TEST_F(SimulateTest, FaultsAreRefusedOnAClusterBeforeAnythingStarts) {
 // retry gate reads a measured 0 there: nothing was retried, as live).
 TEST_F(SimulateTest, TheMaxInFlightFilterAnswersTheOverloadWith429) {
   SimulateOptions so = options("overload", "overload.yaml");
-  so.calibration = model::readCalibration(model::defaultCalibrationPath());
+  so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
   const auto r = simulateScenario(scenarioFile("overload.yaml"), {}, so);
   ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.exitCode, 0) << failedGates(r);

@@ -1,4 +1,4 @@
-#include "sim/model/calibration.h"
+#include "sim/calibration/calibration_file.h"
 
 #include <unistd.h>
 
@@ -11,7 +11,15 @@
 #include "sim/common/error.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::model {
+namespace cpscale::calibration {
+
+using model::BackgroundRate;
+using model::Calibration;
+using model::CpuSet;
+using model::FitQuality;
+using model::kCalibrationVersion;
+using model::Param;
+using model::ValidationEntry;
 
 namespace {
 
@@ -254,4 +262,4 @@ void writeCalibration(const Calibration& c, const std::filesystem::path& file) {
   reports::jsonio::writeFile(file, toJson(c).dump(2) + "\n");
 }
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

@@ -1,4 +1,4 @@
-#include "sim/model/calibrate_fit.h"
+#include "sim/calibration/probe_fit.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,14 +9,21 @@
 #include <set>
 #include <sstream>
 
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/fit.h"
 #include "sim/common/error.h"
 #include "sim/controlplane/placement.h"
 #include "sim/metrics/axis_pressure.h"
-#include "sim/model/fit.h"
 #include "sim/model/object_store.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::model {
+namespace cpscale::calibration {
+
+using model::BackgroundRate;
+using model::Calibration;
+using model::CpuSet;
+using model::FitQuality;
+using model::Param;
 
 namespace fs = std::filesystem;
 using metrics::Figure;
@@ -312,7 +319,9 @@ struct CpuRow {
   bool builtinProbe = false;  // a window of a probe of built-in writes (pods)
 };
 
-void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+// One observation per scrape interval of every window and replica: its CPU against
+// its requests by class.
+std::vector<CpuRow> apiserverCpuRows(const std::vector<Win>& wins) {
   std::vector<CpuRow> rows;
   for (const Win& w : wins) {
     const auto cpus = named(w.figures, "apiserver_cpu_cores", labels({}));
@@ -334,7 +343,7 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       const std::string_view group = labelValue(f->labels, "group"), resource = labelValue(f->labels, "resource");
       if (resource.empty()) continue;
       if (!metrics::isBuiltinGroup(group)) customWrites.push_back(f);
-      if (!hasWatchCache(group, resource)) eventWrites.push_back(f);
+      if (!model::hasWatchCache(group, resource)) eventWrites.push_back(f);
     }
     for (const Figure* cpu : perReplica) {
       const std::string api(labelValue(cpu->labels, "apiserver"));
@@ -373,28 +382,37 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
       }
     }
   }
+  return rows;
+}
+
+// The CPU per watch event sent, from the fan-out probes alone where they ran (their
+// writes alike, the events they sent apart); none otherwise.
+std::optional<Param> fitWatchEventCpu(const std::vector<CpuRow>& rows, const CalibrationFitOptions& o, Calibration& c) {
+  Design fan;
+  fan.names = {"watchEvents"};
+  for (const CpuRow& r : rows)
+    if (r.fanout) fan.add({r.events}, r.cpu);
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  for (const auto& x : fan.x) lo = std::min(lo, x[0]), hi = std::max(hi, x[0]);
+  // Two fan-outs at least a few hundred events a second apart.
+  if (fan.y.size() >= 4 && hi - lo > 200) {
+    Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
+    c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
+    c.notes.push_back(
+        "apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
+        "the other costs are fitted to the CPU less it");
+    return f.params.at("watchEvents");
+  }
+  return std::nullopt;
+}
+
+void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  const std::vector<CpuRow> rows = apiserverCpuRows(wins);
   if (rows.empty())
     throw FitError(
         "apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
 
-  std::optional<Param> perEvent;
-  {
-    Design fan;
-    fan.names = {"watchEvents"};
-    for (const CpuRow& r : rows)
-      if (r.fanout) fan.add({r.events}, r.cpu);
-    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
-    for (const auto& x : fan.x) lo = std::min(lo, x[0]), hi = std::max(hi, x[0]);
-    // Two fan-outs at least a few hundred events a second apart.
-    if (fan.y.size() >= 4 && hi - lo > 200) {
-      Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
-      perEvent = f.params.at("watchEvents");
-      c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
-      c.notes.push_back(
-          "apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
-          "the other costs are fitted to the CPU less it");
-    }
-  }
+  const std::optional<Param> perEvent = fitWatchEventCpu(rows, o, c);
   // Built-in writes other than Leases (Pods, their status, Node status) apart from
   // custom resources' only where a probe wrote many of them (the pods probes):
   // elsewhere they are a Node's status now and then, and the two costs are one. Events
@@ -579,17 +597,49 @@ HeldEvents heldAt(const Figures& fs, const std::string& apiserver, Time t) {
   return e;
 }
 
-void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& wins, const CalibrationFitOptions& o,
-             Calibration& c) {
-  // Per object and per byte: one observation per (state probe, kind).
-  Design d;
-  d.names = {"jsonBytes"};
+// One observation of heap per object at a JSON size, with its own interval (the ramp
+// fit's): what the two-point case below draws its line's extremes from.
+struct HeapObservation {
+  double x, y, low, high;
+};
+
+// Heap per object against the objects' JSON size: one observation per (state probe,
+// kind), and what was measured, in words.
+struct HeapObservations {
+  Design design;
+  std::vector<HeapObservation> points;
   std::string measured;
-  // Each observation's own interval (the ramp fit's), for the two-point case below.
-  struct Obs {
-    double x, y, low, high;
+};
+
+// A state probe none of whose ramp fits held (the heap's noise against a short ramp):
+// the level instead, the steady window's heap over the idle plane's, per object beyond
+// the idle's. None without an idle probe or without 100 objects beyond its.
+std::optional<double> heapLevelPerObject(const ProbeResult& p, const std::vector<ProbeResult>& probes) {
+  auto level = [](const ProbeResult& q, std::string_view name) -> std::optional<double> {
+    for (const Figure& f : q.result.figures)
+      if (f.name == name && f.window == metrics::Window::kSteady && f.value &&
+          !labelValue(f.labels, "apiserver").empty())
+        return *f.value;
+    return std::nullopt;
   };
-  std::vector<Obs> obs;
+  auto heapLevel = [&](const ProbeResult& q) {
+    auto h = level(q, "apiserver_heap_inuse_after_gc_bytes");
+    return h ? h : level(q, "apiserver_heap_inuse_bytes");
+  };
+  for (const ProbeResult& idle : probes) {
+    if (idle.kind != ProbeKind::kIdle) continue;
+    auto h1 = heapLevel(p), h0 = heapLevel(idle);
+    auto n1 = level(p, "apiserver_objects_total"), n0 = level(idle, "apiserver_objects_total");
+    if (h1 && h0 && n1 && n0 && *n1 > *n0 + 100) return (*h1 - *h0) / (*n1 - *n0);
+    break;
+  }
+  return std::nullopt;
+}
+
+HeapObservations heapObservations(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& o,
+                                  Calibration& c) {
+  HeapObservations out;
+  out.design.names = {"jsonBytes"};
   for (const ProbeResult& p : probes) {
     if (p.kind != ProbeKind::kState) continue;
     const double bytes = payloadBytes(p) + o.envelopeBytes;
@@ -605,52 +655,41 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
       if (f.name == "bytes_per_object_ci_high") highs[kind].push_back(*f.value);
     }
     if (byKind.empty()) {
-      // No ramp fit held (the heap's noise against a short ramp): the level instead,
-      // the steady window's heap over the idle plane's, per object beyond the idle's.
-      auto level = [](const ProbeResult& q, std::string_view name) -> std::optional<double> {
-        for (const Figure& f : q.result.figures)
-          if (f.name == name && f.window == metrics::Window::kSteady && f.value &&
-              !labelValue(f.labels, "apiserver").empty())
-            return *f.value;
-        return std::nullopt;
-      };
-      auto heapLevel = [&](const ProbeResult& q) {
-        auto h = level(q, "apiserver_heap_inuse_after_gc_bytes");
-        return h ? h : level(q, "apiserver_heap_inuse_bytes");
-      };
-      for (const ProbeResult& idle : probes) {
-        if (idle.kind != ProbeKind::kIdle) continue;
-        auto h1 = heapLevel(p), h0 = heapLevel(idle);
-        auto n1 = level(p, "apiserver_objects_total"), n0 = level(idle, "apiserver_objects_total");
-        if (h1 && h0 && n1 && n0 && *n1 > *n0 + 100) {
-          const double perObject = (*h1 - *h0) / (*n1 - *n0);
-          d.add({bytes}, perObject);
-          obs.push_back({bytes, perObject, perObject, perObject});
-          measured += (measured.empty() ? "" : ", ") + std::string("level ") + numberText(perObject) + " B at " +
-                      numberText(bytes) + " B";
-          c.notes.push_back("heap per object: " + p.name +
-                            ": no ramp fit held; the steady heap over the idle plane's, per object beyond its");
-        }
-        break;
+      if (const auto perObject = heapLevelPerObject(p, probes)) {
+        out.design.add({bytes}, *perObject);
+        out.points.push_back({bytes, *perObject, *perObject, *perObject});
+        out.measured += (out.measured.empty() ? "" : ", ") + std::string("level ") + numberText(*perObject) + " B at " +
+                        numberText(bytes) + " B";
+        c.notes.push_back("heap per object: " + p.name +
+                          ": no ramp fit held; the steady heap over the idle plane's, per object beyond its");
       }
     }
     for (const auto& [kind, slopes] : byKind) {
       const double mean = rangeParam(slopes).value;  // every replica caches every object
-      d.add({bytes}, mean);
+      out.design.add({bytes}, mean);
       const double lo = lows[kind].empty() ? mean : *std::min_element(lows[kind].begin(), lows[kind].end());
       const double hi = highs[kind].empty() ? mean : *std::max_element(highs[kind].begin(), highs[kind].end());
-      obs.push_back({bytes, mean, lo, hi});
-      measured += (measured.empty() ? "" : ", ") + kind + " " + numberText(mean) + " B at " + numberText(bytes) + " B";
+      out.points.push_back({bytes, mean, lo, hi});
+      out.measured +=
+          (out.measured.empty() ? "" : ", ") + kind + " " + numberText(mean) + " B at " + numberText(bytes) + " B";
     }
   }
-  if (d.y.empty())
+  return out;
+}
+
+// Per object and per byte: bytes_per_object of the state probes' ramps against the
+// objects' JSON size.
+void fitHeapPerObject(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& o, Calibration& c) {
+  HeapObservations h = heapObservations(probes, o, c);
+  if (h.design.y.empty())
     throw FitError(
         "heap per object: no state probe measured bytes_per_object{kind} (the ramps were too short or noisy)");
+  const std::vector<HeapObservation>& obs = h.points;
   if (obs.size() == 2 && obs[0].x != obs[1].x) {
     // Two sizes (the per-kind ramps too noisy to count): the line through both, its
     // interval the extremes the two ramps' own intervals allow.
-    const Obs& a = obs[0].x < obs[1].x ? obs[0] : obs[1];
-    const Obs& b = obs[0].x < obs[1].x ? obs[1] : obs[0];
+    const HeapObservation& a = obs[0].x < obs[1].x ? obs[0] : obs[1];
+    const HeapObservation& b = obs[0].x < obs[1].x ? obs[1] : obs[0];
     const double dx = b.x - a.x;
     auto line = [&](double ya, double yb) { return std::pair{(yb - ya) / dx, ya - (yb - ya) / dx * a.x}; };
     const auto [slope, icept] = line(a.y, b.y);
@@ -668,15 +707,17 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
     q.r2 = 1;
     c.fits.push_back(q);
   } else {
-    Fitted f = fitDesign(std::move(d), "heap per object", o.confidence, c.notes);
+    Fitted f = fitDesign(std::move(h.design), "heap per object", o.confidence, c.notes);
     c.heapPerObject = f.params.at("intercept");
     c.heapPerObjectByte = f.params.at("jsonBytes");
     c.fits.push_back(quality("heap_per_object", f.fit));
   }
   c.notes.push_back("heap per object measured by kind (JSON size = payload + " + numberText(o.envelopeBytes) +
-                    " B): " + measured);
+                    " B): " + h.measured);
+}
 
-  // The base: the idle plane's heap.
+// The base: the idle plane's heap.
+void fitHeapBase(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
   std::vector<double> idle;
   bool afterGc = false;
   for (const Win& w : wins) {
@@ -694,12 +735,13 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
   c.notes.push_back(std::string("heapBaseBytes: the idle plane's heap ") +
                     (afterGc ? "after a forced GC" : "in use (go_memstats_heap_inuse_bytes)") +
                     ", its own objects included; the interval is the mean's");
+}
 
-  // A custom resource's watch cache: the churn probe's heap over the base, less its
-  // sessions' versions (one per event the ring holds: every write is a new version),
-  // against the events the sessions' ring holds. Its slope is each event's own cost,
-  // its intercept the custom resource's (the probe serves one).
-  const double lease = c.heapPerObject.value + c.heapPerObjectByte.value * o.leaseBytes;
+// A custom resource's watch cache: the churn probe's heap over the base, less its
+// sessions' versions (one per event the ring holds: every write is a new version),
+// against the events the sessions' ring holds. Its slope is each event's own cost,
+// its intercept the custom resource's (the probe serves one).
+void fitWatchCacheHeap(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
   Design ring;
   ring.names = {"events"};
   std::size_t churnWindows = 0;
@@ -750,9 +792,12 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
         " B for the custom resource served: the churn probe's heap over the base less one session version per "
         "held event, against watch_cache_events");
   }
+}
 
-  // Nodes: heap against the node count over the node probe's steps, the Leases' and
-  // Nodes' watch cache rings included (they fill with the fleet's renewals).
+// Nodes: heap against the node count over the node probe's steps, the Leases' and
+// Nodes' watch cache rings included (they fill with the fleet's renewals).
+void fitNodeHeap(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  const double lease = c.heapPerObject.value + c.heapPerObjectByte.value * o.leaseBytes;
   Design nodes;
   nodes.names = {"nodes"};
   for (const Win& w : wins) {
@@ -779,6 +824,16 @@ void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& win
   } catch (const FitError& e) {
     c.notes.push_back(std::string(e.what()) + "; no override for nodes (the per-object rule applies)");
   }
+}
+
+// kube-apiserver's heap: per object and per byte, the idle plane's base, a custom
+// resource's watch cache and the nodes' override, each fit using the ones before it.
+void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& wins, const CalibrationFitOptions& o,
+             Calibration& c) {
+  fitHeapPerObject(probes, o, c);
+  fitHeapBase(wins, o, c);
+  fitWatchCacheHeap(wins, o, c);
+  fitNodeHeap(wins, o, c);
 }
 
 void fitEtcdStorage(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
@@ -1059,4 +1114,4 @@ std::string renderCalibrationSummary(const Calibration& c) {
   return os.str();
 }
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

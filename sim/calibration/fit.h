@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace cpscale::model {
+namespace cpscale::calibration {
 
 // A fit that cannot be made: too few observations, a regressor that does not vary or
 // is a combination of the others, observations that are not finite.
@@ -73,4 +73,4 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
 // (2.0739 for 0.95 and 22): the half-width of an interval in standard errors.
 double tQuantile(double confidence, std::size_t dof);
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

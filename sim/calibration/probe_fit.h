@@ -39,7 +39,7 @@
 #include "sim/model/calibration.h"
 #include "sim/result/result.h"
 
-namespace cpscale::model {
+namespace cpscale::calibration {
 
 // kReads: probes whose load is reads: informers on a busy resource (watch events sent
 // per watcher) and informers that relist (objects a LIST returns, LIST calls).
@@ -88,9 +88,9 @@ struct CalibrationFitOptions {
 // throws FitError naming the fit and what it lacked). Where and when: host, cpus,
 // versions and profile from the results, measuredAt the last probe's end; cpuModel is
 // left empty (the results do not record it).
-Calibration fitCalibration(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& options = {});
+model::Calibration fitCalibration(const std::vector<ProbeResult>& probes, const CalibrationFitOptions& options = {});
 
 // The parameters with their intervals, the fits' quality and the notes, as a text table.
-std::string renderCalibrationSummary(const Calibration& c);
+std::string renderCalibrationSummary(const model::Calibration& c);
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

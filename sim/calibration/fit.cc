@@ -1,4 +1,4 @@
-#include "sim/model/fit.h"
+#include "sim/calibration/fit.h"
 
 #include <algorithm>
 #include <bit>
@@ -8,7 +8,7 @@
 
 #include <boost/math/distributions/students_t.hpp>
 
-namespace cpscale::model {
+namespace cpscale::calibration {
 
 namespace {
 
@@ -91,6 +91,71 @@ Ols solve(const Matrix& x, std::span<const double> y, const std::vector<std::siz
   return out;
 }
 
+// The design, [1 | x] with an intercept. Throws FitError naming the observation whose
+// row has the wrong length or a value that is not finite.
+Matrix designMatrix(const std::vector<std::vector<double>>& x, std::span<const double> y,
+                    const std::vector<std::string>& names, bool intercept) {
+  const std::size_t n = y.size(), p = names.size() + (intercept ? 1 : 0);
+  Matrix design(n, std::vector<double>(p));
+  for (std::size_t i = 0; i < n; ++i) {
+    if (x[i].size() != names.size())
+      throw FitError("observation " + std::to_string(i) + " has " + std::to_string(x[i].size()) + " regressors, not " +
+                     std::to_string(names.size()));
+    if (!std::isfinite(y[i])) throw FitError("observation " + std::to_string(i) + " is not a finite number");
+    std::size_t j = 0;
+    if (intercept) design[i][j++] = 1;
+    for (double v : x[i]) {
+      if (!std::isfinite(v))
+        throw FitError("regressor " + names[j - (intercept ? 1 : 0)] + " of observation " + std::to_string(i) +
+                       " is not a finite number");
+      design[i][j++] = v;
+    }
+  }
+  return design;
+}
+
+// Exact NNLS over the constrained coefficients: every subset of them held at 0,
+// fewest held first; the feasible fit with the least residual wins, with its free
+// columns. `full` is the fit with none held.
+std::pair<Ols, std::vector<std::size_t>> bestFeasible(const Matrix& design, std::span<const double> y, const Ols& full,
+                                                      const std::vector<bool>& constrained) {
+  const std::size_t p = constrained.size();
+  std::vector<std::size_t> cIdx;
+  for (std::size_t j = 0; j < p; ++j)
+    if (constrained[j]) cIdx.push_back(j);
+  if (cIdx.size() > 12)
+    throw FitError(std::to_string(cIdx.size()) +
+                   " non-negative coefficients: the exact fit enumerates their subsets "
+                   "and is meant for a handful");
+  std::vector<unsigned> masks(std::size_t{1} << cIdx.size());
+  for (unsigned m = 0; m < masks.size(); ++m) masks[m] = m;
+  std::stable_sort(masks.begin(), masks.end(),
+                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
+  std::optional<Ols> best;
+  std::vector<std::size_t> bestFree;
+  for (unsigned mask : masks) {
+    std::vector<std::size_t> free;
+    for (std::size_t j = 0; j < p; ++j) {
+      auto it = std::find(cIdx.begin(), cIdx.end(), j);
+      if (it != cIdx.end() && (mask >> (it - cIdx.begin()) & 1u)) continue;
+      free.push_back(j);
+    }
+    Ols o = mask == 0 ? full : solve(design, y, free);
+    if (o.dependent) continue;
+    bool feasible = true;
+    for (std::size_t f = 0; f < free.size(); ++f)
+      if (constrained[free[f]] && o.beta[f] < 0) feasible = false;
+    if (!feasible) continue;
+    // A strictly better residual only: among equals, fewer clamped coefficients.
+    if (!best || o.ssr < best->ssr * (1 - 1e-12) - 1e-300) {
+      best = std::move(o);
+      bestFree = free;
+    }
+  }
+  if (!best) throw FitError("no fit satisfies the non-negativity constraints");
+  return {std::move(*best), std::move(bestFree)};
+}
+
 }  // namespace
 
 double tQuantile(double confidence, std::size_t dof) {
@@ -136,21 +201,7 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
                      return s;
                    }() +
                    "): at least " + std::to_string(p + 1) + " are needed");
-  Matrix design(n, std::vector<double>(p));
-  for (std::size_t i = 0; i < n; ++i) {
-    if (x[i].size() != names.size())
-      throw FitError("observation " + std::to_string(i) + " has " + std::to_string(x[i].size()) + " regressors, not " +
-                     std::to_string(names.size()));
-    if (!std::isfinite(y[i])) throw FitError("observation " + std::to_string(i) + " is not a finite number");
-    std::size_t j = 0;
-    if (options.intercept) design[i][j++] = 1;
-    for (double v : x[i]) {
-      if (!std::isfinite(v))
-        throw FitError("regressor " + names[j - (options.intercept ? 1 : 0)] + " of observation " + std::to_string(i) +
-                       " is not a finite number");
-      design[i][j++] = v;
-    }
-  }
+  const Matrix design = designMatrix(x, y, names, options.intercept);
 
   std::vector<std::size_t> all(p);
   for (std::size_t j = 0; j < p; ++j) all[j] = j;
@@ -167,41 +218,8 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   const double tFull = tQuantile(options.confidence, n - p);
   const double s2Full = full.ssr / static_cast<double>(n - p);
 
-  // Exact NNLS over the constrained coefficients: every subset of them held at 0,
-  // fewest held first; the feasible fit with the least residual wins.
-  std::vector<std::size_t> cIdx;
-  for (std::size_t j = 0; j < p; ++j)
-    if (constrained[j]) cIdx.push_back(j);
-  if (cIdx.size() > 12)
-    throw FitError(std::to_string(cIdx.size()) +
-                   " non-negative coefficients: the exact fit enumerates their subsets "
-                   "and is meant for a handful");
-  std::vector<unsigned> masks(std::size_t{1} << cIdx.size());
-  for (unsigned m = 0; m < masks.size(); ++m) masks[m] = m;
-  std::stable_sort(masks.begin(), masks.end(),
-                   [](unsigned a, unsigned b) { return std::popcount(a) < std::popcount(b); });
-  std::optional<Ols> best;
-  std::vector<std::size_t> bestFree;
-  for (unsigned mask : masks) {
-    std::vector<std::size_t> free;
-    for (std::size_t j = 0; j < p; ++j) {
-      auto it = std::find(cIdx.begin(), cIdx.end(), j);
-      if (it != cIdx.end() && (mask >> (it - cIdx.begin()) & 1u)) continue;
-      free.push_back(j);
-    }
-    Ols o = mask == 0 ? full : solve(design, y, free);
-    if (o.dependent) continue;
-    bool feasible = true;
-    for (std::size_t f = 0; f < free.size(); ++f)
-      if (constrained[free[f]] && o.beta[f] < 0) feasible = false;
-    if (!feasible) continue;
-    // A strictly better residual only: among equals, fewer clamped coefficients.
-    if (!best || o.ssr < best->ssr * (1 - 1e-12) - 1e-300) {
-      best = std::move(o);
-      bestFree = free;
-    }
-  }
-  if (!best) throw FitError("no fit satisfies the non-negativity constraints");
+  const auto [bestFit, bestFree] = bestFeasible(design, y, full, constrained);
+  const Ols* best = &bestFit;
 
   FitResult r;
   r.observations = n;
@@ -242,4 +260,4 @@ FitResult fitLeastSquares(const std::vector<std::vector<double>>& x, std::span<c
   return r;
 }
 
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration

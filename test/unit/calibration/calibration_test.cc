@@ -1,6 +1,7 @@
-// The calibration: least-squares fits (fit.h), the calibration file (calibration.h), and
-// the fit of stored probe results into a calibration (calibrate_fit.h) on fixtures
-// generated from known parameters (test/fixtures/calibration).
+// The calibration: least-squares fits (fit.h), the calibration file (calibration_file.h),
+// the fit of stored probe results into a calibration (probe_fit.h) on fixtures
+// generated from known parameters (test/fixtures/calibration), the probes' plan
+// (probes.h) and the validation's merge (validation.h).
 #include <gtest/gtest.h>
 #include <algorithm>
 
@@ -10,16 +11,25 @@
 #include <random>
 #include <set>
 
+#include "sim/calibration/calibration_file.h"
+#include "sim/calibration/fit.h"
+#include "sim/calibration/probe_fit.h"
+#include "sim/calibration/probes.h"
+#include "sim/calibration/validation.h"
 #include "sim/common/error.h"
-#include "sim/model/calibrate_fit.h"
 #include "sim/model/calibration.h"
-#include "sim/model/fit.h"
-#include "sim/run/calibration_probes.h"
-#include "sim/run/simulate.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::model {
+namespace cpscale::calibration {
 namespace {
+
+using model::BackgroundRate;
+using model::Calibration;
+using model::CpuSet;
+using model::FitQuality;
+using model::kCalibrationVersion;
+using model::Param;
+using model::ValidationEntry;
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -453,7 +463,7 @@ TEST(CalibrationFile, UnreadableOrMalformedFilesSaySo) {
 TEST(CalibrationFile, DefaultPathIsTheShippedOne) {
   EXPECT_EQ(defaultCalibrationPath(), fs::path(CPSCALE_SOURCE_DIR) / "profiles/calibration/default.json");
   // The shipped one reads back, was measured pinned on the classic recipe, and carries
-  // its validation: the cases the model is held to (cli::ValidationCase::held) within
+  // its validation: the cases the model is held to (ValidationCase::held) within
   // their tolerances, the others (known gaps, in the README) recorded with their error.
   Calibration c = readCalibration(defaultCalibrationPath());
   EXPECT_EQ(c.profile, "classic");
@@ -466,7 +476,7 @@ TEST(CalibrationFile, DefaultPathIsTheShippedOne) {
   std::size_t held = 0;
   bool background = false;
   for (const auto& e : c.validation) {
-    for (const auto& vc : cli::defaultValidationCases()) {
+    for (const auto& vc : defaultValidationCases()) {
       if (!vc.holds(e.figure)) continue;
       ++held;
       EXPECT_LE(e.relativeError, e.tolerance) << e.figure;
@@ -774,7 +784,7 @@ TEST(CalibrationScenarios, EveryProbeOfThePlanLoadsAndQuickShortensEachOne) {
   // What `cpscale calibrate` runs: every probe's scenario with its overrides loads, the
   // names are apart (they name the probes' directories), the pods probes are there as
   // built-in writes, and --quick holds each one for less time than the full plan.
-  const std::vector<cli::ProbePlan> full = cli::probePlan(false), quick = cli::probePlan(true);
+  const std::vector<ProbePlan> full = probePlan(false), quick = probePlan(true);
   ASSERT_EQ(full.size(), quick.size());
   std::set<std::string> names;
   const fs::path dir = fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / "calibration";
@@ -792,11 +802,35 @@ TEST(CalibrationScenarios, EveryProbeOfThePlanLoadsAndQuickShortensEachOne) {
     }
   }
   for (const char* p : {"pods-600", "pods-2400", "pods-quiet"}) {
-    auto it = std::find_if(full.begin(), full.end(), [&](const cli::ProbePlan& x) { return x.name == p; });
+    auto it = std::find_if(full.begin(), full.end(), [&](const ProbePlan& x) { return x.name == p; });
     ASSERT_NE(it, full.end()) << p;
     EXPECT_EQ(it->kind, ProbeKind::kWrites) << p;
   }
 }
 
+// ---- validation ----
+
+TEST(ValidationMerge, ACaseValidatedAgainReplacesItsEntriesWhereTheyWereAndKeepsTheOthers) {
+  // `cpscale calibrate --validate node-bound-realistic`: that case's entries are the new
+  // run's, in the place the case had; every other case's stay as they were measured.
+  auto entry = [](const std::string& figure, double model) { return ValidationEntry{figure, 1, model, 0, 0.1}; };
+  const std::vector<ValidationEntry> previous = {
+      entry("node-bound: write_qps", 1), entry("node-bound-realistic: write_qps", 2),
+      entry("node-bound-realistic: write_qps{resource=events}", 3), entry("churn-bound: write_qps", 4),
+      entry("fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052)", 5)};
+  const std::vector<ValidationEntry> fresh = {entry("node-bound-realistic: write_qps", 20),
+                                              entry("node-bound-realistic: write_qps{resource=pods}", 21),
+                                              entry("state-bound-classic: write_qps", 22)};
+  EXPECT_EQ(validationCaseOf(previous[1]), "node-bound-realistic");
+  EXPECT_EQ(validationCaseOf(previous[4]), "crossing");
+  std::vector<std::string> got;
+  for (const auto& e : mergeValidation(previous, fresh)) got.push_back(e.figure + " " + std::to_string(int(e.model)));
+  EXPECT_EQ(got, (std::vector<std::string>{
+                     "node-bound: write_qps 1", "node-bound-realistic: write_qps 20",
+                     "node-bound-realistic: write_qps{resource=pods} 21", "churn-bound: write_qps 4",
+                     "fleet where PUT leases p99 crosses 1s (workloads.fleet.count; live 2,747..3,052) 5",
+                     "state-bound-classic: write_qps 22"}));
+}
+
 }  // namespace
-}  // namespace cpscale::model
+}  // namespace cpscale::calibration
