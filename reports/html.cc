@@ -665,25 +665,25 @@ svg.chart text.threshold-label{font-size:11px;fill:var(--warn)}
 @media print{body{background:#fff}section{break-inside:avoid}}
 )";
 
-}  // namespace
-
-std::string_view reportStyle() { return kCss; }
-
-std::string renderHtml(const RunResult& r) {
+// The document up to its <main>: the title, and the style inline.
+std::string pageHead(const std::string& title) {
   std::ostringstream out;
-  std::string title = r.scenario.name + " on " + r.profile.name;
-  std::size_t passed = 0;
-  for (const auto& g : r.gates) passed += g.passed;
-  const char* statusClass = r.status == RunStatus::kCompleted     ? "ok"
-                            : r.status == RunStatus::kInterrupted ? "warn"
-                                                                  : "bad";
-
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
       // Nothing may be fetched: the page must render the same offline, years later.
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n"
       << "<title>cpscale: " << escape(title) << "</title>\n<style>" << kCss << "</style>\n</head>\n<body>\n<main>\n";
+  return out.str();
+}
 
+// The page's header: the run, its status and gates, the model's line and four cards.
+std::string headerSection(const RunResult& r, const std::string& title) {
+  std::size_t passed = 0;
+  for (const auto& g : r.gates) passed += g.passed;
+  const char* statusClass = r.status == RunStatus::kCompleted     ? "ok"
+                            : r.status == RunStatus::kInterrupted ? "warn"
+                                                                  : "bad";
+  std::ostringstream out;
   out << "<header>\n<h1>" << escape(title) << "</h1>\n<p class=\"sub\">run <code>" << escape(r.runId) << "</code> · "
       << targetKindText(r.target.kind) << (r.target.server.empty() ? "" : " " + escape(r.target.server))
       << " · measured " << escape(formatElapsed(r.measuredSeconds))
@@ -698,10 +698,13 @@ std::string renderHtml(const RunResult& r) {
       << card(r.figures, "lease_write_share", "lease share of writes")
       << card(r.figures, "apiserver_heap_inuse_bytes_all_replicas", "heap, all apiservers")
       << card(r.figures, "bytes_per_object_all_replicas", "bytes per object") << "</div>\n</header>\n";
+  return out.str();
+}
 
-  out << timelineSection(r);
-  if (r.capacity) out << capacitySection(r);
-
+// The headline's sections: all writes, one per axis that ran, the replicas, the
+// controllers, setup, and the charts of the axes that did not run.
+std::string headlineSections(const RunResult& r) {
+  std::ostringstream out;
   Headline h = headline(r);
   if (!h.writes.empty())
     out << "<section id=\"writes\" class=\"headline\">\n<h2>All writes</h2>\n<p class=\"lede\">Writes that reached storage "
@@ -741,12 +744,11 @@ std::string renderHtml(const RunResult& r) {
     out << "<section id=\"other-charts\">\n<h2>Over time</h2>\n<p class=\"lede\">Charts of axes this run did not "
            "exercise.</p>\n<div class=\"charts\">\n"
         << other << "</div>\n</section>\n";
+  return out.str();
+}
 
-  out << "<section id=\"latency\">\n<h2>Latency percentiles</h2>\n<p class=\"lede\">Per resource and verb. The client "
-         "measures from the scheduled send time (corrected for coordinated omission) and from the actual send; the "
-         "server figure comes from apiserver_request_duration_seconds buckets.</p>\n<div class=\"charts\">\n"
-      << latencyCharts(r) << "</div>\n</section>\n";
-
+std::string gatesSection(const RunResult& r) {
+  std::ostringstream out;
   out << "<section id=\"gates\">\n<h2>Gates</h2>\n";
   if (r.gates.empty()) {
     out << "<p class=\"note\">No gates were set.</p>\n";
@@ -761,7 +763,11 @@ std::string renderHtml(const RunResult& r) {
     out << "</tbody></table>\n";
   }
   out << "</section>\n";
+  return out.str();
+}
 
+std::string generatorSection(const RunResult& r) {
+  std::ostringstream out;
   out << "<section id=\"generator\">\n<h2>Generator health</h2>\n<p class=\"lede\">Whether cpscale kept its schedule: "
          "when it did not, the figures above describe the generator's limits as much as the control plane's.</p>\n";
   auto health = generatorHealthFigures(r.figures);
@@ -770,7 +776,31 @@ std::string renderHtml(const RunResult& r) {
   else
     out << figureTable(health);
   out << "</section>\n";
+  return out.str();
+}
 
+// The calibration's measured error: each figure live and modelled on its machine.
+// Empty when the model recorded no validation.
+std::string validationTable(const nlohmann::json& model) {
+  auto v = model.find("validation");
+  if (model.is_null() || v == model.end() || !v->is_array() || v->empty()) return "";
+  std::ostringstream out;
+  out << "<table class=\"validation\"><caption>The calibration's validation against live runs</caption><thead><tr>"
+         "<th>figure</th><th>live</th><th>model</th><th>error</th><th>tolerance</th></tr></thead><tbody>\n";
+  for (const auto& e : *v) {
+    const double err = e.value("relativeError", 0.0), tol = e.value("tolerance", 0.0);
+    out << "<tr" << (err > tol ? " class=\"bad\"" : "") << "><td>" << escape(e.value("figure", std::string()))
+        << "</td><td>" << formatGrouped(e.value("live", 0.0)) << "</td><td>" << formatGrouped(e.value("model", 0.0))
+        << "</td><td>" << formatValue(err, "ratio") << "</td><td>" << formatValue(tol, "ratio") << "</td></tr>\n";
+  }
+  out << "</tbody></table>\n";
+  return out.str();
+}
+
+// What ran where: the run, scenario, profile, target and host, the plane's members,
+// the model's validation, the workloads' summaries and the configurations in full.
+std::string environmentSection(const RunResult& r) {
+  std::ostringstream out;
   out << "<section id=\"environment\">\n<h2>Environment and versions</h2>\n"
       << kv({{"run id", r.runId},
              {"shard", shardLine(r)},
@@ -799,18 +829,7 @@ std::string renderHtml(const RunResult& r) {
           << "</code></td><td>" << escape(m.version) << "</td><td>" << escape(m.serves) << "</td></tr>\n";
     out << "</tbody></table>\n";
   }
-  if (auto v = r.model.find("validation"); !r.model.is_null() && v != r.model.end() && v->is_array() && !v->empty()) {
-    // The calibration's measured error: each figure live and modelled on its machine.
-    out << "<table class=\"validation\"><caption>The calibration's validation against live runs</caption><thead><tr>"
-           "<th>figure</th><th>live</th><th>model</th><th>error</th><th>tolerance</th></tr></thead><tbody>\n";
-    for (const auto& e : *v) {
-      const double err = e.value("relativeError", 0.0), tol = e.value("tolerance", 0.0);
-      out << "<tr" << (err > tol ? " class=\"bad\"" : "") << "><td>" << escape(e.value("figure", std::string()))
-          << "</td><td>" << formatGrouped(e.value("live", 0.0)) << "</td><td>" << formatGrouped(e.value("model", 0.0))
-          << "</td><td>" << formatValue(err, "ratio") << "</td><td>" << formatValue(tol, "ratio") << "</td></tr>\n";
-    }
-    out << "</tbody></table>\n";
-  }
+  out << validationTable(r.model);
   if (!r.workloads.empty()) {
     out << "<table class=\"workloads\"><thead><tr><th>workload</th><th>name</th><th>summary</th></tr></thead><tbody>\n";
     for (const auto& w : r.workloads)
@@ -823,7 +842,24 @@ std::string renderHtml(const RunResult& r) {
   out << "<details><summary>Profile specification</summary><pre>" << escape(r.profile.spec.dump(2))
       << "</pre></details>\n";
   out << "</section>\n";
+  return out.str();
+}
 
+}  // namespace
+
+std::string_view reportStyle() { return kCss; }
+
+std::string renderHtml(const RunResult& r) {
+  const std::string title = r.scenario.name + " on " + r.profile.name;
+  std::ostringstream out;
+  out << pageHead(title) << headerSection(r, title) << timelineSection(r);
+  if (r.capacity) out << capacitySection(r);
+  out << headlineSections(r);
+  out << "<section id=\"latency\">\n<h2>Latency percentiles</h2>\n<p class=\"lede\">Per resource and verb. The client "
+         "measures from the scheduled send time (corrected for coordinated omission) and from the actual send; the "
+         "server figure comes from apiserver_request_duration_seconds buckets.</p>\n<div class=\"charts\">\n"
+      << latencyCharts(r) << "</div>\n</section>\n";
+  out << gatesSection(r) << generatorSection(r) << environmentSection(r);
   out << "<section id=\"all-figures\">\n<h2>All figures</h2>\n<details><summary>" << r.figures.size()
       << " figures</summary>\n";
   out << figureTable(groupedFigures(r.figures), 0, r.figures) << "</details>\n</section>\n";

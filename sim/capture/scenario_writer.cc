@@ -174,8 +174,20 @@ ChurnFit fitChurn(const ChurnedKind& c) {
   return f;
 }
 
-std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
-  Yaml y;
+namespace {
+
+// What the workloads written so far account for: their names (each unique), whether any
+// loads the plane, and the namespaces the pods and the churn actors take.
+struct Written {
+  std::vector<std::string> names;
+  bool load = false;
+  double podNamespaces = 0;
+  double churnNamespaces = 0;
+};
+
+// The comments that say where the numbers came from, the scenario's name, length and
+// warmup, up to its workloads.
+void writeHeader(Yaml& y, const ClusterShape& s, const WriteOptions& o) {
   const double x = o.scale;
   y.comment(0, "Captured by cpscale capture from " + s.server + " (" + s.version + ") at " + s.capturedAt + ":");
   y.comment(0, "writes over a " + goDuration(s.windowSeconds) +
@@ -204,177 +216,194 @@ std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
   y.line("seed: 1");
   y.line("scrapeInterval: 5s");
   y.line("workloads:");
-  std::vector<std::string> names;
-  bool load = false;
+}
 
-  // ---- the node axis ----
+// The kubelets' pods: how many per node, their status cadence, Events and replacements.
+// Nothing when the nodes run no pod.
+void writePods(Yaml& y, const NodeShape& n, double windowSeconds, double x, Written& w) {
+  const double perNode = n.nodes.value > 0 ? std::round(n.pods.value / n.nodes.value) : 0;
+  if (perNode <= 0) return;
+  y.field(4, "podsPerNode", whole(std::min(perNode, 250.0)),
+          significant(n.pods.value) + " pods / " + significant(n.nodes.value) + " nodes (" + n.pods.source + ")");
+  y.line("    podQps: 100");
+  y.line("    podBurst: 100");
+  w.podNamespaces = 1;
+  // Each pod start writes one status PATCH; the rest are each pod's own cadence.
+  const double steady = n.podStatusPatches.value - n.podCreates.value;
+  if (steady * windowSeconds >= 1)
+    y.field(4, "podStatusInterval", goDuration(std::clamp(std::round(perNode * n.nodes.value / steady), 1.0, 86400.0)),
+            "pods / " + significant(steady) + " status PATCHes/s besides one per pod start (" +
+                n.podStatusPatches.source + ")");
+  else
+    y.field(4, "podStatusInterval", "24h",
+            "no pod status PATCH besides one per pod start (" + n.podStatusPatches.source + ")");
+  if (n.eventCreates.value > 0)
+    y.field(4, "events", "true",
+            significant(n.eventCreates.value) + " Event POSTs/s (" + n.eventCreates.source +
+                "); the kubelets write 4 per pod start, 6 per node start");
+  if (n.podCreates.value > 0)
+    y.field(4, "churn", "{podReplacementsPerMinute: " + significant(n.podCreates.value * 60 * x, 4) + "}",
+            significant(n.podCreates.value) + " pod POSTs/s (" + n.podCreates.source + "), each a replacement");
+}
+
+// The node axis: the cluster's nodes as kubelets, their leases, status reports and pods.
+void writeKubelets(Yaml& y, const ClusterShape& s, double x, Written& w) {
   const NodeShape& n = s.nodes;
   const double nodes = std::round(n.nodes.value * x);
-  double podNamespaces = 0;
-  if (nodes > 0) {
-    load = true;
-    y.line("  - kind: kubelets");
-    y.field(4, "name", workloadName("fleet", names));
-    y.field(4, "count", whole(nodes), significant(n.nodes.value) + " nodes: " + n.nodes.source);
-    y.line("    registrationQps: 50");
-    y.line("    registrationBurst: 50");
-    const double duration = n.leaseDurationSeconds ? n.leaseDurationSeconds->value : 40;
-    y.field(4, "leaseDurationSeconds", whole(duration),
-            n.leaseDurationSeconds ? n.leaseDurationSeconds->source : "no node Lease listed: the kubelet's default");
-    y.comment(4, "a renewal every " + significant(duration / 4) + " s: " + significant(n.nodes.value / (duration / 4)) +
-                     " lease PUTs/s of the " + significant(n.leaseWrites.value) + "/s measured (" +
-                     n.leaseWrites.source + "); the rest are the plane's and operators' leader-election leases");
-    if (n.statusPatches.value > 0) {
-      // A kubelet reports at a status computation (every 10 s): to the nearest one.
-      const double every = std::clamp(std::round(n.nodes.value / n.statusPatches.value / 10) * 10, 10.0, 3600.0);
-      y.field(4, "statusReportFrequency", goDuration(every),
-              "nodes / " + significant(n.statusPatches.value) + " status PATCHes/s (" + n.statusPatches.source +
-                  "), to the kubelet's 10 s computation");
-    } else {
-      y.comment(4, "no node status write in the window (" + n.statusPatches.source +
-                       "): the kubelet's default report every 5m");
-    }
-    const double perNode = n.nodes.value > 0 ? std::round(n.pods.value / n.nodes.value) : 0;
-    if (perNode > 0) {
-      y.field(4, "podsPerNode", whole(std::min(perNode, 250.0)),
-              significant(n.pods.value) + " pods / " + significant(n.nodes.value) + " nodes (" + n.pods.source + ")");
-      y.line("    podQps: 100");
-      y.line("    podBurst: 100");
-      podNamespaces = 1;
-      // Each pod start writes one status PATCH; the rest are each pod's own cadence.
-      const double steady = n.podStatusPatches.value - n.podCreates.value;
-      if (steady * s.windowSeconds >= 1)
-        y.field(4, "podStatusInterval",
-                goDuration(std::clamp(std::round(perNode * n.nodes.value / steady), 1.0, 86400.0)),
-                "pods / " + significant(steady) + " status PATCHes/s besides one per pod start (" +
-                    n.podStatusPatches.source + ")");
-      else
-        y.field(4, "podStatusInterval", "24h",
-                "no pod status PATCH besides one per pod start (" + n.podStatusPatches.source + ")");
-      if (n.eventCreates.value > 0)
-        y.field(4, "events", "true",
-                significant(n.eventCreates.value) + " Event POSTs/s (" + n.eventCreates.source +
-                    "); the kubelets write 4 per pod start, 6 per node start");
-      if (n.podCreates.value > 0)
-        y.field(4, "churn", "{podReplacementsPerMinute: " + significant(n.podCreates.value * 60 * x, 4) + "}",
-                significant(n.podCreates.value) + " pod POSTs/s (" + n.podCreates.source + "), each a replacement");
-    }
+  if (nodes <= 0) return;
+  w.load = true;
+  y.line("  - kind: kubelets");
+  y.field(4, "name", workloadName("fleet", w.names));
+  y.field(4, "count", whole(nodes), significant(n.nodes.value) + " nodes: " + n.nodes.source);
+  y.line("    registrationQps: 50");
+  y.line("    registrationBurst: 50");
+  const double duration = n.leaseDurationSeconds ? n.leaseDurationSeconds->value : 40;
+  y.field(4, "leaseDurationSeconds", whole(duration),
+          n.leaseDurationSeconds ? n.leaseDurationSeconds->source : "no node Lease listed: the kubelet's default");
+  y.comment(4, "a renewal every " + significant(duration / 4) + " s: " + significant(n.nodes.value / (duration / 4)) +
+                   " lease PUTs/s of the " + significant(n.leaseWrites.value) + "/s measured (" + n.leaseWrites.source +
+                   "); the rest are the plane's and operators' leader-election leases");
+  if (n.statusPatches.value > 0) {
+    // A kubelet reports at a status computation (every 10 s): to the nearest one.
+    const double every = std::clamp(std::round(n.nodes.value / n.statusPatches.value / 10) * 10, 10.0, 3600.0);
+    y.field(4, "statusReportFrequency", goDuration(every),
+            "nodes / " + significant(n.statusPatches.value) + " status PATCHes/s (" + n.statusPatches.source +
+                "), to the kubelet's 10 s computation");
+  } else {
+    y.comment(4, "no node status write in the window (" + n.statusPatches.source +
+                     "): the kubelet's default report every 5m");
   }
+  writePods(y, n, s.windowSeconds, x, w);
+}
 
-  // ---- the mutation axis: one churn actor per custom resource created ----
-  double churnNamespaces = 0;
-  for (const ChurnedKind& c : s.churned) {
-    load = true;
-    const ChurnFit f = fitChurn(c);
-    y.line("  - kind: churn");
-    y.field(4, "name", workloadName(c.key.resource, names));
-    y.comment(4, c.key.describe() + ": " + significant(c.creates.value) + " POST, " + significant(c.deletes.value) +
-                     " DELETE, " + significant(c.specPatches.value) + " spec and " +
-                     significant(c.statusPatches.value) + " status writes per second, " +
-                     significant(c.liveObjects.value) + " live (" + c.liveObjects.source + ")");
-    if (c.deletes.value < 0.8 * c.creates.value)
-      y.comment(4, "the cluster deleted fewer than it created; a session is deleted at its end");
-    y.field(4, "sessionsPerMinute", significant(f.sessionsPerMinute * x, 4), c.creates.source);
-    const double ns = std::max(1.0, c.namespaces.value);
-    churnNamespaces += ns;
-    y.field(4, "namespaces", whole(ns), c.namespaces.source);
-    y.field(4, "createQps", whole(std::max(50.0, std::ceil(c.creates.value * x * 2))));
-    y.field(4, "createBurst", whole(std::max(50.0, std::ceil(c.creates.value * x * 2))));
-    if (c.bytesPerObject)
-      y.field(4, "objectBytes", whole(std::max(0.0, c.bytesPerObject->value - kChurnOverheadBytes)),
-              whole(c.bytesPerObject->value) + " stored bytes per object (" + c.bytesPerObject->source + ") less " +
-                  significant(kChurnOverheadBytes) + " a session stores besides its payload");
-    y.field(
-        4, "statusInterval", goDuration(f.statusIntervalSeconds),
-        "status writes: one on entering each running spell, then one per interval (" + c.statusPatches.source + ")");
-    y.field(4, "suspendProbability", significant(f.suspendProbability, 4),
-            significant(c.specPatches.value / (2 * c.creates.value)) +
-                " suspensions per session, 2 spec writes each (" + c.specPatches.source + ")");
-    y.field(4, "maxSuspends", std::to_string(f.maxSuspends));
-    y.field(4, "dwell", "{running: " + goDuration(f.dwellSeconds) + ", suspended: " + goDuration(f.dwellSeconds) + "}",
-            "Little's law: " + significant(c.liveObjects.value) + " live / " + significant(c.creates.value) +
-                " created/s over " + significant(1 + 2 * (c.specPatches.value / (2 * c.creates.value))) + " spells");
-    y.field(4, "targets", "[{crd: " + c.key.resource + "." + replayGroup(c.key.group) + ", kind: " + c.kind + "}]",
-            replayGroup(c.key.group) == c.key.group ? "" : "captured as " + c.key.describe());
-    if (!o.crdDir.empty()) {
-      std::string why;
-      if (replayCrdTemplate(c, why))
-        y.field(4, "crdTemplate", o.crdDir + "/" + c.key.describe() + ".json",
-                "the captured CRD's schema, made to take the sessions (see the file)");
-      else
-        y.comment(4, "cpscale's own session CRD: " + why);
-    }
+// The mutation axis: one churn actor for a custom resource created in the window.
+void writeChurn(Yaml& y, const ChurnedKind& c, const WriteOptions& o, Written& w) {
+  const double x = o.scale;
+  w.load = true;
+  const ChurnFit f = fitChurn(c);
+  y.line("  - kind: churn");
+  y.field(4, "name", workloadName(c.key.resource, w.names));
+  y.comment(4, c.key.describe() + ": " + significant(c.creates.value) + " POST, " + significant(c.deletes.value) +
+                   " DELETE, " + significant(c.specPatches.value) + " spec and " + significant(c.statusPatches.value) +
+                   " status writes per second, " + significant(c.liveObjects.value) + " live (" + c.liveObjects.source +
+                   ")");
+  if (c.deletes.value < 0.8 * c.creates.value)
+    y.comment(4, "the cluster deleted fewer than it created; a session is deleted at its end");
+  y.field(4, "sessionsPerMinute", significant(f.sessionsPerMinute * x, 4), c.creates.source);
+  const double ns = std::max(1.0, c.namespaces.value);
+  w.churnNamespaces += ns;
+  y.field(4, "namespaces", whole(ns), c.namespaces.source);
+  y.field(4, "createQps", whole(std::max(50.0, std::ceil(c.creates.value * x * 2))));
+  y.field(4, "createBurst", whole(std::max(50.0, std::ceil(c.creates.value * x * 2))));
+  if (c.bytesPerObject)
+    y.field(4, "objectBytes", whole(std::max(0.0, c.bytesPerObject->value - kChurnOverheadBytes)),
+            whole(c.bytesPerObject->value) + " stored bytes per object (" + c.bytesPerObject->source + ") less " +
+                significant(kChurnOverheadBytes) + " a session stores besides its payload");
+  y.field(4, "statusInterval", goDuration(f.statusIntervalSeconds),
+          "status writes: one on entering each running spell, then one per interval (" + c.statusPatches.source + ")");
+  y.field(4, "suspendProbability", significant(f.suspendProbability, 4),
+          significant(c.specPatches.value / (2 * c.creates.value)) + " suspensions per session, 2 spec writes each (" +
+              c.specPatches.source + ")");
+  y.field(4, "maxSuspends", std::to_string(f.maxSuspends));
+  y.field(4, "dwell", "{running: " + goDuration(f.dwellSeconds) + ", suspended: " + goDuration(f.dwellSeconds) + "}",
+          "Little's law: " + significant(c.liveObjects.value) + " live / " + significant(c.creates.value) +
+              " created/s over " + significant(1 + 2 * (c.specPatches.value / (2 * c.creates.value))) + " spells");
+  y.field(4, "targets", "[{crd: " + c.key.resource + "." + replayGroup(c.key.group) + ", kind: " + c.kind + "}]",
+          replayGroup(c.key.group) == c.key.group ? "" : "captured as " + c.key.describe());
+  if (o.crdDir.empty()) return;
+  std::string why;
+  if (replayCrdTemplate(c, why))
+    y.field(4, "crdTemplate", o.crdDir + "/" + c.key.describe() + ".json",
+            "the captured CRD's schema, made to take the sessions (see the file)");
+  else
+    y.comment(4, "cpscale's own session CRD: " + why);
+}
+
+// The custom resources at rest as one population: their kinds, mean objects and watchers.
+void writeCustomAtRest(Yaml& y, const std::vector<const DormantKind*>& custom, double x) {
+  double total = 0, lo = custom.front()->objects.value, hi = lo;
+  std::vector<double> watchers;
+  for (const DormantKind* d : custom) {
+    total += d->objects.value;
+    lo = std::min(lo, d->objects.value), hi = std::max(hi, d->objects.value);
+    watchers.push_back(d->watches.value - kPlaneWatchesPerCustomResource);
   }
+  y.field(4, "crdKinds", std::to_string(custom.size()),
+          "custom resources holding objects and created none in the window (GET customresourcedefinitions)");
+  y.field(4, "objectsPerKind", whole(total / custom.size() * x),
+          "mean of " + significant(total) + " objects over the kinds (" + significant(lo) + " to " + significant(hi) +
+              "; " + custom.front()->objects.source + ")");
+  const double perKind = std::round(median(watchers));
+  if (perKind > 0)
+    y.field(4, "watchers", "{perKind: " + whole(perKind) + "}",
+            "median WATCHes per kind less the plane's own " + significant(kPlaneWatchesPerCustomResource) + " (" +
+                custom.front()->watches.source + ")");
+}
 
-  // ---- the state axis: what the cluster holds at rest ----
+// One payload size for custom resources, ConfigMaps and Secrets at rest: their mean.
+void writeBytesAtRest(Yaml& y, const std::vector<DormantKind>& dormant) {
+  double bytes = 0, weight = 0;
+  for (const DormantKind& d : dormant) {
+    if (!d.bytesPerObject || !(d.custom || d.key.resource == "configmaps" || d.key.resource == "secrets")) continue;
+    bytes += d.bytesPerObject->value * d.objects.value;
+    weight += d.objects.value;
+  }
+  if (weight > 0)
+    y.field(4, "objectBytes", whole(std::max(0.0, bytes / weight - kDormantOverheadBytes)),
+            "mean stored bytes per object of the custom resources, ConfigMaps and Secrets (" +
+                std::string("apiserver_resource_size_estimate_bytes") + ") less " + significant(kDormantOverheadBytes) +
+                " an object at rest stores besides its payload");
+}
+
+// The state axis: what the cluster holds at rest, as one dormant workload. Its name, or
+// empty when the cluster holds nothing of its own.
+std::string writeDormant(Yaml& y, const ClusterShape& s, double x, Written& w) {
   std::vector<const DormantKind*> custom, builtin;
   for (const DormantKind& d : s.dormant) (d.custom ? custom : builtin).push_back(&d);
-  if (!custom.empty() || !builtin.empty()) {
-    y.line("  - kind: dormant");
-    const std::string name = workloadName("state", names);
-    y.field(4, "name", name);
-    if (!custom.empty()) {
-      double total = 0, lo = custom.front()->objects.value, hi = lo;
-      std::vector<double> watchers;
-      for (const DormantKind* d : custom) {
-        total += d->objects.value;
-        lo = std::min(lo, d->objects.value), hi = std::max(hi, d->objects.value);
-        watchers.push_back(d->watches.value - kPlaneWatchesPerCustomResource);
-      }
-      y.field(4, "crdKinds", std::to_string(custom.size()),
-              "custom resources holding objects and created none in the window (GET customresourcedefinitions)");
-      y.field(4, "objectsPerKind", whole(total / custom.size() * x),
-              "mean of " + significant(total) + " objects over the kinds (" + significant(lo) + " to " +
-                  significant(hi) + "; " + custom.front()->objects.source + ")");
-      const double perKind = std::round(median(watchers));
-      if (perKind > 0)
-        y.field(4, "watchers", "{perKind: " + whole(perKind) + "}",
-                "median WATCHes per kind less the plane's own " + significant(kPlaneWatchesPerCustomResource) + " (" +
-                    custom.front()->watches.source + ")");
-    }
-    // One payload size for custom resources, ConfigMaps and Secrets: their mean.
-    double bytes = 0, weight = 0;
-    for (const DormantKind& d : s.dormant) {
-      if (!d.bytesPerObject || !(d.custom || d.key.resource == "configmaps" || d.key.resource == "secrets")) continue;
-      bytes += d.bytesPerObject->value * d.objects.value;
-      weight += d.objects.value;
-    }
-    if (weight > 0)
-      y.field(4, "objectBytes", whole(std::max(0.0, bytes / weight - kDormantOverheadBytes)),
-              "mean stored bytes per object of the custom resources, ConfigMaps and Secrets (" +
-                  std::string("apiserver_resource_size_estimate_bytes") + ") less " +
-                  significant(kDormantOverheadBytes) + " an object at rest stores besides its payload");
-    const double ns = std::max(1.0, s.userNamespaces.value - churnNamespaces - podNamespaces);
-    y.field(4, "namespaces", whole(ns),
-            "the cluster's " + significant(s.userNamespaces.value) + " namespaces less the churn actors' and pods' (" +
-                s.userNamespaces.source + ")");
-    const std::map<std::string, std::string> fieldOf = {{"configmaps", "configMaps"},
-                                                        {"secrets", "secrets"},
-                                                        {"serviceaccounts", "serviceAccounts"},
-                                                        {"roles", "roles"},
-                                                        {"rolebindings", "roleBindings"},
-                                                        {"clusterroles", "clusterRoles"},
-                                                        {"clusterrolebindings", "clusterRoleBindings"}};
-    if (!builtin.empty())
-      y.comment(4,
-                "the plane's own objects left out, which a replay's plane makes again: kube-system, "
-                "kube-public, kube-node-lease, RBAC's bootstrap policy, each namespace's kube-root-ca.crt and "
-                "default ServiceAccount");
-    for (const DormantKind* d : builtin)
-      y.field(4, fieldOf.at(d->key.resource), whole(d->objects.value * x), d->objects.source);
-    double patches = 0;
-    for (const DormantKind& d : s.dormant) patches += d.patches.value;
-    if (patches > 0)
-      y.field(4, "updatesPerSecond", significant(patches * x, 4), "writes to objects at rest, all kinds");
-    y.line("    createQps: 100");
-    y.line("    createBurst: 100");
-    y.line("gates:");
-    y.line("  - dormant_objects_missing{workload=" + name + "} == 0");
-    if (load) y.line("  - generator_limited == false");
-  } else if (load) {
-    y.line("gates:");
-    y.line("  - generator_limited == false");
-  }
+  if (custom.empty() && builtin.empty()) return "";
+  y.line("  - kind: dormant");
+  const std::string name = workloadName("state", w.names);
+  y.field(4, "name", name);
+  if (!custom.empty()) writeCustomAtRest(y, custom, x);
+  writeBytesAtRest(y, s.dormant);
+  const double ns = std::max(1.0, s.userNamespaces.value - w.churnNamespaces - w.podNamespaces);
+  y.field(4, "namespaces", whole(ns),
+          "the cluster's " + significant(s.userNamespaces.value) + " namespaces less the churn actors' and pods' (" +
+              s.userNamespaces.source + ")");
+  const std::map<std::string, std::string> fieldOf = {{"configmaps", "configMaps"},
+                                                      {"secrets", "secrets"},
+                                                      {"serviceaccounts", "serviceAccounts"},
+                                                      {"roles", "roles"},
+                                                      {"rolebindings", "roleBindings"},
+                                                      {"clusterroles", "clusterRoles"},
+                                                      {"clusterrolebindings", "clusterRoleBindings"}};
+  if (!builtin.empty())
+    y.comment(4,
+              "the plane's own objects left out, which a replay's plane makes again: kube-system, "
+              "kube-public, kube-node-lease, RBAC's bootstrap policy, each namespace's kube-root-ca.crt and "
+              "default ServiceAccount");
+  for (const DormantKind* d : builtin)
+    y.field(4, fieldOf.at(d->key.resource), whole(d->objects.value * x), d->objects.source);
+  double patches = 0;
+  for (const DormantKind& d : s.dormant) patches += d.patches.value;
+  if (patches > 0) y.field(4, "updatesPerSecond", significant(patches * x, 4), "writes to objects at rest, all kinds");
+  y.line("    createQps: 100");
+  y.line("    createBurst: 100");
+  return name;
+}
+
+}  // namespace
+
+std::string writeScenario(const ClusterShape& s, const WriteOptions& o) {
+  Yaml y;
+  writeHeader(y, s, o);
+  Written w;
+  writeKubelets(y, s, o.scale, w);
+  for (const ChurnedKind& c : s.churned) writeChurn(y, c, o, w);
+  const std::string state = writeDormant(y, s, o.scale, w);
+  if (!state.empty() || w.load) y.line("gates:");
+  if (!state.empty()) y.line("  - dormant_objects_missing{workload=" + state + "} == 0");
+  if (w.load) y.line("  - generator_limited == false");
   return y.str();
 }
 

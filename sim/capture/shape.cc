@@ -175,69 +175,81 @@ bool isWriteVerb(const std::string& verb) {
          verb == "APPLY";
 }
 
-ClusterShape measureShape(const Reading& r) {
-  if (!(r.windowSeconds > 0)) throw ConfigError("capture", "window", "must be longer than 0 s");
-  const metrics::FamilyMap before = parse(r.metricsBefore, "start");
-  const metrics::FamilyMap after = parse(r.metricsAfter, "end");
-  if (family(after, kRequests) == nullptr)
-    throw UnavailableError(r.server + " serves no apiserver_request_total on /metrics: its writes cannot be measured");
+namespace {
 
-  ClusterShape s;
-  s.server = r.server;
-  s.version = r.version;
-  s.capturedAt = r.capturedAt;
-  s.windowSeconds = r.windowSeconds;
-  const std::string over = " over the " + windowText(r.windowSeconds) + " window";
-
-  // ---- writes: counter increase over the window, per second ----
-  const auto c0 = requestCounts(before);
-  const auto c1 = requestCounts(after);
-  std::map<WriteKey, double> rate;
-  for (const auto& [k, v1] : c1) {
-    auto it = c0.find(k);
-    const double v0 = it == c0.end() ? 0 : it->second;
-    const double inc = v1 >= v0 ? v1 - v0 : v1;  // a reset: the counter restarted from 0
-    if (inc > 0) rate[k] = inc / r.windowSeconds;
+// The window between the two scrapes: the write rates, objects, sizes and watches per
+// resource, each with its source, and the writes a workload of the scenario makes.
+class Window {
+ public:
+  Window(const metrics::FamilyMap& before, const metrics::FamilyMap& after, double seconds)
+      : over_(" over the " + windowText(seconds) + " window"),
+        objects0_(objectCounts(before)),
+        objects1_(objectCounts(after)),
+        sizes_(byResource(after, kSize, false)),
+        watches0_(byResource(before, kLongRunning, true)),
+        watches1_(byResource(after, kLongRunning, true)),
+        objectsMetric_(family(after, kObjects) ? std::string(kObjects) : std::string(kStorageObjects)) {
+    // Counter increase over the window, per second.
+    const auto c0 = requestCounts(before);
+    for (const auto& [k, v1] : requestCounts(after)) {
+      auto it = c0.find(k);
+      const double v0 = it == c0.end() ? 0 : it->second;
+      const double inc = v1 >= v0 ? v1 - v0 : v1;  // a reset: the counter restarted from 0
+      if (inc > 0) rate_[k] = inc / seconds;
+    }
   }
-  for (const auto& [k, v] : rate) s.writes.push_back({k.key, k.subresource, k.verb, v});
-  auto writeRate = [&](const ResourceKey& key, const std::string& sub, std::initializer_list<const char*> verbs,
-                       const std::string& what) {
+
+  const std::map<WriteKey, double>& rates() const { return rate_; }
+
+  // The writes of these verbs to the resource (or its subresource), summed.
+  Measured writeRate(const ResourceKey& key, const std::string& sub, std::initializer_list<const char*> verbs) const {
     Measured m;
     std::string verbList;
     for (const char* v : verbs) {
-      auto it = rate.find({key, sub, v});
-      if (it != rate.end()) m.value += it->second;
+      auto it = rate_.find({key, sub, v});
+      if (it != rate_.end()) m.value += it->second;
       verbList += (verbList.empty() ? "" : "|") + std::string(v);
     }
     m.source = "apiserver_request_total{resource=" + key.resource + (sub.empty() ? "" : ",subresource=" + sub) +
-               ",verb=" + verbList + "}" + over + (what.empty() ? "" : ": " + what);
+               ",verb=" + verbList + "}" + over_;
     return m;
-  };
-  std::set<WriteKey> explained;  // writes a workload of the scenario makes
-  auto explain = [&](const ResourceKey& key, const std::string& sub, std::initializer_list<const char*> verbs) {
-    for (const char* v : verbs) explained.insert({key, sub, v});
-  };
+  }
 
-  // ---- objects, sizes, watches ----
-  const auto objects0 = objectCounts(before);
-  const auto objects1 = objectCounts(after);
-  const auto sizes = byResource(after, kSize, false);
-  const auto watches0 = byResource(before, kLongRunning, true);
-  const auto watches1 = byResource(after, kLongRunning, true);
-  const std::string objectsMetric = family(after, kObjects) ? std::string(kObjects) : std::string(kStorageObjects);
-  auto meanObjects = [&](const ResourceKey& k) { return (at(objects0, k) + at(objects1, k)) / 2; };
-  auto bytesPerObject = [&](const ResourceKey& k) -> std::optional<Measured> {
-    const double bytes = at(sizes, k), n = at(objects1, k);
+  // Marks these writes as made by a workload of the scenario.
+  void explain(const ResourceKey& key, const std::string& sub, std::initializer_list<const char*> verbs) {
+    for (const char* v : verbs) explained_.insert({key, sub, v});
+  }
+  bool explained(const WriteKey& k) const { return explained_.count(k) > 0; }
+
+  // The resource's objects, mean of the two scrapes.
+  Measured meanObjects(const ResourceKey& k) const {
+    return {(at(objects0_, k) + at(objects1_, k)) / 2,
+            objectsMetric_ + "{resource=" + k.describe() + "}, mean of the two scrapes"};
+  }
+
+  std::optional<Measured> bytesPerObject(const ResourceKey& k) const {
+    const double bytes = at(sizes_, k), n = at(objects1_, k);
     if (bytes <= 0 || n <= 0) return std::nullopt;
-    return Measured{bytes / n, std::string(kSize) + "{resource=" + k.resource + "} / " + objectsMetric + " at the end"};
-  };
-  auto meanWatches = [&](const ResourceKey& k) {
-    return Measured{(at(watches0, k) + at(watches1, k)) / 2,
-                    std::string(kLongRunning) + "{verb=WATCH,resource=" + k.resource + "}, mean of the two scrapes"};
-  };
+    return Measured{bytes / n,
+                    std::string(kSize) + "{resource=" + k.resource + "} / " + objectsMetric_ + " at the end"};
+  }
 
-  // ---- the node axis ----
-  NodeShape& n = s.nodes;
+  Measured meanWatches(const ResourceKey& k) const {
+    return Measured{(at(watches0_, k) + at(watches1_, k)) / 2,
+                    std::string(kLongRunning) + "{verb=WATCH,resource=" + k.resource + "}, mean of the two scrapes"};
+  }
+
+ private:
+  std::string over_;
+  std::map<WriteKey, double> rate_;
+  std::set<WriteKey> explained_;  // writes a workload of the scenario makes
+  std::map<ResourceKey, double> objects0_, objects1_, sizes_, watches0_, watches1_;
+  std::string objectsMetric_;
+};
+
+// The node axis: nodes and their Leases from lists, their and their pods' writes.
+NodeShape measureNodes(const Reading& r, Window& w) {
+  NodeShape n;
   n.nodes = {static_cast<double>(itemsOf(r.nodes).size()), "GET /api/v1/nodes"};
   std::map<long long, std::size_t> durations;
   for (const json& l : itemsOf(r.nodeLeases))
@@ -252,65 +264,78 @@ ClusterShape measureShape(const Reading& r) {
                                           std::to_string(itemsOf(r.nodeLeases).size()) + " Leases in kube-node-lease"};
   }
   const ResourceKey leases{"coordination.k8s.io", "leases"}, nodes{"", "nodes"}, pods{"", "pods"}, events{"", "events"};
-  n.leaseWrites = writeRate(leases, "", {"PUT"}, "");
-  n.statusPatches = writeRate(nodes, "status", {"PATCH", "PUT"}, "");
-  n.pods = {meanObjects(pods), objectsMetric + "{resource=pods}, mean of the two scrapes"};
-  n.podStatusPatches = writeRate(pods, "status", {"PATCH", "PUT"}, "");
-  n.podCreates = writeRate(pods, "", {"POST"}, "");
-  n.podDeletes = writeRate(pods, "", {"DELETE"}, "");
-  n.eventCreates = writeRate(events, "", {"POST"}, "");
+  n.leaseWrites = w.writeRate(leases, "", {"PUT"});
+  n.statusPatches = w.writeRate(nodes, "status", {"PATCH", "PUT"});
+  n.pods = w.meanObjects(pods);
+  n.podStatusPatches = w.writeRate(pods, "status", {"PATCH", "PUT"});
+  n.podCreates = w.writeRate(pods, "", {"POST"});
+  n.podDeletes = w.writeRate(pods, "", {"DELETE"});
+  n.eventCreates = w.writeRate(events, "", {"POST"});
   // Every plane renews leases of its own (controllers' leader election, apiserver
   // identity): a replay's plane does too; the kubelets' share is the fleet's.
-  explain(leases, "", {"PUT"});
+  w.explain(leases, "", {"PUT"});
   if (n.nodes.value > 0) {
-    explain(nodes, "status", {"PATCH", "PUT"});
-    explain(pods, "", {"POST", "DELETE"});
-    explain(pods, "status", {"PATCH", "PUT"});
-    explain(pods, "binding", {"POST"});
-    explain(events, "", {"POST"});
+    w.explain(nodes, "status", {"PATCH", "PUT"});
+    w.explain(pods, "", {"POST", "DELETE"});
+    w.explain(pods, "status", {"PATCH", "PUT"});
+    w.explain(pods, "binding", {"POST"});
+    w.explain(events, "", {"POST"});
   }
+  return n;
+}
 
-  // ---- custom resources: churned (created in the window) or at rest ----
-  const auto crds = customResources(r.crds);
-  for (const auto& [key, crd] : crds) {
-    const Measured creates = writeRate(key, "", {"POST"}, "");
-    if (creates.value > 0) {
-      ChurnedKind c;
-      c.key = key;
-      c.kind = crd.kind;
-      c.crd = crd.object;
-      c.creates = creates;
-      c.deletes = writeRate(key, "", {"DELETE"}, "");
-      c.specPatches = writeRate(key, "", {"PATCH", "PUT", "APPLY"}, "");
-      c.statusPatches = writeRate(key, "status", {"PATCH", "PUT", "APPLY"}, "");
-      c.liveObjects = {meanObjects(key), objectsMetric + "{resource=" + key.describe() + "}, mean of the two scrapes"};
-      c.bytesPerObject = bytesPerObject(key);
-      std::set<std::string> ns;
-      if (auto it = r.customLists.find(key); it != r.customLists.end())
-        for (const json& item : itemsOf(it->second)) ns.insert(metadataOf(item).value("namespace", ""));
-      c.namespaces = {static_cast<double>(ns.size()),
-                      "distinct namespaces of GET " + key.describe() + "'s " +
-                          std::to_string(r.customLists.count(key) ? itemsOf(r.customLists.at(key)).size() : 0) +
-                          " objects"};
-      explain(key, "", {"POST", "DELETE", "PATCH", "PUT", "APPLY"});
-      explain(key, "status", {"PATCH", "PUT", "APPLY"});
-      s.churned.push_back(std::move(c));
+// A custom resource created in the window: its creates, deletes, writes, live objects
+// and the namespaces they live in.
+ChurnedKind churnedKind(const ResourceKey& key, const Crd& crd, Measured creates, const Reading& r, Window& w) {
+  ChurnedKind c;
+  c.key = key;
+  c.kind = crd.kind;
+  c.crd = crd.object;
+  c.creates = std::move(creates);
+  c.deletes = w.writeRate(key, "", {"DELETE"});
+  c.specPatches = w.writeRate(key, "", {"PATCH", "PUT", "APPLY"});
+  c.statusPatches = w.writeRate(key, "status", {"PATCH", "PUT", "APPLY"});
+  c.liveObjects = w.meanObjects(key);
+  c.bytesPerObject = w.bytesPerObject(key);
+  std::set<std::string> ns;
+  if (auto it = r.customLists.find(key); it != r.customLists.end())
+    for (const json& item : itemsOf(it->second)) ns.insert(metadataOf(item).value("namespace", ""));
+  c.namespaces = {static_cast<double>(ns.size()),
+                  "distinct namespaces of GET " + key.describe() + "'s " +
+                      std::to_string(r.customLists.count(key) ? itemsOf(r.customLists.at(key)).size() : 0) +
+                      " objects"};
+  w.explain(key, "", {"POST", "DELETE", "PATCH", "PUT", "APPLY"});
+  w.explain(key, "status", {"PATCH", "PUT", "APPLY"});
+  return c;
+}
+
+// A kind at rest with these objects: their size, the watches on it and the writes to it.
+DormantKind atRest(const ResourceKey& key, bool custom, Measured objects, Window& w) {
+  DormantKind d;
+  d.key = key;
+  d.custom = custom;
+  d.objects = std::move(objects);
+  d.bytesPerObject = w.bytesPerObject(key);
+  d.watches = w.meanWatches(key);
+  d.patches = w.writeRate(key, "", {"PATCH", "PUT", "APPLY"});
+  w.explain(key, "", {"PATCH", "PUT", "APPLY"});
+  return d;
+}
+
+// Custom resources: churned (created in the window) or at rest.
+void measureCustomResources(const Reading& r, Window& w, ClusterShape& s) {
+  for (const auto& [key, crd] : customResources(r.crds)) {
+    if (Measured creates = w.writeRate(key, "", {"POST"}); creates.value > 0) {
+      s.churned.push_back(churnedKind(key, crd, std::move(creates), r, w));
       continue;
     }
-    const double count = meanObjects(key);
-    if (count <= 0) continue;
-    DormantKind d;
-    d.key = key;
-    d.custom = true;
-    d.objects = {count, objectsMetric + "{resource=" + key.describe() + "}, mean of the two scrapes"};
-    d.bytesPerObject = bytesPerObject(key);
-    d.watches = meanWatches(key);
-    d.patches = writeRate(key, "", {"PATCH", "PUT", "APPLY"}, "");
-    explain(key, "", {"PATCH", "PUT", "APPLY"});
-    s.dormant.push_back(std::move(d));
+    Measured objects = w.meanObjects(key);
+    if (objects.value > 0) s.dormant.push_back(atRest(key, true, std::move(objects), w));
   }
+}
 
-  // ---- built-in kinds at rest: the cluster's own objects, from their lists ----
+// Built-in kinds at rest: the cluster's own objects, from their lists.
+void measureBuiltinsAtRest(const Reading& r, Window& w, std::vector<DormantKind>& dormant) {
   for (const ResourceKey& key : dormantBuiltins()) {
     auto it = r.builtinLists.find(key.resource);
     if (it == r.builtinLists.end()) continue;
@@ -320,31 +345,50 @@ ClusterShape measureShape(const Reading& r) {
       if (!isPlaneObject(key.resource, metadataOf(item))) ++own;
     }
     if (own == 0) continue;
-    DormantKind d;
-    d.key = key;
-    d.objects = {static_cast<double>(own), "GET " + key.resource + ": " + std::to_string(own) + " of " +
-                                               std::to_string(all) + " are the cluster's"};
-    d.bytesPerObject = bytesPerObject(key);
-    d.watches = meanWatches(key);
-    d.patches = writeRate(key, "", {"PATCH", "PUT", "APPLY"}, "");
-    explain(key, "", {"PATCH", "PUT", "APPLY"});
-    s.dormant.push_back(std::move(d));
+    dormant.push_back(atRest(key, false,
+                             {static_cast<double>(own), "GET " + key.resource + ": " + std::to_string(own) + " of " +
+                                                            std::to_string(all) + " are the cluster's"},
+                             w));
   }
+}
 
+// Namespaces other than the plane's own and default.
+Measured userNamespaces(const json& namespaces) {
   std::size_t userNs = 0, allNs = 0;
-  for (const json& item : itemsOf(r.namespaces)) {
+  for (const json& item : itemsOf(namespaces)) {
     ++allNs;
     const std::string name = metadataOf(item).value("name", "");
     if (!isPlaneNamespace(name) && name != "default") ++userNs;
   }
-  s.userNamespaces = {static_cast<double>(userNs), "GET /api/v1/namespaces: " + std::to_string(userNs) + " of " +
-                                                       std::to_string(allNs) +
-                                                       " (kube-system, kube-public, kube-node-lease, default "
-                                                       "left out)"};
+  return {static_cast<double>(userNs), "GET /api/v1/namespaces: " + std::to_string(userNs) + " of " +
+                                           std::to_string(allNs) +
+                                           " (kube-system, kube-public, kube-node-lease, default left out)"};
+}
+
+}  // namespace
+
+ClusterShape measureShape(const Reading& r) {
+  if (!(r.windowSeconds > 0)) throw ConfigError("capture", "window", "must be longer than 0 s");
+  const metrics::FamilyMap before = parse(r.metricsBefore, "start");
+  const metrics::FamilyMap after = parse(r.metricsAfter, "end");
+  if (family(after, kRequests) == nullptr)
+    throw UnavailableError(r.server + " serves no apiserver_request_total on /metrics: its writes cannot be measured");
+
+  ClusterShape s;
+  s.server = r.server;
+  s.version = r.version;
+  s.capturedAt = r.capturedAt;
+  s.windowSeconds = r.windowSeconds;
+  Window w(before, after, r.windowSeconds);
+  for (const auto& [k, v] : w.rates()) s.writes.push_back({k.key, k.subresource, k.verb, v});
+  s.nodes = measureNodes(r, w);
+  measureCustomResources(r, w, s);
+  measureBuiltinsAtRest(r, w, s.dormant);
+  s.userNamespaces = userNamespaces(r.namespaces);
 
   // ---- what no workload of the scenario writes ----
-  for (const auto& [k, v] : rate) {
-    if (explained.count(k) || v * r.windowSeconds < 1) continue;
+  for (const auto& [k, v] : w.rates()) {
+    if (w.explained(k) || v * r.windowSeconds < 1) continue;
     s.notReproduced.push_back(k.verb + " " + k.key.describe() + (k.subresource.empty() ? "" : "/" + k.subresource) +
                               " at " + significant(v) + "/s");
   }

@@ -147,9 +147,14 @@ TEST(JobTest, ShardsRunningAsTheJobsServiceAccountHaveWhatTheyNeed) {
       if (f["name"] == "client_requests" && f["labels"].value("outcome", "") == "4xx")
         ADD_FAILURE() << "shard " << i << ": " << f.dump();
     for (const auto& w : result["workloads"]) {
-      for (const auto& [key, value] : w["summary"].items())
-        if (key.ends_with("Failures")) EXPECT_EQ(value, 0) << "shard " << i << " " << w["name"] << " " << key;
-      if (w["name"] == "cleanup" && i == 0) EXPECT_EQ(w["summary"]["complete"], true) << w.dump();
+      for (const auto& [key, value] : w["summary"].items()) {
+        if (key.ends_with("Failures")) {
+          EXPECT_EQ(value, 0) << "shard " << i << " " << w["name"] << " " << key;
+        }
+      }
+      if (w["name"] == "cleanup" && i == 0) {
+        EXPECT_EQ(w["summary"]["complete"], true) << w.dump();
+      }
     }
   }
 

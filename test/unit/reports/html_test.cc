@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
@@ -306,6 +307,40 @@ TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
   EXPECT_EQ(count(chart(none, capacityGateChartId(1)), "<g class=\"break-mark\">"), 1);
 
   EXPECT_EQ(renderHtml(testing::sampleResult()).find("<section id=\"capacity\">"), std::string::npos);
+}
+
+// The whole page, byte for byte, against a stored copy: any change to what the report
+// writes shows here. After a change meant to be made, CPSCALE_UPDATE_HTML_GOLDEN=1 rewrites
+// the copies (test/fixtures/reports), to be read in the diff before they are committed.
+void expectPage(const std::string& html, const std::string& name) {
+  const std::string path = std::string(CPSCALE_REPORT_FIXTURES) + "/" + name;
+  if (std::getenv("CPSCALE_UPDATE_HTML_GOLDEN")) std::ofstream(path) << html;
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << path;
+  std::stringstream stored;
+  stored << in.rdbuf();
+  EXPECT_TRUE(html == stored.str()) << path << " differs: CPSCALE_UPDATE_HTML_GOLDEN=1 rewrites it";
+}
+
+TEST(HtmlGoldenTest, ARunWithControllersAndAModelIsTheStoredPage) {
+  RunResult r = testing::controllerResult();
+  r.model = {
+      {"calibrationMachine", "m1"},
+      {"calibrationMeasuredAt", "2026-11-30T08:00:00Z"},
+      {"calibration", "calibration.json"},
+      {"maxValidationError", 0.12},
+      {"validation",
+       {{{"figure", "write_qps"}, {"live", 1200.0}, {"model", 1150.0}, {"relativeError", 0.042}, {"tolerance", 0.1}},
+        {{"figure", "apiserver_heap_inuse_bytes"},
+         {"live", 2.1e9},
+         {"model", 2.4e9},
+         {"relativeError", 0.14},
+         {"tolerance", 0.1}}}}};
+  expectPage(renderHtml(r), "controllers-model.html");
+}
+
+TEST(HtmlGoldenTest, ACapacitySearchIsTheStoredPage) {
+  expectPage(renderHtml(testing::capacityResult(testing::brokeAtStep3())), "capacity.html");
 }
 
 TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {
