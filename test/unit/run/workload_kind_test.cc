@@ -9,11 +9,11 @@
 #include <optional>
 
 #include "reports/headline.h"
+#include "sim/calibration/calibration_file.h"
 #include "sim/common/error.h"
 #include "sim/engine/periodic_timer.h"
 #include "sim/kube/rbac.h"
 #include "sim/metrics/figures.h"
-#include "sim/model/calibration.h"
 #include "sim/run/job_manifest.h"
 #include "sim/run/simulate.h"
 #include "sim/run/workload_figures.h"
@@ -186,7 +186,7 @@ TEST_F(WorkloadKindTest, TheJobsRoleGrantsWhatTheKindSaysAndTheHeadlineShowsItsA
 TEST_F(WorkloadKindTest, TheModelRunsItInVirtualTime) {
   const fs::path file = scenario("  - {kind: beacons, perSecond: 2}\n", "gates:\n  - beacon_writes > 20\n");
   SimulateOptions so;
-  so.calibration = model::readCalibration(fs::path(CPSCALE_SOURCE_DIR) / "profiles/calibration/default.json");
+  so.calibration = calibration::readCalibration(fs::path(CPSCALE_SOURCE_DIR) / "profiles/calibration/default.json");
   so.run.runId = "kindtest";
   so.run.outDir = dir_ / "out";
   so.run.progress = false;
