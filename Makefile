@@ -1,6 +1,7 @@
 # cpscale: the human entry points. `make run` and `make test` are all a newcomer needs.
 #
-#   make deps           install the Debian packages the build needs (idempotent)
+#   make deps           install the Debian packages the build and tests need (idempotent;
+#                       `make run` installs only what a run needs)
 #   make / make build   configure and build everything into build/ (tests and benchmarks too)
 #   make control-plane  build the pinned upstream kube-apiserver and etcd (cached)
 #   make run            the main job: node-bound scenario on the local plane, summary + report
@@ -25,20 +26,24 @@ JOBS ?= $(shell nproc)
 CPSCALE_CACHE ?= $(HOME)/.cache/cpscale
 export CPSCALE_CACHE
 
-# Debian packages: toolchain, libraries found by find_package/pkg-config, and the
-# HTTP/2 tools the driver benchmark compares against (and libnghttp2 for the fleet
-# benchmark's sink).
-DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
+# Debian packages. What a run needs: the toolchain, the libraries the cpscale binary
+# links (find_package/pkg-config), and the tools the local plane uses. What the tests and
+# benchmarks add: GoogleTest and Google Benchmark, the HTTP/2 tools the driver benchmark
+# compares against (and libnghttp2 for the fleet benchmark's sink), Chromium for the
+# report's rendering test, and the format check's clang-format.
+RUN_DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
-  libgtest-dev libgmock-dev libbenchmark-dev libcurl4-openssl-dev libssl-dev libnghttp2-dev \
-  nghttp2-server nghttp2-client iproute2 procps chromium libxml2-utils libpng-dev ccache clang-format-14
+  libcurl4-openssl-dev libssl-dev iproute2 procps ccache
+TEST_DEB_PACKAGES := libgtest-dev libgmock-dev libbenchmark-dev libnghttp2-dev \
+  nghttp2-server nghttp2-client chromium libxml2-utils libpng-dev clang-format-14
+DEB_PACKAGES := $(RUN_DEB_PACKAGES) $(TEST_DEB_PACKAGES)
 
 CPSCALE := $(BUILD_DIR)/cpscale
 UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 # The directory of the pinned binaries; build.sh prints it (building first if needed).
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
-.PHONY: all build build-cpscale deps debian-deps control-plane run test unit-test integration-test bench up down clean image projected-index \
+.PHONY: all build build-cpscale deps run-deps debian-deps control-plane run test unit-test integration-test bench up down clean image projected-index \
   fuzz sanitize sanitize-build tsan tsan-build format
 
 all: build
@@ -56,23 +61,35 @@ if [ -n "$$missing" ]; then \
 fi
 endef
 
+GO_CHECK = @command -v go >/dev/null || { echo "make $@: Go is required to build the upstream control plane (go.dev/doc/install)"; exit 2; }
 deps: debian-deps
-	@command -v go >/dev/null || { echo "make deps: Go is required to build the upstream control plane (go.dev/doc/install)"; exit 2; }
+	$(GO_CHECK)
+
+# What `make run` needs and no more (no test libraries, no browser).
+run-deps:
+	$(call apt_install,$(RUN_DEB_PACKAGES))
+	$(GO_CHECK)
 
 # The packages alone: what the sanitizer builds need (they run no control plane).
 debian-deps:
 	$(call apt_install,$(DEB_PACKAGES))
 
-# CMAKE_ARGS: more options for a new build dir (CI: -DCPSCALE_DEBUG_INFO=OFF).
+# CMAKE_ARGS: more options for a new build dir (CI: -DCPSCALE_DEBUG_INFO=OFF
+# -DCPSCALE_WERROR=ON). A build dir first configured by `make run` has no tests (their
+# packages may be missing); `make build` and `make test` turn them on in the same dir,
+# which keeps every object already compiled.
 CMAKE_ARGS ?=
+BUILD_TESTS ?= ON
 $(BUILD_DIR)/build.ninja: CMakeLists.txt
-	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) $(CMAKE_ARGS)
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DCPSCALE_BUILD_TESTS=$(BUILD_TESTS) $(CMAKE_ARGS)
 
 build: deps $(BUILD_DIR)/build.ninja
+	@grep -q '^CPSCALE_BUILD_TESTS:BOOL=ON' $(BUILD_DIR)/CMakeCache.txt || cmake -S . -B $(BUILD_DIR) -DCPSCALE_BUILD_TESTS=ON
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The binary alone (and the libraries it links): what run, up and down need; no tests.
-build-cpscale: deps $(BUILD_DIR)/build.ninja
+build-cpscale: run-deps
+	@[ -f $(BUILD_DIR)/build.ninja ] || $(MAKE) --no-print-directory $(BUILD_DIR)/build.ninja BUILD_TESTS=OFF
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target cpscale
 
 control-plane: deps
@@ -82,8 +99,15 @@ control-plane: deps
 # stopped by cpscale itself). Scale it with RUN_ARGS="--set workloads.fleet.count=2000".
 SCENARIO ?= scenarios/node-bound.yaml
 RUN_ARGS ?=
-run: build-cpscale control-plane
-	CPSCALE_BIN_DIR="$(BIN_DIR)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
+# On a fresh machine the upstream build (module download, then Go) runs beside the C++
+# build instead of after it; its output goes to $(BUILD_DIR)/control-plane.log.
+run: run-deps
+	@mkdir -p $(BUILD_DIR); log=$(BUILD_DIR)/control-plane.log; \
+	$(UPSTREAM_BUILD) > $$log 2>&1 & up=$$!; \
+	$(MAKE) --no-print-directory build-cpscale || { kill $$up 2>/dev/null; exit 1; }; \
+	if kill -0 $$up 2>/dev/null; then echo "make run: waiting for the control plane's build ($$log)"; fi; \
+	wait $$up || { echo "make run: building the control plane failed ($$log):"; tail -n 30 $$log; exit 1; }; \
+	CPSCALE_BIN_DIR="$$(tail -n 1 $$log)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
 
 test: build control-plane
 	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2
