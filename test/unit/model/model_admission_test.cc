@@ -21,9 +21,8 @@ using engine::TimePoint;
 using kube::ResourceRef;
 using nlohmann::json;
 using testing::Harness;
+using testing::kConfigMaps;
 using testing::scrapeMember;
-
-const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
 
 ModelOptions limited(double readOnly, double mutating) {
   ModelOptions o;

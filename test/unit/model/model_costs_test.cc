@@ -18,11 +18,12 @@ namespace {
 using namespace std::chrono_literals;
 using kube::ResourceRef;
 using nlohmann::json;
+using testing::configMap;
 using testing::Harness;
+using testing::kConfigMaps;
 using testing::scraped;
 
 const ResourceRef kLeases = ResourceRef(kube::gvr::kLeases).in("kube-node-lease");
-const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
 const ResourceRef kEvents = ResourceRef(kube::gvr::kEvents).in("default");
 
 json lease(const std::string& name) {
@@ -30,10 +31,6 @@ json lease(const std::string& name) {
           {"kind", "Lease"},
           {"metadata", {{"name", name}, {"namespace", "kube-node-lease"}}},
           {"spec", {{"holderIdentity", name}, {"leaseDurationSeconds", 40}}}};
-}
-
-json configMap(const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
 }
 
 // An apiserver alone with 1,000 cores (no queueing), no idle CPU and no background:

@@ -19,13 +19,9 @@ using namespace std::chrono_literals;
 using engine::TimePoint;
 using kube::ResourceRef;
 using nlohmann::json;
+using testing::configMap;
 using testing::Harness;
-
-const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
-
-json configMap(const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
-}
+using testing::kConfigMaps;
 
 // One attempt straight on a transport, answered when and how.
 struct Answer {

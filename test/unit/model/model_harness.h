@@ -7,10 +7,17 @@
 
 #include "sim/engine/simulator_impl.h"
 #include "sim/kube/api_client.h"
+#include "sim/kube/resource.h"
 #include "sim/metrics/prometheus_text.h"
 #include "sim/model/model_plane.h"
 
 namespace cpscale::model::testing {
+
+// ConfigMaps in `default`, the objects most model tests write.
+inline const kube::ResourceRef kConfigMaps = kube::ResourceRef(kube::gvr::kConfigMaps).in("default");
+inline nlohmann::json configMap(const std::string& name) {
+  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
+}
 
 inline Calibration smallCalibration() {
   Calibration c;

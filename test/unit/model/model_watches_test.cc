@@ -19,13 +19,9 @@ namespace {
 using namespace std::chrono_literals;
 using kube::ResourceRef;
 using nlohmann::json;
+using testing::configMap;
 using testing::Harness;
-
-const ResourceRef kConfigMaps = ResourceRef(kube::gvr::kConfigMaps).in("default");
-
-json configMap(const std::string& name) {
-  return {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", {{"name", name}, {"namespace", "default"}}}};
-}
+using testing::kConfigMaps;
 
 // One watch stream as the transport carries it: its lines, and its end.
 struct Stream {
