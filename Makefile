@@ -30,12 +30,13 @@ export CPSCALE_CACHE
 # links (find_package/pkg-config), and the tools the local plane uses. What the tests and
 # benchmarks add: GoogleTest and Google Benchmark, the HTTP/2 tools the driver benchmark
 # compares against (and libnghttp2 for the fleet benchmark's sink), Chromium for the
-# report's rendering test, and the format check's clang-format.
+# report's rendering test, the format check's clang-format, and the function-length
+# check's universal-ctags.
 RUN_DEB_PACKAGES := build-essential cmake ninja-build pkg-config git ca-certificates \
   libboost-dev libyaml-cpp-dev nlohmann-json3-dev prometheus-cpp-dev libcxxopts-dev \
   libcurl4-openssl-dev libssl-dev iproute2 procps ccache
 TEST_DEB_PACKAGES := libgtest-dev libgmock-dev libbenchmark-dev libnghttp2-dev \
-  nghttp2-server nghttp2-client chromium libxml2-utils libpng-dev clang-format-14
+  nghttp2-server nghttp2-client chromium libxml2-utils libpng-dev clang-format-14 universal-ctags
 DEB_PACKAGES := $(RUN_DEB_PACKAGES) $(TEST_DEB_PACKAGES)
 
 CPSCALE := $(BUILD_DIR)/cpscale
