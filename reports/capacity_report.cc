@@ -30,55 +30,57 @@ const Figure* exact(const std::vector<Figure>& figures, std::string_view name, c
 
 }  // namespace
 
-std::string capacityResultText(const CapacitySearch& s) {
+std::string capacityResultText(const result::CapacitySearch& s) {
   auto knob = [&](double v) { return formatKnobValue(v, s.unit); };
   switch (s.limit) {
-    case CapacityLimit::kServer: return s.held ? knob(*s.held) : "none held";
-    case CapacityLimit::kMaxReached: return s.held ? "at least " + knob(*s.held) : "none held";
-    case CapacityLimit::kGenerator: {
-      const CapacityStep* at = breakingStep(s);
+    case result::CapacityLimit::kServer: return s.held ? knob(*s.held) : "none held";
+    case result::CapacityLimit::kMaxReached: return s.held ? "at least " + knob(*s.held) : "none held";
+    case result::CapacityLimit::kGenerator: {
+      const result::CapacityStep* at = breakingStep(s);
       return "generator-limited" + (at ? " at " + knob(at->value) : std::string()) + " (" +
              (s.held ? "held " + formatKnobValue(*s.held, "") : std::string("none held")) + ")";
     }
-    case CapacityLimit::kInterrupted:
+    case result::CapacityLimit::kInterrupted:
       return s.held ? "at least " + knob(*s.held) + " (interrupted)" : "none held (interrupted)";
-    case CapacityLimit::kFailed:
+    case result::CapacityLimit::kFailed:
       return s.held ? "at least " + knob(*s.held) + " (the search failed)" : "none held (the search failed)";
   }
   return "?";
 }
 
-std::string describeLimit(CapacityLimit l) {
+std::string describeLimit(result::CapacityLimit l) {
   switch (l) {
-    case CapacityLimit::kServer: return "a step failed a hold gate with the generator on schedule: the recipe's limit";
-    case CapacityLimit::kGenerator:
+    case result::CapacityLimit::kServer:
+      return "a step failed a hold gate with the generator on schedule: the recipe's limit";
+    case result::CapacityLimit::kGenerator:
       return "the generator fell behind its schedule: that step says nothing of the server, so what held is a lower "
              "bound, not a capacity";
-    case CapacityLimit::kMaxReached: return "every step up to the search's max held: the capacity is at least the max";
-    case CapacityLimit::kInterrupted: return "the search was interrupted before it found a limit";
-    case CapacityLimit::kFailed: return "the run could not go on (setup timed out, a member exited, an error)";
+    case result::CapacityLimit::kMaxReached:
+      return "every step up to the search's max held: the capacity is at least the max";
+    case result::CapacityLimit::kInterrupted: return "the search was interrupted before it found a limit";
+    case result::CapacityLimit::kFailed: return "the run could not go on (setup timed out, a member exited, an error)";
   }
   return "";
 }
 
-std::string_view stepHeldText(const CapacityStep& step) {
+std::string_view stepHeldText(const result::CapacityStep& step) {
   if (step.held) return "yes";
   return step.generatorLimited ? "generator-limited" : "no";
 }
 
-std::vector<const CapacityStep*> stepsByValue(const CapacitySearch& s) {
-  std::vector<const CapacityStep*> out;
-  for (const CapacityStep& st : s.steps) out.push_back(&st);
+std::vector<const result::CapacityStep*> stepsByValue(const result::CapacitySearch& s) {
+  std::vector<const result::CapacityStep*> out;
+  for (const result::CapacityStep& st : s.steps) out.push_back(&st);
   std::stable_sort(out.begin(), out.end(),
-                   [](const CapacityStep* a, const CapacityStep* b) { return a->value < b->value; });
+                   [](const result::CapacityStep* a, const result::CapacityStep* b) { return a->value < b->value; });
   return out;
 }
 
-std::size_t bisectionSteps(const CapacitySearch& s) {
+std::size_t bisectionSteps(const result::CapacitySearch& s) {
   std::size_t n = 0;
   double largest = 0;
   bool first = true;
-  for (const CapacityStep& st : s.steps) {
+  for (const result::CapacityStep& st : s.steps) {
     if (!first && st.value < largest) ++n;
     largest = first ? st.value : std::max(largest, st.value);
     first = false;
@@ -86,23 +88,27 @@ std::size_t bisectionSteps(const CapacitySearch& s) {
   return n;
 }
 
-const CapacityStep* breakingStep(const CapacitySearch& s) {
-  auto lowest = [&](auto pred) -> const CapacityStep* {
-    for (const CapacityStep* st : stepsByValue(s))
+const result::CapacityStep* breakingStep(const result::CapacitySearch& s) {
+  auto lowest = [&](auto pred) -> const result::CapacityStep* {
+    for (const result::CapacityStep* st : stepsByValue(s))
       if (!st->held && pred(*st)) return st;
     return nullptr;
   };
-  if (s.limit == CapacityLimit::kServer)
-    if (const CapacityStep* st = lowest([](const CapacityStep& x) { return !x.generatorLimited; })) return st;
-  if (s.limit == CapacityLimit::kGenerator)
-    if (const CapacityStep* st = lowest([](const CapacityStep& x) { return x.generatorLimited; })) return st;
-  return lowest([](const CapacityStep&) { return true; });
+  if (s.limit == result::CapacityLimit::kServer)
+    if (const result::CapacityStep* st = lowest([](const result::CapacityStep& x) { return !x.generatorLimited; }))
+      return st;
+  if (s.limit == result::CapacityLimit::kGenerator)
+    if (const result::CapacityStep* st = lowest([](const result::CapacityStep& x) { return x.generatorLimited; }))
+      return st;
+  return lowest([](const result::CapacityStep&) { return true; });
 }
 
-std::string_view breakLabel(const CapacityStep& step) { return step.generatorLimited ? "generator-limited" : "broke"; }
+std::string_view breakLabel(const result::CapacityStep& step) {
+  return step.generatorLimited ? "generator-limited" : "broke";
+}
 
-std::string brokeFirst(const CapacitySearch& s) {
-  const CapacityStep* st = breakingStep(s);
+std::string brokeFirst(const result::CapacitySearch& s) {
+  const result::CapacityStep* st = breakingStep(s);
   if (!st) return s.brokeBy;
   if (st->generatorLimited) return "generator_limited_by_schedule";
   for (const auto& g : st->gates)
@@ -110,7 +116,7 @@ std::string brokeFirst(const CapacitySearch& s) {
   return st->brokeBy.empty() ? s.brokeBy : st->brokeBy;
 }
 
-StepFigures stepFigures(const CapacityStep& step, std::string_view axis) {
+StepFigures stepFigures(const result::CapacityStep& step, std::string_view axis) {
   StepFigures out;
   for (const Figure& f : step.figures)
     if (f.name == "axis_pressure" && labelValue(f.labels, "axis") == axis &&
@@ -143,35 +149,35 @@ namespace {
 
 constexpr std::string_view kIndexAxes[] = {"node", "churn", "state"};
 
-std::vector<const CapacitySearch*> searchesOf(const CapacityIndex& idx, std::string_view recipe,
-                                              std::string_view axis) {
-  std::vector<const CapacitySearch*> out;
-  for (const CapacitySearch& s : idx.searches)
+std::vector<const result::CapacitySearch*> searchesOf(const result::CapacityIndex& idx, std::string_view recipe,
+                                                      std::string_view axis) {
+  std::vector<const result::CapacitySearch*> out;
+  for (const result::CapacitySearch& s : idx.searches)
     if (s.profile == recipe && s.axis == axis) out.push_back(&s);
   return out;
 }
 
 // What broke first, in words for the notes and cells.
-std::string brokeFirstText(const CapacitySearch& s) {
+std::string brokeFirstText(const result::CapacitySearch& s) {
   std::string key = brokeFirst(s);
   switch (s.limit) {
-    case CapacityLimit::kMaxReached: return "nothing broke up to the search's max";
-    case CapacityLimit::kGenerator:
+    case result::CapacityLimit::kMaxReached: return "nothing broke up to the search's max";
+    case result::CapacityLimit::kGenerator:
       return "the generator fell behind (" + (key.empty() ? std::string("generator_limited_by_schedule") : key) +
              "), not the server";
-    case CapacityLimit::kServer:
+    case result::CapacityLimit::kServer:
       return key.empty() ? "the search recorded no reason for the break" : "broke first: " + key;
-    case CapacityLimit::kInterrupted:
-    case CapacityLimit::kFailed:
+    case result::CapacityLimit::kInterrupted:
+    case result::CapacityLimit::kFailed:
       return "the search stopped before a step broke: " + (s.detail.empty() ? describeLimit(s.limit) : s.detail);
   }
   return "";
 }
 
 // "axis_pressure{axis=node} at 900 nodes: 0.750", or why there is none.
-std::string pressureText(const CapacitySearch& s) {
+std::string pressureText(const result::CapacitySearch& s) {
   if (!s.held) return "no axis pressure: no step held";
-  std::vector<metrics::Figure> at = pressureAtHeld(s);
+  std::vector<metrics::Figure> at = result::pressureAtHeld(s);
   std::string where = " at " + formatKnobValue(*s.held, s.unit);
   if (at.empty()) return "no " + pressureKey(s.axis) + where + ": the step's figures have none";
   std::string out;
@@ -200,7 +206,7 @@ std::string orUnrecorded(const std::string& v, const std::string& what) {
 
 }  // namespace
 
-std::string measuredOnLine(const CapacityIndex& idx) {
+std::string measuredOnLine(const result::CapacityIndex& idx) {
   if (!idx.projection.is_null()) {
     // A projection: what it assumed and how far its model was from live runs.
     const auto& p = idx.projection;
@@ -230,14 +236,14 @@ std::string measuredOnLine(const CapacityIndex& idx) {
          orUnrecorded(idx.measuredAt, "date");
 }
 
-std::vector<std::string> indexRecipes(const CapacityIndex& idx) {
+std::vector<std::string> indexRecipes(const result::CapacityIndex& idx) {
   std::vector<std::string> out;
-  for (const CapacitySearch& s : idx.searches)
+  for (const result::CapacitySearch& s : idx.searches)
     if (std::find(out.begin(), out.end(), s.profile) == out.end()) out.push_back(s.profile);
   return out;
 }
 
-std::string renderCapacityIndexMarkdown(const CapacityIndex& idx) {
+std::string renderCapacityIndexMarkdown(const result::CapacityIndex& idx) {
   const std::size_t W = kSummaryColumns;
   std::string out = std::string(idx.projection.is_null() ? "# Capacity index" : "# Capacity index (projected)") +
                     "\n\n" + wrapText(measuredOnLine(idx), W, "") + "\n";
@@ -254,7 +260,7 @@ std::string renderCapacityIndexMarkdown(const CapacityIndex& idx) {
     std::vector<std::string> row{recipe};
     for (std::string_view axis : kIndexAxes) {
       std::string cell;
-      for (const CapacitySearch* s : searchesOf(idx, recipe, axis)) {
+      for (const result::CapacitySearch* s : searchesOf(idx, recipe, axis)) {
         std::string mark = "[" + std::to_string(++n) + "]";
         cell += (cell.empty() ? "" : "; ") + capacityResultText(*s) + " " + mark;
         std::string link = s->resultFile.empty() ? "no result file was recorded"
@@ -271,7 +277,7 @@ std::string renderCapacityIndexMarkdown(const CapacityIndex& idx) {
   return out + "\n" + notes;
 }
 
-std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
+std::string renderCapacityIndexHtml(const result::CapacityIndex& idx) {
   using svg::escape;
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
@@ -297,14 +303,14 @@ std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
     for (const std::string& recipe : indexRecipes(idx)) {
       out << "<tr><th>" << escape(recipe) << "</th>";
       for (std::string_view axis : kIndexAxes) {
-        std::vector<const CapacitySearch*> found = searchesOf(idx, recipe, axis);
+        std::vector<const result::CapacitySearch*> found = searchesOf(idx, recipe, axis);
         if (found.empty()) {
           out << "<td class=\"muted\">not searched</td>";
           continue;
         }
         out << "<td class=\"limit-" << toString(found.front()->limit) << (found.front()->held ? "" : " none-held")
             << "\">";
-        for (const CapacitySearch* s : found) {
+        for (const result::CapacitySearch* s : found) {
           out << "<div class=\"held\">" << escape(capacityResultText(*s)) << "</div><div class=\"why\">"
               << breakable(brokeFirstText(*s)) << "</div><div class=\"why\">" << breakable(pressureText(*s))
               << "</div><div class=\"src\">knob <code>" << breakable(s->knob) << "</code> · ";
@@ -322,7 +328,7 @@ std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
     out << "<section id=\"searches\">\n<h2>Searches</h2>\n<table class=\"searches\"><thead><tr><th>recipe</th><th>axis"
            "</th><th>knob</th><th>scenario</th><th class=\"num\">steps</th><th>result</th><th>limit</th><th>detail</th>"
            "</tr></thead><tbody>\n";
-    for (const CapacitySearch& s : idx.searches)
+    for (const result::CapacitySearch& s : idx.searches)
       out << "<tr><td>" << escape(s.profile) << "</td><td>" << escape(s.axis) << "</td><td><code>" << breakable(s.knob)
           << "</code></td><td>" << escape(s.scenario) << "</td><td class=\"num\">" << s.steps.size() << "</td><td>"
           << escape(capacityResultText(s)) << "</td><td title=\"" << escape(describeLimit(s.limit)) << "\">"
@@ -334,10 +340,10 @@ std::string renderCapacityIndexHtml(const CapacityIndex& idx) {
   return out.str();
 }
 
-void writeCapacityIndexOutputs(const CapacityIndex& idx, const std::filesystem::path& dir) {
-  writeCapacityIndex(idx, dir / kCapacityIndexFile);
-  jsonio::writeFile(dir / kCapacityIndexMarkdownFile, renderCapacityIndexMarkdown(idx));
-  jsonio::writeFile(dir / kCapacityIndexHtmlFile, renderCapacityIndexHtml(idx));
+void writeCapacityIndexOutputs(const result::CapacityIndex& idx, const std::filesystem::path& dir) {
+  result::writeCapacityIndex(idx, dir / result::kCapacityIndexFile);
+  result::jsonio::writeFile(dir / kCapacityIndexMarkdownFile, renderCapacityIndexMarkdown(idx));
+  result::jsonio::writeFile(dir / kCapacityIndexHtmlFile, renderCapacityIndexHtml(idx));
 }
 
 }  // namespace cpscale::reports

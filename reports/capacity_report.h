@@ -18,32 +18,32 @@ namespace cpscale::reports {
 // 4,800 nodes" (every step up to the max held), "none held", "generator-limited at
 // 9,600 nodes (held 4,800)", "at least 600 nodes (interrupted)", "none held (the
 // search failed)".
-std::string capacityResultText(const CapacitySearch& s);
+std::string capacityResultText(const result::CapacitySearch& s);
 
 // What a limit means, in one sentence without a final period.
-std::string describeLimit(CapacityLimit l);
+std::string describeLimit(result::CapacityLimit l);
 
 // "yes", "no" or "generator-limited".
-std::string_view stepHeldText(const CapacityStep& step);
+std::string_view stepHeldText(const result::CapacityStep& step);
 
 // The steps in order of value: a bisection step falls between the ladder's steps.
-std::vector<const CapacityStep*> stepsByValue(const CapacitySearch& s);
+std::vector<const result::CapacityStep*> stepsByValue(const result::CapacitySearch& s);
 
 // How many steps bisection added (those that ran after a larger value).
-std::size_t bisectionSteps(const CapacitySearch& s);
+std::size_t bisectionSteps(const result::CapacitySearch& s);
 
 // Where the search broke: the lowest value that failed on the server (a server limit),
 // or at which the generator fell behind (a generator limit); otherwise the lowest value
 // that did not hold. Null when every step held.
-const CapacityStep* breakingStep(const CapacitySearch& s);
+const result::CapacityStep* breakingStep(const result::CapacitySearch& s);
 
 // The label of the breaking point on charts: "broke", or "generator-limited".
-std::string_view breakLabel(const CapacityStep& step);
+std::string_view breakLabel(const result::CapacityStep& step);
 
 // The figure the break was judged by: the breaking step's first failed gate as a key
 // (client_latency_p99{resource=leases,verb=PUT}), generator_limited_by_schedule when the
 // generator fell behind, else the search's brokeBy; "" when nothing broke.
-std::string brokeFirst(const CapacitySearch& s);
+std::string brokeFirst(const result::CapacitySearch& s);
 
 // A step's figures, as the steps table and the charts show them; null when the step's
 // figures have none (notInStep says so).
@@ -56,7 +56,7 @@ struct StepFigures {
   const metrics::Figure* clientP99 = nullptr;
   const metrics::Figure* heap = nullptr;  // apiserver_heap_inuse_bytes_all_replicas{}
 };
-StepFigures stepFigures(const CapacityStep& step, std::string_view axis);
+StepFigures stepFigures(const result::CapacityStep& step, std::string_view axis);
 
 // The keys of those figures, as a reader would write them in a gate.
 std::string pressureKey(std::string_view axis);
@@ -75,25 +75,25 @@ std::string verbResource(const metrics::Figure& f);
 
 // "measured on <machine>, Kubernetes <v>, etcd <v>, cpscale <v>, <date>", each part
 // saying so when the index did not record it.
-std::string measuredOnLine(const CapacityIndex& idx);
+std::string measuredOnLine(const result::CapacityIndex& idx);
 
 // The recipes in the order the index first lists them.
-std::vector<std::string> indexRecipes(const CapacityIndex& idx);
+std::vector<std::string> indexRecipes(const result::CapacityIndex& idx);
 
 // capacity.md: the "measured on" line, a table of recipes (rows) by axis (node, churn,
 // state) with the largest load each held, and under it, numbered, per search what
 // broke first, the axis pressure at what held and a link to its result.json.
-std::string renderCapacityIndexMarkdown(const CapacityIndex& idx);
+std::string renderCapacityIndexMarkdown(const result::CapacityIndex& idx);
 
 // capacity.html: the same as one self-contained page, each cell with its result, what
 // broke first and the link, then every search's knob, limit and detail.
-std::string renderCapacityIndexHtml(const CapacityIndex& idx);
+std::string renderCapacityIndexHtml(const result::CapacityIndex& idx);
 
 inline constexpr std::string_view kCapacityIndexMarkdownFile = "capacity.md";
 inline constexpr std::string_view kCapacityIndexHtmlFile = "capacity.html";
 
 // Writes capacity.json (writeCapacityIndex), capacity.md and capacity.html into `dir`
 // (created if needed), each atomically. Throws std::runtime_error naming the file.
-void writeCapacityIndexOutputs(const CapacityIndex& idx, const std::filesystem::path& dir);
+void writeCapacityIndexOutputs(const result::CapacityIndex& idx, const std::filesystem::path& dir);
 
 }  // namespace cpscale::reports

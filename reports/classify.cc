@@ -211,9 +211,9 @@ std::string whyNoRung(const Classification& c, const CapacityTable& table) {
 json capacityJson(const AxisCapacity& c) {
   return {{"recipe", c.recipe},
           {"axis", c.axis},
-          {"value", c.capacity ? jsonio::number(*c.capacity) : json(nullptr)},
+          {"value", c.capacity ? result::jsonio::number(*c.capacity) : json(nullptr)},
           {"atLeast", c.atLeast},
-          {"held", c.held ? jsonio::number(*c.held) : json(nullptr)},
+          {"held", c.held ? result::jsonio::number(*c.held) : json(nullptr)},
           {"knob", c.knob},
           {"knobUnit", c.knobUnit},
           {"note", c.note},
@@ -232,7 +232,7 @@ std::string whyNoPressure(std::span<const Figure> pressures) {
   return why.empty() ? "no axis_pressure among the figures" : why;
 }
 
-std::vector<Figure> resultPressures(const RunResult& r, const std::string& where) {
+std::vector<Figure> resultPressures(const result::RunResult& r, const std::string& where) {
   std::vector<Figure> steady;
   for (const Figure& f : r.figures)
     if (f.window == metrics::Window::kSteady) steady.push_back(f);
@@ -252,23 +252,23 @@ const AxisCapacity* CapacityTable::find(std::string_view recipe, std::string_vie
   return nullptr;
 }
 
-void addToTable(CapacityTable& table, const CapacityIndex& idx, const std::string& file) {
+void addToTable(CapacityTable& table, const result::CapacityIndex& idx, const std::string& file) {
   table.files.push_back(file);
-  for (const CapacitySearch& s : idx.searches) {
+  for (const result::CapacitySearch& s : idx.searches) {
     AxisCapacity c;
     c.recipe = s.profile;
     c.axis = s.axis;
     c.knob = s.knob;
     c.knobUnit = s.unit;
     c.file = file;
-    c.atLeast = s.limit != CapacityLimit::kServer;
+    c.atLeast = s.limit != result::CapacityLimit::kServer;
     if (!s.held) {
       c.capacity = 0;
       c.note = "its " + s.axis + " search did not hold its first step" +
                (s.brokeBy.empty() ? (s.detail.empty() ? "" : " (" + s.detail + ")") : " (" + s.brokeBy + ")");
     } else {
       c.held = s.held;
-      std::vector<Figure> at = pressureAtHeld(s);
+      std::vector<Figure> at = result::pressureAtHeld(s);
       Labels axis = sortedLabels({{"axis", s.axis}});
       const Figure* f = metrics::findFigure(at, "axis_pressure", axis);
       if (!f)
@@ -279,9 +279,11 @@ void addToTable(CapacityTable& table, const CapacityIndex& idx, const std::strin
         c.capacity = *f->value;
       if (c.atLeast && c.capacity) {
         switch (s.limit) {
-          case CapacityLimit::kMaxReached: c.note = "every step up to the search's max held"; break;
-          case CapacityLimit::kGenerator: c.note = "the generator, not the server, fell behind at the next step"; break;
-          case CapacityLimit::kInterrupted: c.note = "the search was interrupted before a step failed"; break;
+          case result::CapacityLimit::kMaxReached: c.note = "every step up to the search's max held"; break;
+          case result::CapacityLimit::kGenerator:
+            c.note = "the generator, not the server, fell behind at the next step";
+            break;
+          case result::CapacityLimit::kInterrupted: c.note = "the search was interrupted before a step failed"; break;
           default:
             c.note = "the search stopped before a step failed" + (s.detail.empty() ? "" : ": " + s.detail);
             break;
@@ -409,11 +411,11 @@ nlohmann::json toJson(const Classification& c) {
   json axes = json::array();
   for (const AxisVerdict& v : c.axes) {
     axes.push_back({{"axis", v.axis},
-                    {"pressure", v.pressure.value ? jsonio::number(*v.pressure.value) : json(nullptr)},
+                    {"pressure", v.pressure.value ? result::jsonio::number(*v.pressure.value) : json(nullptr)},
                     {"unit", v.pressure.unit},
                     {"unavailableReason", v.pressure.unavailableReason},
                     {"capacity", v.capacity ? capacityJson(*v.capacity) : json(nullptr)},
-                    {"utilization", v.utilization ? jsonio::number(*v.utilization) : json(nullptr)},
+                    {"utilization", v.utilization ? result::jsonio::number(*v.utilization) : json(nullptr)},
                     {"reason", v.reason}});
   }
   json ladder = json::array();
@@ -424,7 +426,7 @@ nlohmann::json toJson(const Classification& c) {
     ladder.push_back({{"recipe", r.recipe}, {"fits", r.fits}, {"axes", std::move(as)}});
   }
   json figures = json::array();
-  for (const Figure& f : c.figures) figures.push_back(jsonio::figureJson(f));
+  for (const Figure& f : c.figures) figures.push_back(result::jsonio::figureJson(f));
   return {{"apiVersion", "cpscale.io/v1alpha1"},
           {"kind", "Classification"},
           {"source", c.source},
@@ -432,7 +434,7 @@ nlohmann::json toJson(const Classification& c) {
           {"span", c.span},
           {"notes", c.notes},
           {"recipe", {{"name", c.recipe}, {"from", c.recipeFrom}, {"guessed", c.recipeGuessed}}},
-          {"headroom", jsonio::number(c.headroom)},
+          {"headroom", result::jsonio::number(c.headroom)},
           {"capacityFiles", c.capacityFiles},
           {"axes", std::move(axes)},
           {"binding", {{"axis", c.binding ? json(*c.binding) : json(nullptr)}, {"reason", c.bindingReason}}},

@@ -56,7 +56,7 @@ struct CapacityTable {
 
 // Adds every search of `idx` (read from `file`); a later search for a (recipe, axis)
 // already in the table replaces it, so a newer index given later wins.
-void addToTable(CapacityTable& table, const CapacityIndex& idx, const std::string& file);
+void addToTable(CapacityTable& table, const result::CapacityIndex& idx, const std::string& file);
 
 struct ClassifyOptions {
   std::string source;              // what was read, for the reader: a result file or a server
@@ -115,7 +115,7 @@ std::string whyNoPressure(std::span<const metrics::Figure> pressures);
 // The axis pressures over a result's steady window (axisPressureFigures of its
 // steady-window figures). Throws ConfigError(where, "/figures", why) when the result has
 // no steady-window figures or none of the three pressures could be measured from them.
-std::vector<metrics::Figure> resultPressures(const RunResult& r, const std::string& where);
+std::vector<metrics::Figure> resultPressures(const result::RunResult& r, const std::string& where);
 
 // `pressures`: axisPressureFigures' output. Throws nothing: what cannot be compared is
 // said in the reasons.

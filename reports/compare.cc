@@ -75,16 +75,16 @@ const Figure* find(const std::vector<Figure>& fs, const Figure& like) {
 
 // Length of the figure's window in a run, for turning "N events" into a rate; 0 when
 // the result does not say.
-double windowSeconds(const RunResult& r, metrics::Window w) {
+double windowSeconds(const result::RunResult& r, metrics::Window w) {
   if (w == metrics::Window::kSteady) {
     if (r.measuredSeconds > 0) return r.measuredSeconds;
-    if (const Phase* p = findPhase(r, "steady")) return p->endSeconds - p->startSeconds;
+    if (const result::Phase* p = result::findPhase(r, "steady")) return p->endSeconds - p->startSeconds;
   }
   if (w == metrics::Window::kSetup)
-    if (const Phase* p = findPhase(r, "setup")) return p->endSeconds - p->startSeconds;
+    if (const result::Phase* p = result::findPhase(r, "setup")) return p->endSeconds - p->startSeconds;
   if (w == metrics::Window::kRun && !r.phases.empty()) {
     double end = 0;
-    for (const Phase& p : r.phases) end = std::max(end, p.endSeconds);
+    for (const result::Phase& p : r.phases) end = std::max(end, p.endSeconds);
     return end;
   }
   return 0;
@@ -326,7 +326,7 @@ std::string tolerancesText(const CompareOptions& t) {
 
 }  // namespace
 
-Comparison compareResults(const RunResult& a, const RunResult& b, const CompareOptions& o) {
+Comparison compareResults(const result::RunResult& a, const result::RunResult& b, const CompareOptions& o) {
   Comparison c;
   c.aName = a.runId;
   c.bName = b.runId;
@@ -337,7 +337,7 @@ Comparison compareResults(const RunResult& a, const RunResult& b, const CompareO
     std::string section;
   };
   std::vector<Entry> marked;
-  for (const RunResult* r : {&a, &b}) {
+  for (const result::RunResult* r : {&a, &b}) {
     Headline h = headline(*r);
     for (const Figure* f : h.writes) marked.push_back({f, "writes"});
     for (const auto& ax : h.axes)

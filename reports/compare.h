@@ -78,7 +78,7 @@ struct Comparison {
 // Figures are matched by name, labels and window. One unavailable on either side, or
 // present on one side only, is listed as not comparable with the reason. Headline
 // figures come first (writes, then the axes, then setup), then the details.
-Comparison compareResults(const RunResult& a, const RunResult& b, const CompareOptions& options = {});
+Comparison compareResults(const result::RunResult& a, const result::RunResult& b, const CompareOptions& options = {});
 
 // Aligned plain text for a terminal, no wider than 100 columns: every headline figure
 // with its verdict, then the details that moved beyond tolerance or could not be

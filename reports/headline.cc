@@ -66,7 +66,7 @@ std::string_view firstApiserver(const Pool& p, std::string_view name) {
 
 }  // namespace
 
-std::vector<Axis> axesOfRun(const RunResult& r) {
+std::vector<Axis> axesOfRun(const result::RunResult& r) {
   std::set<Axis> ran;
   for (const auto& w : r.workloads) {
     const workloads::WorkloadKind* kind = workloads::findKind(w.kind);
@@ -203,7 +203,7 @@ ControllersHeadline controllersHeadline(std::span<const Figure> figures, std::si
   return out;
 }
 
-Headline headline(const RunResult& r, std::size_t cap) {
+Headline headline(const result::RunResult& r, std::size_t cap) {
   Headline h;
   Pool steady = pool(r.figures, Window::kSteady);
   addAll(h.writes, steady, "write_qps", [](const Figure& f) { return f.labels.empty(); });
@@ -255,13 +255,13 @@ Headline headline(const RunResult& r, std::size_t cap) {
   return h;
 }
 
-const Figure* replicaFigure(const RunResult& r, std::string_view name, const std::string& apiserver) {
+const Figure* replicaFigure(const result::RunResult& r, std::string_view name, const std::string& apiserver) {
   const metrics::Labels self{{"apiserver", apiserver}};
   if (const Figure* f = findExact(r.figures, name, self)) return f;
   return findExact(r.figures, name, self, Window::kRun);
 }
 
-std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
+std::vector<std::pair<std::string, std::string>> replicaColumns(const result::RunResult& r,
                                                                 const std::vector<std::string>& replicas) {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto [name, title] :
@@ -330,24 +330,24 @@ std::vector<const Figure*> groupedFigures(const std::vector<Figure>& figures) {
   return out;
 }
 
-std::string formatSpan(const Phase& p) {
+std::string formatSpan(const result::Phase& p) {
   return formatElapsed(p.startSeconds) + " to " + formatElapsed(p.endSeconds) + " (" +
          formatElapsed(p.endSeconds - p.startSeconds) + ")";
 }
 
-std::vector<std::string> phaseLines(const RunResult& r) {
+std::vector<std::string> phaseLines(const result::RunResult& r) {
   std::vector<std::string> out;
-  auto state = [](const Phase& p) {
+  auto state = [](const result::Phase& p) {
     if (p.complete) return std::string("complete");
     return "cut short" + (p.detail.empty() ? std::string() : ": " + p.detail);
   };
   // Ramps happen inside setup: listed under it, whatever order the run recorded them in.
   std::vector<std::string> ramps;
-  for (const Phase& p : r.phases)
+  for (const result::Phase& p : r.phases)
     if (p.name.starts_with("ramp/"))
       ramps.push_back("  - ramp " + p.name.substr(5) + ": " + formatSpan(p) + (p.complete ? "" : ", " + state(p)));
   bool rampsShown = false;
-  for (const Phase& p : r.phases) {
+  for (const result::Phase& p : r.phases) {
     if (p.name.starts_with("ramp/")) continue;
     std::string line = p.name + ": " + formatSpan(p) + ", " + state(p);
     if (p.name == "setup") line += " (recorded, not the headline)";
@@ -362,7 +362,7 @@ std::vector<std::string> phaseLines(const RunResult& r) {
   return out;
 }
 
-std::string incidentLine(const Incident& i) {
+std::string incidentLine(const result::Incident& i) {
   std::string s = (i.untilSeconds ? "from " + formatElapsed(i.atSeconds) + " to " + formatElapsed(*i.untilSeconds)
                                   : "at " + formatElapsed(i.atSeconds)) +
                   ": " + i.kind;

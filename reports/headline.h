@@ -17,7 +17,7 @@ namespace cpscale::reports {
 // The axes of the workloads that ran, as their kinds declare them (kubelets -> node-bound,
 // churn -> churn-bound, dormant -> state-bound), in kAllAxes order; all three for a result that names no
 // workload of a known kind (an older or hand-made result: better too much than nothing).
-std::vector<Axis> axesOfRun(const RunResult& r);
+std::vector<Axis> axesOfRun(const result::RunResult& r);
 
 // Figures in reading order; per-resource listings are capped (the largest first) so
 // the headline stays short enough for a CI log, `omitted` counting what was left out.
@@ -73,14 +73,14 @@ struct Headline {
   ControllersHeadline controllers;
 };
 
-Headline headline(const RunResult& r, std::size_t maxPerResource = 6);
+Headline headline(const result::RunResult& r, std::size_t maxPerResource = 6);
 
 // A replica's figure for the load table: the steady window's, else the whole run's.
-const metrics::Figure* replicaFigure(const RunResult& r, std::string_view name, const std::string& apiserver);
+const metrics::Figure* replicaFigure(const result::RunResult& r, std::string_view name, const std::string& apiserver);
 
 // The columns of the per-replica load table: (figure name, column title) for request
 // rate, write rate, heap in use and RSS, leaving out those no replica has a figure for.
-std::vector<std::pair<std::string, std::string>> replicaColumns(const RunResult& r,
+std::vector<std::pair<std::string, std::string>> replicaColumns(const result::RunResult& r,
                                                                 const std::vector<std::string>& replicas);
 
 // Every figure of the headline (writes, axes, setup, controllers), for `cpscale compare`.
@@ -101,11 +101,11 @@ const metrics::Figure* findExact(std::span<const metrics::Figure> figures, std::
 std::vector<const metrics::Figure*> groupedFigures(const std::vector<metrics::Figure>& figures);
 
 // A phase's span for a reader: "0s to 1m25s (1m25s)".
-std::string formatSpan(const Phase& p);
+std::string formatSpan(const result::Phase& p);
 
 // One line per phase and incident, for the top of summary.md and report.html: what a
 // reader must know before trusting a single figure (setup cut short, a member died).
-std::vector<std::string> phaseLines(const RunResult& r);
-std::string incidentLine(const Incident& i);
+std::vector<std::string> phaseLines(const result::RunResult& r);
+std::string incidentLine(const result::Incident& i);
 
 }  // namespace cpscale::reports

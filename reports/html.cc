@@ -47,7 +47,7 @@ svg::Series toSeries(std::string name, const metrics::TimeSeries& ts) {
 
 // The figure's series over the whole run: a steady-window figure whose twin measured
 // over setup has the earlier points, so the chart shows the ramp (faded) before it.
-svg::Series runSeries(std::string name, const RunResult& r, const Figure& f) {
+svg::Series runSeries(std::string name, const result::RunResult& r, const Figure& f) {
   svg::Series s = toSeries(std::move(name), f.overTime);
   const Figure* setup = findExact(r.figures, f.name, f.labels, metrics::Window::kSetup);
   if (!setup || setup->overTime.empty()) return s;
@@ -67,9 +67,9 @@ svg::Series runSeries(std::string name, const RunResult& r, const Figure& f) {
 bool charted(const Figure& f) { return f.window != metrics::Window::kSetup && f.available() && !f.overTime.empty(); }
 
 // Every time chart carries the run's phases and incidents.
-svg::TimeChart onTimeline(svg::TimeChart c, const RunResult& r) {
-  for (const Phase& p : r.phases) c.phases.push_back({p.name, p.startSeconds, p.endSeconds, p.complete});
-  for (const Incident& i : r.incidents) c.incidents.push_back({incidentLine(i), i.atSeconds, i.untilSeconds});
+svg::TimeChart onTimeline(svg::TimeChart c, const result::RunResult& r) {
+  for (const result::Phase& p : r.phases) c.phases.push_back({p.name, p.startSeconds, p.endSeconds, p.complete});
+  for (const result::Incident& i : r.incidents) c.incidents.push_back({incidentLine(i), i.atSeconds, i.untilSeconds});
   return c;
 }
 
@@ -132,7 +132,7 @@ std::set<std::string> ambiguousResources(const std::vector<Figure>& figures, std
   return out;
 }
 
-std::string writeQpsChart(const RunResult& r) {
+std::string writeQpsChart(const result::RunResult& r) {
   std::string title = "Write QPS by resource (stacked, all apiservers)";
   auto ambiguous = ambiguousResources(r.figures, "write_qps");
   std::map<std::string, std::vector<svg::Series>> perResource;  // summed over verbs
@@ -156,7 +156,7 @@ std::string writeQpsChart(const RunResult& r) {
       onTimeline({std::string(kChartWriteQps), title, "1/s", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
-std::string leaseShareChart(const RunResult& r) {
+std::string leaseShareChart(const result::RunResult& r) {
   std::string title = "Lease share of writes";
   std::vector<svg::Series> lines;
   for (const Figure& f : r.figures) {
@@ -171,7 +171,7 @@ std::string leaseShareChart(const RunResult& r) {
       onTimeline({std::string(kChartLeaseShare), title, "ratio", std::move(lines), false, 1.0, {}, {}}, r));
 }
 
-std::string heapChart(const RunResult& r) {
+std::string heapChart(const result::RunResult& r) {
   std::string title = "Heap in use per kube-apiserver";
   std::vector<svg::Series> lines;
   for (const Figure& f : r.figures)
@@ -183,7 +183,7 @@ std::string heapChart(const RunResult& r) {
   return svg::timeChart(onTimeline({std::string(kChartHeap), title, "bytes", std::move(lines), false, {}, {}, {}}, r));
 }
 
-std::string objectsChart(const RunResult& r) {
+std::string objectsChart(const result::RunResult& r) {
   std::string first;
   for (const Figure& f : r.figures)
     if (f.name == "apiserver_objects" && charted(f)) {
@@ -204,7 +204,7 @@ std::string objectsChart(const RunResult& r) {
       {std::string(kChartObjects), title, "objects", largestLayers(std::move(layers)), true, {}, {}, {}}, r));
 }
 
-std::string latencyCharts(const RunResult& r) {
+std::string latencyCharts(const result::RunResult& r) {
   static constexpr std::array<const char*, 4> kQuantiles{"p50", "p90", "p99", "p99.9"};
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const Figure& f : r.figures) {
@@ -265,7 +265,7 @@ std::string latencyCharts(const RunResult& r) {
 
 // ---- page pieces ----
 
-std::string axisCharts(const RunResult& r, Axis axis) {
+std::string axisCharts(const result::RunResult& r, Axis axis) {
   switch (axis) {
     case Axis::kNode: return leaseShareChart(r);
     case Axis::kChurn: return writeQpsChart(r);
@@ -275,14 +275,14 @@ std::string axisCharts(const RunResult& r, Axis axis) {
 }
 
 // Phases and incidents first: whether the run's figures can be trusted at all.
-std::string timelineSection(const RunResult& r) {
+std::string timelineSection(const result::RunResult& r) {
   if (r.phases.empty() && r.incidents.empty()) return "";
   std::ostringstream out;
   out << "<section id=\"timeline\">\n<h2>Run phases</h2>\n";
   if (!r.phases.empty()) {
     out << "<table class=\"phases\"><thead><tr><th>phase</th><th class=\"num\">start</th><th class=\"num\">end</th>"
            "<th class=\"num\">length</th><th>state</th></tr></thead><tbody>\n";
-    for (const Phase& p : r.phases) {
+    for (const result::Phase& p : r.phases) {
       bool ramp = p.name.starts_with("ramp/");
       out << "<tr class=\"phase-" << (ramp ? "ramp" : escape(p.name)) << "\"><td>" << (ramp ? "&#8627; " : "")
           << escape(p.name) << "</td><td class=\"num\">" << escape(formatElapsed(p.startSeconds))
@@ -300,14 +300,15 @@ std::string timelineSection(const RunResult& r) {
     out << "<p class=\"note\">No incidents.</p>\n";
   } else {
     out << "<h3>Incidents</h3>\n<ul class=\"incidents\">\n";
-    for (const Incident& i : r.incidents) out << "<li class=\"incident\">" << escape(incidentLine(i)) << "</li>\n";
+    for (const result::Incident& i : r.incidents)
+      out << "<li class=\"incident\">" << escape(incidentLine(i)) << "</li>\n";
     out << "</ul>\n";
   }
   out << "</section>\n";
   return out.str();
 }
 
-std::string replicaSection(const RunResult& r, const std::vector<std::string>& replicas) {
+std::string replicaSection(const result::RunResult& r, const std::vector<std::string>& replicas) {
   std::ostringstream out;
   out << "<section id=\"replicas\">\n<h2>Load per kube-apiserver replica</h2>\n<p class=\"lede\">Steady window: how evenly "
          "the replicas shared the requests, and what each holds in memory.</p>\n"
@@ -356,7 +357,7 @@ std::string figureTable(const std::vector<const Figure*>& figures, std::size_t o
   return out.str();
 }
 
-std::string controllersSection(const RunResult& r, const ControllersHeadline& c) {
+std::string controllersSection(const result::RunResult& r, const ControllersHeadline& c) {
   std::ostringstream out;
   out << "<section id=\"controllers\">\n<h2>Controllers</h2>\n<p class=\"lede\">How kube-controller-manager and "
          "kube-scheduler kept up with the load: their workqueues, the node lifecycle controller and the scheduling "
@@ -397,8 +398,8 @@ struct Threshold {
   std::string label;
 };
 
-std::string capacityChart(const CapacitySearch& s, std::string id, std::string title, std::string seriesName,
-                          std::string unit, const std::function<StepValue(const CapacityStep&)>& value,
+std::string capacityChart(const result::CapacitySearch& s, std::string id, std::string title, std::string seriesName,
+                          std::string unit, const std::function<StepValue(const result::CapacityStep&)>& value,
                           std::optional<Threshold> threshold = std::nullopt, int width = 430) {
   svg::XyChart c;
   c.id = std::move(id);
@@ -414,7 +415,7 @@ std::string capacityChart(const CapacitySearch& s, std::string id, std::string t
   svg::XySeries series{std::move(seriesName), {}};
   std::string why;  // of the first step without a number
   bool any = false;
-  for (const CapacityStep* st : stepsByValue(s)) {
+  for (const result::CapacityStep* st : stepsByValue(s)) {
     StepValue v = value(*st);
     std::string at = formatKnobValue(st->value, s.unit) + ": ";
     std::string verdict = st->held ? "held" : st->generatorLimited ? "generator-limited" : "did not hold";
@@ -426,7 +427,7 @@ std::string capacityChart(const CapacitySearch& s, std::string id, std::string t
   }
   if (!any) return svg::placeholder(c.id, c.title, why.empty() ? "no step was measured" : why, width, c.height);
   c.series.push_back(std::move(series));
-  if (const CapacityStep* b = breakingStep(s))
+  if (const result::CapacityStep* b = breakingStep(s))
     c.mark = svg::XyMark{b->value, std::string(breakLabel(*b)),
                          std::string(breakLabel(*b)) + " at " + formatKnobValue(b->value, s.unit) +
                              (b->brokeBy.empty() ? "" : ": " + b->brokeBy)};
@@ -439,30 +440,30 @@ StepValue figureValue(const Figure* f, std::string_view key) {
   return {f->value, formatFigureValue(*f)};
 }
 
-std::string capacityCharts(const CapacitySearch& s) {
+std::string capacityCharts(const result::CapacitySearch& s) {
   std::ostringstream out;
   std::vector<std::string> gateKeys;
   // The hold gates, in the order the search judged them; every step was judged by the
   // same list, so a gate is told apart by its text.
-  std::vector<scenario::Gate> gates;
-  for (const CapacityStep& st : s.steps)
+  std::vector<metrics::Gate> gates;
+  for (const result::CapacityStep& st : s.steps)
     for (const auto& g : st.gates)
-      if (std::none_of(gates.begin(), gates.end(), [&](const scenario::Gate& x) { return x.text == g.gate.text; }))
+      if (std::none_of(gates.begin(), gates.end(), [&](const metrics::Gate& x) { return x.text == g.gate.text; }))
         gates.push_back(g.gate);
   for (std::size_t i = 0; i < gates.size(); ++i) {
-    const scenario::Gate& gate = gates[i];
+    const metrics::Gate& gate = gates[i];
     std::string key = figureKey(gate.figure, gate.selector);
     gateKeys.push_back(key);
     std::string unit;
-    for (const CapacityStep& st : s.steps)
+    for (const result::CapacityStep& st : s.steps)
       if (unit.empty()) unit = unitOf(st.figures, gate.figure);
-    std::string threshold = std::string(scenario::toString(gate.op)) + " " +
+    std::string threshold = std::string(metrics::toString(gate.op)) + " " +
                             (gate.thresholdText.empty() ? formatValue(gate.threshold, unit) : gate.thresholdText);
     // Gate texts are long: their charts take the page's width.
     out << "<figure class=\"wide\">"
         << capacityChart(
                s, capacityGateChartId(i + 1), "Gate: " + gate.text, key, unit,
-               [&](const CapacityStep& st) -> StepValue {
+               [&](const result::CapacityStep& st) -> StepValue {
                  for (const auto& g : st.gates)
                    if (g.gate.text == gate.text) {
                      if (g.measured) return {g.measured, formatValue(*g.measured, unit)};
@@ -478,30 +479,33 @@ std::string capacityCharts(const CapacitySearch& s) {
   };
   std::string pk = pressureKey(s.axis);
   std::string pressureUnit, heapUnit = "bytes";
-  for (const CapacityStep& st : s.steps)
+  for (const result::CapacityStep& st : s.steps)
     if (const Figure* f = stepFigures(st, s.axis).pressure; f && pressureUnit.empty()) pressureUnit = f->unit;
   if (!covered(pk))
     out << "<figure class=\"small\">"
-        << capacityChart(s, std::string(kChartCapacityPressure), "Axis pressure (" + s.axis + ")", pk, pressureUnit,
-                         [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).pressure, pk); })
+        << capacityChart(
+               s, std::string(kChartCapacityPressure), "Axis pressure (" + s.axis + ")", pk, pressureUnit,
+               [&](const result::CapacityStep& st) { return figureValue(stepFigures(st, s.axis).pressure, pk); })
         << "</figure>\n";
   if (!covered(std::string(kStepWriteQpsKey)))
     out << "<figure class=\"small\">"
-        << capacityChart(
-               s, std::string(kChartCapacityWriteQps), "Write QPS, all writes", std::string(kStepWriteQpsKey), "1/s",
-               [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).writeQps, kStepWriteQpsKey); })
+        << capacityChart(s, std::string(kChartCapacityWriteQps), "Write QPS, all writes", std::string(kStepWriteQpsKey),
+                         "1/s",
+                         [&](const result::CapacityStep& st) {
+                           return figureValue(stepFigures(st, s.axis).writeQps, kStepWriteQpsKey);
+                         })
         << "</figure>\n";
   if (!covered(std::string(kStepHeapKey)))
     out << "<figure class=\"small\">"
         << capacityChart(
                s, std::string(kChartCapacityHeap), "Heap in use, all kube-apiservers", std::string(kStepHeapKey),
                heapUnit,
-               [&](const CapacityStep& st) { return figureValue(stepFigures(st, s.axis).heap, kStepHeapKey); })
+               [&](const result::CapacityStep& st) { return figureValue(stepFigures(st, s.axis).heap, kStepHeapKey); })
         << "</figure>\n";
   out << "<figure class=\"small\">"
       << capacityChart(s, std::string(kChartCapacityClientP99), "Worst client p99 (from scheduled)",
                        std::string(kStepClientP99Key), "s",
-                       [&](const CapacityStep& st) {
+                       [&](const result::CapacityStep& st) {
                          const Figure* f = stepFigures(st, s.axis).clientP99;
                          StepValue v = figureValue(f, kStepClientP99Key);
                          if (v.y) v.note += ", " + verbResource(*f);
@@ -511,10 +515,10 @@ std::string capacityCharts(const CapacitySearch& s) {
   return out.str();
 }
 
-std::string capacitySection(const RunResult& r) {
-  const CapacitySearch& s = *r.capacity;
+std::string capacitySection(const result::RunResult& r) {
+  const result::CapacitySearch& s = *r.capacity;
   std::ostringstream out;
-  std::vector<const CapacityStep*> steps = stepsByValue(s);
+  std::vector<const result::CapacityStep*> steps = stepsByValue(s);
   out << "<section id=\"capacity\">\n<h2>Capacity</h2>\n<p class=\"lede\"><code>" << escape(s.knob) << "</code>"
       << (s.unit.empty() ? "" : " (" + escape(s.unit) + ")") << " stepped on the " << escape(s.axis) << " axis";
   if (!steps.empty()) {
@@ -527,10 +531,10 @@ std::string capacitySection(const RunResult& r) {
     out << " The headline, gates and figures below are those of the last step that held ("
         << escape(formatKnobValue(*s.held, s.unit)) << ").";
   out << "</p>\n";
-  const char* resultClass = s.limit == CapacityLimit::kServer && s.held       ? "ok"
-                            : s.limit == CapacityLimit::kMaxReached && s.held ? "ok"
-                            : s.held                                          ? "warn"
-                                                                              : "bad";
+  const char* resultClass = s.limit == result::CapacityLimit::kServer && s.held       ? "ok"
+                            : s.limit == result::CapacityLimit::kMaxReached && s.held ? "ok"
+                            : s.held                                                  ? "warn"
+                                                                                      : "bad";
   out << "<table class=\"kv\"><tbody>\n<tr><th>result</th><td><span id=\"capacity-result\" class=\"pill " << resultClass
       << "\">" << escape(capacityResultText(s)) << "</span></td></tr>\n<tr><th>limit</th><td>" << toString(s.limit)
       << " <span class=\"why\">(" << escape(describeLimit(s.limit)) << ")</span></td></tr>\n";
@@ -549,14 +553,14 @@ std::string capacitySection(const RunResult& r) {
     return "<td class=\"num\">" + escape(formatFigureValue(*f)) +
            (extra.empty() ? "" : " <span class=\"why\">" + escape(extra) + "</span>") + "</td>";
   };
-  const CapacityStep* broke = breakingStep(s);
+  const result::CapacityStep* broke = breakingStep(s);
   out << "<table class=\"capacity-steps\"><thead><tr><th class=\"num\">" << escape(s.unit.empty() ? "value" : s.unit)
       << "</th><th>held</th><th class=\"num\" title=\"" << escape(pressureKey(s.axis))
       << "\">pressure</th><th class=\"num\" title=\"write_qps\">writes</th><th class=\"num\" "
          "title=\"lease_write_share\">lease share</th><th class=\"num\" title=\""
       << escape(kStepClientP99Key) << "\">client p99</th><th class=\"num\" title=\"" << escape(kStepHeapKey)
       << "\">heap</th><th>broke by</th></tr></thead><tbody>\n";
-  for (const CapacityStep* st : steps) {
+  for (const result::CapacityStep* st : steps) {
     StepFigures f = stepFigures(*st, s.axis);
     std::string cls = st->held ? "held" : st->generatorLimited ? "generator-limited" : "not-held";
     if (st == broke) cls += " break";
@@ -677,15 +681,15 @@ std::string pageHead(const std::string& title) {
 }
 
 // The page's header: the run, its status and gates, the model's line and four cards.
-std::string headerSection(const RunResult& r, const std::string& title) {
+std::string headerSection(const result::RunResult& r, const std::string& title) {
   std::size_t passed = 0;
   for (const auto& g : r.gates) passed += g.passed;
-  const char* statusClass = r.status == RunStatus::kCompleted     ? "ok"
-                            : r.status == RunStatus::kInterrupted ? "warn"
-                                                                  : "bad";
+  const char* statusClass = r.status == result::RunStatus::kCompleted     ? "ok"
+                            : r.status == result::RunStatus::kInterrupted ? "warn"
+                                                                          : "bad";
   std::ostringstream out;
   out << "<header>\n<h1>" << escape(title) << "</h1>\n<p class=\"sub\">run <code>" << escape(r.runId) << "</code> · "
-      << targetKindText(r.target.kind) << (r.target.server.empty() ? "" : " " + escape(r.target.server))
+      << result::targetKindText(r.target.kind) << (r.target.server.empty() ? "" : " " + escape(r.target.server))
       << " · measured " << escape(formatElapsed(r.measuredSeconds))
       << (r.environment.startedAt.empty() ? "" : " from " + escape(r.environment.startedAt)) << "</p>\n";
   out << "<span id=\"status\" class=\"pill " << statusClass << "\">" << toString(r.status) << "</span> ";
@@ -703,7 +707,7 @@ std::string headerSection(const RunResult& r, const std::string& title) {
 
 // The headline's sections: all writes, one per axis that ran, the replicas, the
 // controllers, setup, and the charts of the axes that did not run.
-std::string headlineSections(const RunResult& r) {
+std::string headlineSections(const result::RunResult& r) {
   std::ostringstream out;
   Headline h = headline(r);
   if (!h.writes.empty())
@@ -734,7 +738,7 @@ std::string headlineSections(const RunResult& r) {
   if (!h.replicas.empty()) out << replicaSection(r, h.replicas);
   if (!h.controllers.empty()) out << controllersSection(r, h.controllers);
   if (!h.setup.figures.empty()) {
-    const Phase* setup = findPhase(r, "setup");
+    const result::Phase* setup = result::findPhase(r, "setup");
     out << "<section id=\"setup\">\n<h2>Setup</h2>\n<p class=\"lede\">Registration, population ramps and the bytes-per-object "
            "fit (with its confidence interval and r²)"
         << (setup ? ", " + escape(formatSpan(*setup)) : std::string()) << ": recorded, not the headline.</p>\n"
@@ -747,7 +751,7 @@ std::string headlineSections(const RunResult& r) {
   return out.str();
 }
 
-std::string gatesSection(const RunResult& r) {
+std::string gatesSection(const result::RunResult& r) {
   std::ostringstream out;
   out << "<section id=\"gates\">\n<h2>Gates</h2>\n";
   if (r.gates.empty()) {
@@ -766,7 +770,7 @@ std::string gatesSection(const RunResult& r) {
   return out.str();
 }
 
-std::string generatorSection(const RunResult& r) {
+std::string generatorSection(const result::RunResult& r) {
   std::ostringstream out;
   out << "<section id=\"generator\">\n<h2>Generator health</h2>\n<p class=\"lede\">Whether cpscale kept its schedule: "
          "when it did not, the figures above describe the generator's limits as much as the control plane's.</p>\n";
@@ -799,11 +803,11 @@ std::string validationTable(const nlohmann::json& model) {
 
 // What ran where: the run, scenario, profile, target and host, the plane's members,
 // the model's validation, the workloads' summaries and the configurations in full.
-std::string environmentSection(const RunResult& r) {
+std::string environmentSection(const result::RunResult& r) {
   std::ostringstream out;
   out << "<section id=\"environment\">\n<h2>Environment and versions</h2>\n"
       << kv({{"run id", r.runId},
-             {"shard", shardLine(r)},
+             {"shard", result::shardLine(r)},
              {"status", std::string(toString(r.status)) + (r.statusDetail.empty() ? "" : ": " + r.statusDetail)},
              {"exit code", std::to_string(r.exitCode)},
              {"scenario", r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")")},
@@ -849,7 +853,7 @@ std::string environmentSection(const RunResult& r) {
 
 std::string_view reportStyle() { return kCss; }
 
-std::string renderHtml(const RunResult& r) {
+std::string renderHtml(const result::RunResult& r) {
   const std::string title = r.scenario.name + " on " + r.profile.name;
   std::ostringstream out;
   out << pageHead(title) << headerSection(r, title) << timelineSection(r);
@@ -863,7 +867,7 @@ std::string renderHtml(const RunResult& r) {
   out << "<section id=\"all-figures\">\n<h2>All figures</h2>\n<details><summary>" << r.figures.size()
       << " figures</summary>\n";
   out << figureTable(groupedFigures(r.figures), 0, r.figures) << "</details>\n</section>\n";
-  out << "<footer>cpscale " << escape(r.environment.cpscaleVersion) << " · result schema " << kResultApiVersion
+  out << "<footer>cpscale " << escape(r.environment.cpscaleVersion) << " · result schema " << result::kResultApiVersion
       << "</footer>\n</main>\n</body>\n</html>\n";
   return out.str();
 }

@@ -34,6 +34,6 @@ std::string capacityGateChartId(std::size_t n);
 // The page's style sheet, for other pages of the family (the capacity index).
 std::string_view reportStyle();
 
-std::string renderHtml(const RunResult& r);
+std::string renderHtml(const result::RunResult& r);
 
 }  // namespace cpscale::reports

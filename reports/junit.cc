@@ -17,10 +17,10 @@ std::string seconds(double s) {
 
 }  // namespace
 
-std::string renderJunit(const RunResult& r) {
+std::string renderJunit(const result::RunResult& r) {
   std::size_t failures = 0;
   for (const auto& g : r.gates) failures += !g.passed;
-  bool completed = r.status == RunStatus::kCompleted;
+  bool completed = r.status == result::RunStatus::kCompleted;
   failures += !completed;
   std::size_t tests = r.gates.size() + 1;
   std::string suite = "cpscale." + r.scenario.name;

@@ -11,6 +11,6 @@
 
 namespace cpscale::reports {
 
-std::string renderJunit(const RunResult& r);
+std::string renderJunit(const result::RunResult& r);
 
 }  // namespace cpscale::reports

@@ -25,13 +25,13 @@ metrics::Labels withShard(metrics::Labels l, std::size_t shard) {
 
 }  // namespace
 
-RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::string>& names) {
+result::RunResult mergeShards(std::vector<result::RunResult> shards, const std::vector<std::string>& names) {
   if (shards.empty()) throw ConfigError("command line", "RESULT", "give the result.json of every shard of the run");
   // One run's shards, each once, in order.
   std::vector<std::size_t> order(shards.size());
   std::iota(order.begin(), order.end(), 0);
   for (std::size_t i = 0; i < shards.size(); ++i) {
-    const RunResult& s = shards[i];
+    const result::RunResult& s = shards[i];
     if (!s.shard) throw ConfigError(names[i], "/shard", "is missing: not a shard's result (cpscale run --shard I/N)");
     if (s.runId != shards[0].runId)
       throw ConfigError(names[i], "/runId", "is '" + s.runId + "', not '" + shards[0].runId + "' as in " + names[0]);
@@ -58,17 +58,17 @@ RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::stri
     throw ConfigError(names[order.back()], "/shard/count",
                       "is " + std::to_string(count) + ", but " + std::to_string(order.size()) + " results were given");
 
-  const RunResult& lead = shards[order[0]];
-  RunResult m = lead;
+  const result::RunResult& lead = shards[order[0]];
+  result::RunResult m = lead;
   m.shard.reset();
   m.mergedShards = count;
   m.figures.clear();
   m.workloads.clear();
-  engine::RequestStats merged;
+  load::RequestStats merged;
   bool anyLimited = false, anyHealth = false;
   for (std::size_t k = 0; k < count; ++k) {
-    const RunResult& s = shards[order[k]];
-    merged.merge(requestStatsFromJson(jsonio::Reader(s.clientStats, names[order[k]], "/clientStats")));
+    const result::RunResult& s = shards[order[k]];
+    merged.merge(result::requestStatsFromJson(result::jsonio::Reader(s.clientStats, names[order[k]], "/clientStats")));
     for (const metrics::Figure& f : s.figures) {
       // The servers were scraped by shard 0 alone.
       if (f.source != metrics::Source::kClient) {
@@ -85,10 +85,10 @@ RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::stri
       g.labels = withShard(f.labels, k);
       m.figures.push_back(std::move(g));
     }
-    for (const WorkloadSummary& w : s.workloads)
+    for (const result::WorkloadSummary& w : s.workloads)
       if (k == 0 || w.name != "cleanup")
         m.workloads.push_back({w.kind, w.name + "/shard-" + std::to_string(k), w.summary});
-    if (s.status != RunStatus::kCompleted && m.status == RunStatus::kCompleted) {
+    if (s.status != result::RunStatus::kCompleted && m.status == result::RunStatus::kCompleted) {
       m.status = s.status;
       m.statusDetail = "shard " + std::to_string(k) + ": " + s.statusDetail;
     }
@@ -107,13 +107,13 @@ RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::stri
                                                "no shard could tell (nothing was sent)");
   limited.window = metrics::Window::kSteady;
   m.figures.push_back(std::move(limited));
-  m.clientStats = requestStatsJson(merged);
+  m.clientStats = result::requestStatsJson(merged);
   // Shard 0 judged every gate; they are judged again on the merged figures.
   m.gates.clear();
-  for (const auto& g : lead.gates) m.gates.push_back(scenario::evaluateGate(g.gate, m.figures));
+  for (const auto& g : lead.gates) m.gates.push_back(metrics::evaluateGate(g.gate, m.figures));
   bool pass = true;
   for (const auto& g : m.gates) pass = pass && g.passed;
-  m.exitCode = m.status != RunStatus::kCompleted ? 3 : pass ? 0 : 1;
+  m.exitCode = m.status != result::RunStatus::kCompleted ? 3 : pass ? 0 : 1;
   return m;
 }
 

@@ -17,6 +17,6 @@ namespace cpscale::reports {
 // `names[i]` names `shards[i]` in errors (its file). Throws ConfigError(name, JSON
 // path, what) when the results are not one run's shards, each once, each with its
 // client statistics.
-RunResult mergeShards(std::vector<RunResult> shards, const std::vector<std::string>& names);
+result::RunResult mergeShards(std::vector<result::RunResult> shards, const std::vector<std::string>& names);
 
 }  // namespace cpscale::reports

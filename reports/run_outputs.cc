@@ -7,11 +7,11 @@
 
 namespace cpscale::reports {
 
-void writeRunOutputs(const RunResult& r, const std::filesystem::path& dir) {
-  writeResult(r, dir / kResultFile);
-  jsonio::writeFile(dir / kSummaryFile, renderSummary(r));
-  jsonio::writeFile(dir / kHtmlFile, renderHtml(r));
-  jsonio::writeFile(dir / kJunitFile, renderJunit(r));
+void writeRunOutputs(const result::RunResult& r, const std::filesystem::path& dir) {
+  result::writeResult(r, dir / result::kResultFile);
+  result::jsonio::writeFile(dir / result::kSummaryFile, renderSummary(r));
+  result::jsonio::writeFile(dir / result::kHtmlFile, renderHtml(r));
+  result::jsonio::writeFile(dir / result::kJunitFile, renderJunit(r));
 }
 
 }  // namespace cpscale::reports

@@ -8,6 +8,6 @@
 namespace cpscale::reports {
 
 // Writes result.json and every rendering of it into `dir` (created if needed).
-void writeRunOutputs(const RunResult& r, const std::filesystem::path& dir);
+void writeRunOutputs(const result::RunResult& r, const std::filesystem::path& dir);
 
 }  // namespace cpscale::reports

@@ -92,8 +92,8 @@ std::string escapeCell(std::string_view s) {
   return out;
 }
 
-std::string targetLine(const RunResult& r) {
-  std::string s = targetKindText(r.target.kind);
+std::string targetLine(const result::RunResult& r) {
+  std::string s = result::targetKindText(r.target.kind);
   if (!r.target.context.empty()) s += " (context " + r.target.context + ")";
   if (!r.target.server.empty()) s += ", " + r.target.server;
   std::string versions;
@@ -125,7 +125,7 @@ const std::vector<std::string> kFigureHeader{"figure", "value", "window", "sourc
 
 // A headline table: short keys (the group only where a resource name is ambiguous),
 // each row with its window and source, the reasons of unavailable rows underneath.
-std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& figures, std::size_t omitted) {
+std::string headlineTable(const result::RunResult& r, const std::vector<const Figure*>& figures, std::size_t omitted) {
   std::vector<std::string> ambiguous = ambiguousResourceNames(r.figures);
   // Context labels with one value in every row that has them (the replica the counts
   // come from, the heap measure, the workload, the controller process) are said once
@@ -169,7 +169,7 @@ std::string headlineTable(const RunResult& r, const std::vector<const Figure*>& 
   return markdownTable(kFigureHeader, rows, {}, kSummaryColumns) + under + notes.render();
 }
 
-std::string replicaTable(const RunResult& r, const std::vector<std::string>& replicas) {
+std::string replicaTable(const result::RunResult& r, const std::vector<std::string>& replicas) {
   auto columns = replicaColumns(r, replicas);
   std::vector<std::string> header{"apiserver"};
   std::vector<bool> right{false};
@@ -201,7 +201,7 @@ std::string workqueueTable(const ControllersHeadline& c) {
          notes.render();
 }
 
-std::string workloadsLine(const RunResult& r) {
+std::string workloadsLine(const result::RunResult& r) {
   std::string s;
   for (const auto& w : r.workloads) {
     if (w.kind == "cleanup") continue;
@@ -212,11 +212,11 @@ std::string workloadsLine(const RunResult& r) {
 
 // A capacity run: what was stepped, what it held, why it stopped, and the steps in
 // order of value with the figures the search is read by.
-std::string capacitySection(const CapacitySearch& s) {
+std::string capacitySection(const result::CapacitySearch& s) {
   const std::size_t W = kSummaryColumns;
   std::string out = "## Capacity\n\n";
   auto bullet = [&](const std::string& text) { out += wrapText("- " + text, W, "  "); };
-  std::vector<const CapacityStep*> steps = stepsByValue(s);
+  std::vector<const result::CapacityStep*> steps = stepsByValue(s);
   std::string knob = s.knob + (s.unit.empty() ? "" : " (" + s.unit + ")") + " on the " + s.axis + " axis";
   if (!steps.empty()) {
     std::size_t bisected = bisectionSteps(s);
@@ -228,7 +228,7 @@ std::string capacitySection(const CapacitySearch& s) {
   }
   bullet("knob: " + knob);
   bullet("result: " + capacityResultText(s) +
-         (s.held && s.limit == CapacityLimit::kServer ? ", the largest value that held" : ""));
+         (s.held && s.limit == result::CapacityLimit::kServer ? ", the largest value that held" : ""));
   bullet("limit: " + std::string(toString(s.limit)) + " (" + describeLimit(s.limit) + ")");
   if (!s.brokeBy.empty() && s.detail.find(s.brokeBy) == std::string::npos) bullet("broke by: " + s.brokeBy);
   if (!s.detail.empty()) bullet("detail: " + s.detail);
@@ -250,7 +250,7 @@ std::string capacitySection(const CapacitySearch& s) {
     return formatFigureValue(*f);
   };
   std::vector<std::vector<std::string>> rows;
-  for (const CapacityStep* st : steps) {
+  for (const result::CapacityStep* st : steps) {
     StepFigures f = stepFigures(*st, s.axis);
     std::string held(stepHeldText(*st));
     if (!st->held)
@@ -371,18 +371,18 @@ std::string markdownTable(const std::vector<std::string>& header, const std::vec
   return out;
 }
 
-std::string formatGateMeasured(const RunResult& r, const scenario::GateResult& g) {
+std::string formatGateMeasured(const result::RunResult& r, const metrics::GateResult& g) {
   if (!g.measured) return "unavailable";
   return formatValue(*g.measured, unitOf(r.figures, g.gate.figure));
 }
 
-std::string formatGateThreshold(const scenario::GateResult& g) {
+std::string formatGateThreshold(const metrics::GateResult& g) {
   std::string t = g.gate.thresholdText.empty() ? formatValue(g.gate.threshold, "") : g.gate.thresholdText;
-  return std::string(scenario::toString(g.gate.op)) + " " + t;
+  return std::string(metrics::toString(g.gate.op)) + " " + t;
 }
 
 // A simulated run: which calibration, its measured error, and the sampling.
-std::string modelLine(const RunResult& r) {
+std::string modelLine(const result::RunResult& r) {
   if (r.model.is_null()) return "";
   const auto& m = r.model;
   std::string s = "model: calibrated on " + m.value("calibrationMachine", std::string("?")) + " (" +
@@ -419,20 +419,20 @@ std::string modelLine(const RunResult& r) {
   return s;
 }
 
-std::string renderTerminalSummary(const RunResult& r) {
+std::string renderTerminalSummary(const result::RunResult& r) {
   std::string summary = renderSummary(r);
   if (auto all = summary.find("\n## All figures"); all != std::string::npos) summary.resize(all + 1);
   return summary;
 }
 
-std::string renderSummary(const RunResult& r) {
+std::string renderSummary(const result::RunResult& r) {
   std::ostringstream out;
   const std::size_t W = kSummaryColumns;
-  out << "# " << r.scenario.name << " on " << r.profile.name << " (" << targetKindText(r.target.kind)
+  out << "# " << r.scenario.name << " on " << r.profile.name << " (" << result::targetKindText(r.target.kind)
       << "): " << toString(r.status) << "\n\n";
   auto bullet = [&](const std::string& text) { out << wrapText("- " + text, W, "  "); };
   bullet("run: " + r.runId);
-  if (std::string s = shardLine(r); !s.empty()) bullet(s);
+  if (std::string s = result::shardLine(r); !s.empty()) bullet(s);
   bullet("scenario: " + r.scenario.name + (r.scenario.sourceFile.empty() ? "" : " (" + r.scenario.sourceFile + ")"));
   bullet("profile: " + r.profile.name +
          (r.target.kind == "model" ? " (the modelled plane's shape: replicas, etcd split)"
@@ -450,7 +450,7 @@ std::string renderSummary(const RunResult& r) {
   }
   if (!r.incidents.empty()) {
     bullet("incidents: " + std::to_string(r.incidents.size()) + " (figures after them may describe a smaller plane)");
-    for (const Incident& i : r.incidents) out << wrapText("  - " + incidentLine(i), W, "    ");
+    for (const result::Incident& i : r.incidents) out << wrapText("  - " + incidentLine(i), W, "    ");
   } else if (!r.phases.empty()) {
     bullet("incidents: none");
   }
@@ -459,7 +459,7 @@ std::string renderSummary(const RunResult& r) {
 
   Headline h = headline(r);
   out << "## Headline\n\n";
-  const Phase* steady = findPhase(r, "steady");
+  const result::Phase* steady = result::findPhase(r, "steady");
   out << wrapText("Steady-window figures" + (steady ? ", " + formatSpan(*steady) + "," : std::string()) +
                       " of the axes whose workloads ran; setup figures under Setup, everything under All figures.",
                   W, "");
@@ -489,7 +489,7 @@ std::string renderSummary(const RunResult& r) {
           << workqueueTable(h.controllers) << "\n";
   }
   if (!h.setup.figures.empty()) {
-    const Phase* setup = findPhase(r, "setup");
+    const result::Phase* setup = result::findPhase(r, "setup");
     out << "### Setup\n\n"
         << wrapText(
                "Registration, population ramps and the bytes-per-object fit (with its confidence interval and r²)" +

@@ -16,14 +16,14 @@ inline constexpr std::size_t kSummaryColumns = 100;
 // headline per axis of the workloads that ran (steady window), the load per replica,
 // the controllers (when scraped), the setup figures, the gates, generator health and
 // then every figure of the run, grouped by name, each with its window.
-std::string renderSummary(const RunResult& r);
+std::string renderSummary(const result::RunResult& r);
 // What a terminal gets at the end of a run: the summary up to (not including) All
 // figures, which stay in summary.md.
-std::string renderTerminalSummary(const RunResult& r);
+std::string renderTerminalSummary(const result::RunResult& r);
 
 // A simulated run's calibration (machine, date, file), its worst measured error
 // against live runs, and the sampling weight; empty for a live run.
-std::string modelLine(const RunResult& r);
+std::string modelLine(const result::RunResult& r);
 
 // A Markdown table whose columns are padded to equal width; `rightAligned[i]` for
 // numeric columns. Cells are escaped ("|" inside a cell would end it). With
@@ -52,8 +52,8 @@ std::size_t displayWidth(std::string_view s);
 
 // "1.2k/s", or "unavailable" when the gate had nothing to compare; the unit is that of
 // the gate's figure in `r`.
-std::string formatGateMeasured(const RunResult& r, const scenario::GateResult& g);
+std::string formatGateMeasured(const result::RunResult& r, const metrics::GateResult& g);
 // "<= 600" as written in the scenario.
-std::string formatGateThreshold(const scenario::GateResult& g);
+std::string formatGateThreshold(const metrics::GateResult& g);
 
 }  // namespace cpscale::reports

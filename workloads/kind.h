@@ -45,7 +45,7 @@ SummaryNumber operator+(const SummaryNumber& a, const SummaryNumber& b);
 // NAME}, window run, source client.
 class SummaryFigures {
  public:
-  SummaryFigures(const reports::WorkloadSummary& w, std::vector<metrics::Figure>& out);
+  SummaryFigures(const result::WorkloadSummary& w, std::vector<metrics::Figure>& out);
   // The summary's number at `key` (a path of keys into nested objects).
   SummaryNumber number(std::initializer_list<std::string_view> key) const;
   SummaryNumber number(std::string_view key) const { return number({key}); }
@@ -57,7 +57,7 @@ class SummaryFigures {
   void unavailable(const char* name, const std::string& why, const char* unit = "count");
 
  private:
-  const reports::WorkloadSummary& w_;
+  const result::WorkloadSummary& w_;
   std::vector<metrics::Figure>& out_;
   metrics::Labels labels_;
 };

@@ -106,7 +106,7 @@ SummaryNumber operator+(const SummaryNumber& a, const SummaryNumber& b) {
   return {*a.value + *b.value, ""};
 }
 
-SummaryFigures::SummaryFigures(const reports::WorkloadSummary& w, std::vector<metrics::Figure>& out)
+SummaryFigures::SummaryFigures(const result::WorkloadSummary& w, std::vector<metrics::Figure>& out)
     : w_(w), out_(out), labels_(metrics::sortedLabels({{"workload", w.name}})) {}
 
 const nlohmann::json& SummaryFigures::summary() const { return w_.summary; }

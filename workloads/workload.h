@@ -38,7 +38,7 @@ struct WorkloadContext {
   std::uint64_t seed = 0;
   // Actors are sharded across workers: an instance creates only the actors whose id
   // the worker owns. Null: this instance owns every actor.
-  const engine::Worker* worker = nullptr;
+  const load::Worker* worker = nullptr;
   // Unix time (ns) of the run's TimePoint 0: timestamps written into objects (a Lease's
   // renewTime, condition heartbeats) are epochUnixNanos + sim.now(). Set it from the
   // system clock for live runs; virtual runs may leave it at 0.
@@ -66,7 +66,7 @@ struct WorkloadContext {
   std::size_t shard = 0;
   std::size_t shards = 1;
 
-  bool owns(const std::string& actorId) const { return engine::Worker::shardOf(actorId, workers()) == workerIndex(); }
+  bool owns(const std::string& actorId) const { return load::Worker::shardOf(actorId, workers()) == workerIndex(); }
   // This instance's share of a population-wide rate (rates are split evenly).
   double share(double rate) const { return rate / static_cast<double>(workers()); }
   // This instance's slot among every shard's workers, and how many slots there are.

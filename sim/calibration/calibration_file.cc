@@ -54,7 +54,7 @@ constexpr ParamField kParams[] = {
 
 json paramJson(const Param& p) { return {{"value", p.value}, {"low", p.low}, {"high", p.high}}; }
 
-using reports::jsonio::Reader;
+using result::jsonio::Reader;
 
 // On top of the result documents' reader: a calibration holds only finite numbers.
 double finite(const Reader& r) {
@@ -255,11 +255,11 @@ Calibration calibrationFromJson(const json& j, const std::filesystem::path& file
 }
 
 Calibration readCalibration(const std::filesystem::path& file) {
-  return calibrationFromJson(reports::jsonio::readJsonFile(file), file);
+  return calibrationFromJson(result::jsonio::readJsonFile(file), file);
 }
 
 void writeCalibration(const Calibration& c, const std::filesystem::path& file) {
-  reports::jsonio::writeFile(file, toJson(c).dump(2) + "\n");
+  result::jsonio::writeFile(file, toJson(c).dump(2) + "\n");
 }
 
 }  // namespace cpscale::calibration

@@ -70,13 +70,13 @@ void writeProbeFile(const ProbeResult& p, const fs::path& dir) {
             {"name", p.name},
             {"probe", std::string(toString(p.kind))},
             {"generator", {{"seconds", seconds}, {"cpuSeconds", cpu}, {"requests", requests}, {"steady", steady}}}};
-  reports::jsonio::writeFile(dir / kProbeFile, j.dump(1) + "\n");
+  result::jsonio::writeFile(dir / kProbeFile, j.dump(1) + "\n");
 }
 
 ProbeResult readProbe(const fs::path& dir) {
-  using reports::jsonio::Reader;
+  using result::jsonio::Reader;
   const fs::path file = dir / kProbeFile;
-  json j = reports::jsonio::readJsonFile(file);
+  json j = result::jsonio::readJsonFile(file);
   Reader root(j, file.string());
   root.object();
   if (std::string k = root.at("kind").str(); k != kProbeKindName)
@@ -99,7 +99,7 @@ ProbeResult readProbe(const fs::path& dir) {
       seconds.at(i).fail("times must strictly increase");
     p.generator.push_back(s);
   }
-  p.result = reports::readResult(dir / reports::kResultFile);
+  p.result = result::readResult(dir / result::kResultFile);
   return p;
 }
 
@@ -140,7 +140,7 @@ std::string numberText(double v) {
 std::vector<Win> windowsOf(const ProbeResult& p) {
   std::vector<Win> out;
   if (p.result.capacity && !p.result.capacity->steps.empty()) {
-    for (const reports::CapacityStep& s : p.result.capacity->steps)
+    for (const result::CapacityStep& s : p.result.capacity->steps)
       out.push_back({&p, p.name + " step " + numberText(s.value), s.figures});
     return out;
   }
@@ -1008,15 +1008,15 @@ Calibration fitCalibration(const std::vector<ProbeResult>& probes, const Calibra
       throw FitError("no " + std::string(toString(k)) + " probe among the " + std::to_string(probes.size()) + " given");
   std::vector<Win> wins;
   for (const ProbeResult& p : probes) {
-    if (p.result.status != reports::RunStatus::kCompleted)
-      throw FitError("probe " + p.name + " did not complete (" + std::string(reports::toString(p.result.status)) +
+    if (p.result.status != result::RunStatus::kCompleted)
+      throw FitError("probe " + p.name + " did not complete (" + std::string(result::toString(p.result.status)) +
                      (p.result.statusDetail.empty() ? "" : ": " + p.result.statusDetail) + ")");
     for (Win& w : windowsOf(p)) wins.push_back(std::move(w));
   }
 
   Calibration c;
   for (const ProbeResult& p : probes) {
-    const reports::RunResult& r = p.result;
+    const result::RunResult& r = p.result;
     if (c.host.empty()) c.host = r.environment.host;
     if (c.cpus == 0) c.cpus = r.environment.cpus;
     if (c.kubernetesVersion.empty()) c.kubernetesVersion = r.target.kubernetesVersion;

@@ -1,7 +1,7 @@
 // From the live probes' results to a Calibration: the pure half of `cpscale
 // calibrate`, so the fits are tested on stored probe results without a plane.
 //
-// Each probe is one run (cli::executeRun) of a scenario under scenarios/calibration/ on
+// Each probe is one run (run::executeRun) of a scenario under scenarios/calibration/ on
 // the local plane, stored as its run directory (result.json and the reports) plus
 // probe.json: which probe it was and the load generator's own CPU sampled while it ran.
 //
@@ -59,7 +59,7 @@ struct GeneratorSample {
 struct ProbeResult {
   std::string name;  // "idle", "node", "churn", "state-small", ...
   ProbeKind kind = ProbeKind::kIdle;
-  reports::RunResult result;
+  result::RunResult result;
   std::vector<GeneratorSample> generator;
 };
 

@@ -11,10 +11,10 @@
 
 namespace cpscale::calibration {
 
-std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live,
-                                                        const reports::RunResult& modelled, double minRate) {
+std::vector<model::ValidationEntry> compareLiveAndModel(const result::RunResult& live,
+                                                        const result::RunResult& modelled, double minRate) {
   std::vector<model::ValidationEntry> out;
-  auto steady = [](const reports::RunResult& r, auto&& pick) {
+  auto steady = [](const result::RunResult& r, auto&& pick) {
     std::map<std::string, double> m;
     for (const auto& f : r.figures)
       if (f.window == metrics::Window::kSteady && f.available()) pick(f, m);

@@ -20,8 +20,8 @@ namespace cpscale::calibration {
 // the live run wrote at least `minRate` a second; below that a minute's window is
 // noise) and the lease share (where at least 5 %) within 10 %, each apiserver replica's heap after GC within 20 %.
 // A figure unavailable on either side is not compared.
-std::vector<model::ValidationEntry> compareLiveAndModel(const reports::RunResult& live,
-                                                        const reports::RunResult& modelled, double minRate = 1.0);
+std::vector<model::ValidationEntry> compareLiveAndModel(const result::RunResult& live,
+                                                        const result::RunResult& modelled, double minRate = 1.0);
 
 // A validation case: a scenario (with --set overrides) run live and simulated.
 struct ValidationCase {

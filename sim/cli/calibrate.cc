@@ -133,7 +133,7 @@ std::optional<std::vector<calibration::ProbeResult>> probesToFit(const cxxopts::
       std::cerr << "cpscale calibrate: " << plan.size() << " probes on " << profile.name << ", about "
                 << (r.count("quick") ? "9" : "13") << " minutes; results in " << probesDir.string()
                 << (placement.empty() ? "; nothing pinned" : "; pinned: " + placement.text()) << "\n";
-    ProbeRunOptions po;
+    run::ProbeRunOptions po;
     po.scenarioDir = scenarioDir;
     po.probesDir = probesDir;
     po.runId = runId;
@@ -141,7 +141,7 @@ std::optional<std::vector<calibration::ProbeResult>> probesToFit(const cxxopts::
     po.binDir = binDir;
     po.placement = placement;
     po.progress = progress;
-    ProbesOutcome ran = runProbes(plan, po);
+    run::ProbesOutcome ran = run::runProbes(plan, po);
     if (!ran.stopped.empty()) {
       std::cerr << "cpscale calibrate: " << ran.stopped << "\n";
       return std::nullopt;
@@ -196,8 +196,8 @@ void validate(model::Calibration& c, const cxxopts::ParseResult& r, const fs::pa
   if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
   installInterruptHandlers();
   c.source = out;
-  c.validation = validateCalibration(c, profileOf(r), binDirOf(r), base / "validation", runId, progress, choice.cases,
-                                     choice.crossing, placement);
+  c.validation = run::validateCalibration(c, profileOf(r), binDirOf(r), base / "validation", runId, progress,
+                                          choice.cases, choice.crossing, placement);
   if (r.count("validate")) c.validation = calibration::mergeValidation(choice.previous, c.validation);
 }
 
@@ -228,7 +228,7 @@ int calibrate(const Args& args) {
     return static_cast<int>(ExitCode::kUnavailable);
   }
   // The results do not record the CPU model: it is this machine's when the probes ran here.
-  if (c.host == hostName()) c.cpuModel = cpuModel();
+  if (c.host == run::hostName()) c.cpuModel = run::cpuModel();
   calibration::writeCalibration(c, out);
   if (!r.count("no-validate")) {
     validate(c, r, out, base, runId, placement, choice, progress);

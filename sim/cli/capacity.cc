@@ -92,7 +92,7 @@ int capacity(const Args& args) {
     scoped.push_back({o.path.substr(0, colon), {o.path.substr(colon + 1), o.value}});
     return true;
   });
-  std::vector<IndexScenario> plans;
+  std::vector<run::IndexScenario> plans;
   for (const auto& path : r["scenario"].as<std::vector<std::string>>()) {
     const std::string name = scenario::loadScenario(path, overrides).name;
     std::vector<scenario::Override> own = overrides;
@@ -105,7 +105,7 @@ int capacity(const Args& args) {
     plans.push_back({path, std::move(own), std::move(probe)});
   }
   for (const auto& [scope, o] : scoped)
-    if (std::none_of(plans.begin(), plans.end(), [&](const IndexScenario& p) { return p.probe.name == scope; }))
+    if (std::none_of(plans.begin(), plans.end(), [&](const run::IndexScenario& p) { return p.probe.name == scope; }))
       throw ConfigError("command line", "--set",
                         "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
@@ -116,7 +116,7 @@ int capacity(const Args& args) {
   for (const char* flag : {"dedicated-cores", "calibration", "max-actors"})
     if (r.count(flag) && !projected)
       throw ConfigError("command line", std::string("--") + flag, "applies to a projection: add --model");
-  SimulateOptions model;
+  run::SimulateOptions model;
   if (projected) {
     if (namesCluster(r))
       throw ConfigError("command line", "--model", std::string("projects on the model; drop ") + kClusterOptions);
@@ -140,17 +140,17 @@ int capacity(const Args& args) {
   const fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / ("capacity-" + runId);
   const fs::path binDir = binDirArg(r);
 
-  IndexOptions io;
+  run::IndexOptions io;
   io.runId = runId;
   io.out = out;
   io.progress = r.count("quiet") == 0;
   if (projected) io.model = model;
   io.runOptions = [&](const controlplane::Profile& profile) { return runOptions(r, cluster, profile, binDir); };
   installInterruptHandlers();
-  const IndexOutcome index = buildCapacityIndex(plans, profiles, io, std::cout);
+  const run::IndexOutcome index = run::buildCapacityIndex(plans, profiles, io, std::cout);
   std::cout << "\n"
             << reports::renderCapacityIndexMarkdown(index.index)
-            << "\nIndex: " << (out / reports::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";
+            << "\nIndex: " << (out / result::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";
   return index.exitCode;
 }
 

@@ -48,7 +48,7 @@ void addTargetOptions(cxxopts::Options& opts) {
 
 bool confirmedTarget(const cxxopts::ParseResult& r, const kube::RestConfig& config, const std::string& command,
                      const std::string& doWhat) {
-  if (isLoopbackServer(config.server) || assumeYes(r)) return true;
+  if (run::isLoopbackServer(config.server) || assumeYes(r)) return true;
   std::cerr << command << ": this would " << doWhat << " " << config.server << " (context " << config.contextName
             << ").\nRe-run with --yes (or CPSCALE_ASSUME_YES=1) to confirm.\n";
   return false;

@@ -42,10 +42,10 @@ struct Pressures {
 };
 
 Pressures fromResult(const fs::path& path) {
-  reports::RunResult res = reports::readResult(path);
+  result::RunResult res = result::readResult(path);
   Pressures p;
   p.figures = reports::resultPressures(res, path.string());
-  const reports::Phase* phase = reports::findPhase(res, "steady");
+  const result::Phase* phase = result::findPhase(res, "steady");
   p.source = path.string();
   p.span = "steady" + (phase ? ", " + reports::formatSpan(*phase) : std::string());
   p.profile = res.profile.name;
@@ -61,7 +61,7 @@ std::vector<metrics::ScrapeTarget> apiserverTargets(const kube::RestConfig& conf
                                                     std::string& note) {
   engine::WallClock wall;
   kube::ApiClient api(probe, wall);
-  std::vector<std::string> endpoints = apiserverEndpoints(api);
+  std::vector<std::string> endpoints = run::apiserverEndpoints(api);
   kube::CurlTransportOptions to;
   to.connectTimeout = 3s;
   to.defaultTimeout = 10s;
@@ -185,9 +185,9 @@ int classify(const Args& args) {
   reports::CapacityTable table;
   if (r.count("capacity")) {
     for (const auto& file : r["capacity"].as<std::vector<std::string>>())
-      reports::addToTable(table, reports::readCapacityIndex(file), file);
+      reports::addToTable(table, result::readCapacityIndex(file), file);
   } else if (fs::path shipped = fs::path(CPSCALE_SOURCE_DIR) / reports::kShippedCapacityIndex; fs::exists(shipped)) {
-    reports::addToTable(table, reports::readCapacityIndex(shipped), shipped.string());
+    reports::addToTable(table, result::readCapacityIndex(shipped), shipped.string());
   }
   std::optional<kube::RestConfig> cluster;
   if (live) cluster = loadTarget(r);

@@ -98,7 +98,7 @@ int job(const Args& args) {
     throw ConfigError("command line", "SCENARIO", "a scenario file is required (e.g. scenarios/smoke.yaml)");
   if (!r.count("shards"))
     throw ConfigError("command line", "--shards", "how many shards (pods) the run has is required");
-  JobSpec spec;
+  run::JobSpec spec;
   spec.shards = r["shards"].as<std::size_t>();
   if (spec.shards < 2 || spec.shards > 1024)
     throw ConfigError("command line", "--shards",
@@ -122,7 +122,7 @@ int job(const Args& args) {
     text << in.rdbuf();
     spec.scenarioText = text.str();
   }
-  if (spec.scenarioText.size() > kResultChunkBytes)
+  if (spec.scenarioText.size() > run::kResultChunkBytes)
     throw ConfigError(scenarioPath.string(), "", "is larger than a ConfigMap holds");
   spec.scenarioFile = scenarioPath.filename().string();
   if (!configMapKey(spec.scenarioFile)) spec.scenarioFile = "scenario.yaml";
@@ -136,7 +136,7 @@ int job(const Args& args) {
   spec.workers = sc.workers;
   spec.expectedDuration = std::chrono::duration_cast<std::chrono::seconds>(sc.setupTimeout + sc.warmup + sc.duration +
                                                                            sc.drain + std::chrono::minutes(2));
-  spec.rules = runRules(sc.workloads);
+  spec.rules = run::runRules(sc.workloads);
   const bool apply = r.count("apply") > 0, dryRun = r.count("dry-run") > 0;
   if (dryRun && !apply)
     throw ConfigError("command line", "--dry-run", "goes with --apply (printing sends nothing anyway)");
@@ -148,15 +148,15 @@ int job(const Args& args) {
       target += std::string(target.empty() ? "" : " ") + "--" + o + " " + shellWord(r[o].as<std::string>());
   if (r.count("in-cluster")) target += std::string(target.empty() ? "" : " ") + "--in-cluster";
   if (r.count("yes")) target += std::string(target.empty() ? "" : " ") + "--yes";
-  const std::string collect = collectCommand(spec, target);
+  const std::string collect = run::collectCommand(spec, target);
   const std::string name = "cpscale-" + spec.runId;
-  const std::vector<json> docs = jobManifests(spec);
-  const std::string removeHint = "kubectl delete job,configmap,serviceaccount -n " + spec.ns + " -l " + kJobLabel +
+  const std::vector<json> docs = run::jobManifests(spec);
+  const std::string removeHint = "kubectl delete job,configmap,serviceaccount -n " + spec.ns + " -l " + run::kJobLabel +
                                  "=" + spec.runId + " && kubectl delete clusterrole,clusterrolebinding -l " +
-                                 kJobLabel + "=" + spec.runId;
+                                 run::kJobLabel + "=" + spec.runId;
 
   if (!apply) {
-    for (const auto& d : docs) std::cout << "---\n" << toYaml(d);
+    for (const auto& d : docs) std::cout << "---\n" << run::toYaml(d);
     std::cout << "# Run " << spec.runId << ": " << spec.shards << " shards of scenario " << sc.name << ", Job "
               << spec.ns << "/" << name << " (image " << spec.image << ").\n"
               << "# Apply with kubectl apply -f <this file>, or cpscale job ... --apply.\n"

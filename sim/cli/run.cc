@@ -40,22 +40,22 @@ namespace {
 // too. Returns the run's exit code, or 4 when a completed run's result could not be
 // stored (a run that failed keeps its 3).
 int publishResult(const kube::RestConfig& cluster, const fs::path& resultFile, const std::string& runId,
-                  const ShardSpec& shard, int exitCode) {
+                  const run::ShardSpec& shard, int exitCode) {
   std::ifstream in(resultFile, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  PublishOutcome p;
+  run::PublishOutcome p;
   if (!in) {
     p.detail = "cannot read " + resultFile.string();
   } else {
     engine::WallClock wall;
     kube::CurlTransport transport(cluster);
     kube::ApiClient api(transport, wall);
-    p = publishShardResult(api, runId, shard.index, text.str());
+    p = run::publishShardResult(api, runId, shard.index, text.str());
   }
   if (p.ok) {
     std::cerr << "cpscale run: result published for `cpscale collect --run-id " << runId << "` (ConfigMap"
-              << (p.names.size() > 1 ? "s " : " ") << kMeetingNamespace << "/" << p.names.front()
+              << (p.names.size() > 1 ? "s " : " ") << run::kMeetingNamespace << "/" << p.names.front()
               << (p.names.size() > 1 ? " to -" + std::to_string(p.names.size() - 1) : "") << ")\n";
     return exitCode;
   }
@@ -67,9 +67,9 @@ int publishResult(const kube::RestConfig& cluster, const fs::path& resultFile, c
 // What `cpscale merge` and `cpscale collect` share: the shards' results as one, written
 // to `out` with its reports, the summary printed. Returns the gates' exit code.
 int mergeResults(const std::vector<std::string>& paths, const fs::path& out) {
-  std::vector<reports::RunResult> shards;
-  for (const auto& p : paths) shards.push_back(reports::readResult(p));
-  reports::RunResult merged = reports::mergeShards(std::move(shards), paths);
+  std::vector<result::RunResult> shards;
+  for (const auto& p : paths) shards.push_back(result::readResult(p));
+  result::RunResult merged = reports::mergeShards(std::move(shards), paths);
   reports::writeRunOutputs(merged, out);
   const std::string summary = reports::renderTerminalSummary(merged);
   std::cout << summary << "\nReport: " << (out / "report.html").string()
@@ -137,9 +137,9 @@ int run(const Args& args) {
   const ClusterArg target = clusterArg(r, "cpscale run", "send load to");
   if (target.refused) return static_cast<int>(ExitCode::kBadInput);
   const std::optional<kube::RestConfig>& cluster = target.cluster;
-  ShardSpec shard;
+  run::ShardSpec shard;
   if (r.count("shard")) {
-    shard = parseShard(r["shard"].as<std::string>());
+    shard = run::parseShard(r["shard"].as<std::string>());
     if (shard.sharded() && !cluster)
       throw ConfigError("command line", "--shard",
                         "the shards of a run share one cluster: give each the same --kubeconfig or --in-cluster (for a "
@@ -155,27 +155,27 @@ int run(const Args& args) {
   fs::path out = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
   const fs::path binDir = binDirArg(r);
 
-  RunCounters counters;
-  std::unique_ptr<MetricsEndpoint> endpoint;
+  run::RunCounters counters;
+  std::unique_ptr<run::MetricsEndpoint> endpoint;
   if (r.count("metrics-addr")) {
-    endpoint = std::make_unique<MetricsEndpoint>(r["metrics-addr"].as<std::string>(), counters);
+    endpoint = std::make_unique<run::MetricsEndpoint>(r["metrics-addr"].as<std::string>(), counters);
     std::cerr << "cpscale run: generator metrics on http://" << endpoint->address() << "/metrics\n";
   }
   if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
   installInterruptHandlers();
-  std::vector<reports::RunResult> results;
+  std::vector<result::RunResult> results;
   int worst = 0;
   for (std::size_t i = 0; i < profiles.size(); ++i) {
     // Each profile gets its own freshly built workloads (they hold per-run state).
     scenario::Scenario sc = i == 0 ? std::move(probe) : scenario::loadScenario(scenarioPath, overrides);
-    RunOptions ro = runOptions(r, cluster, profiles[i], binDir);
+    run::RunOptions ro = runOptions(r, cluster, profiles[i], binDir);
     ro.runId = profiles.size() > 1 ? runId + "-" + std::to_string(i + 1) : runId;
     ro.outDir = profiles.size() > 1 ? out / profiles[i].name : out;
     ro.keepPlane = r.count("keep") > 0;
     ro.counters = &counters;
     ro.shard = shard;
     ro.placement = placement;
-    reports::RunResult res = executeRun(sc, ro);
+    result::RunResult res = run::executeRun(sc, ro);
     // The terminal gets the headline, gates and generator health; summary.md has all.
     const std::string summary = reports::renderTerminalSummary(res);
     std::cout << summary << "\n";
@@ -216,8 +216,8 @@ int report(const Args& args) {
   // A capacity index (cpscale capacity's capacity.json) renders as the index pages.
   if (std::ifstream peek(path); peek) {
     auto j = nlohmann::json::parse(peek, nullptr, false);
-    if (j.is_object() && j.value("kind", "") == reports::kCapacityIndexKind) {
-      reports::CapacityIndex idx = reports::readCapacityIndex(path);
+    if (j.is_object() && j.value("kind", "") == result::kCapacityIndexKind) {
+      result::CapacityIndex idx = result::readCapacityIndex(path);
       if (r.count("format")) {
         const std::string f = r["format"].as<std::string>();
         if (f != "md" && f != "html")
@@ -238,7 +238,7 @@ int report(const Args& args) {
       return 0;
     }
   }
-  reports::RunResult res = reports::readResult(path);
+  result::RunResult res = result::readResult(path);
   auto render = [&](const std::string& format) -> std::string {
     if (format == "md") return reports::renderSummary(res);
     if (format == "html") return reports::renderHtml(res);
@@ -320,9 +320,9 @@ int collect(const Args& args) {
   kube::ApiClient api(transport, wall);
   reachServer(transport, config);
   std::size_t lastSeen = SIZE_MAX;
-  CollectedResults c = awaitShardResults(
+  run::CollectedResults c = run::awaitShardResults(
       api, wall, runId, shards, *timeout, std::chrono::seconds(2), [] { return interrupted(); },
-      [&](const CollectedResults& now) {
+      [&](const run::CollectedResults& now) {
         if (now.results.size() == lastSeen) return;
         lastSeen = now.results.size();
         std::cerr << "cpscale collect: " << now.results.size() << " of "
@@ -333,12 +333,12 @@ int collect(const Args& args) {
     std::string which;
     for (std::size_t i : c.missing) which += (which.empty() ? "" : ", ") + std::to_string(i);
     throw UnavailableError(!c.shards ? "no shard of run " + runId + " published a result (ConfigMaps labelled " +
-                                           kResultOfLabel + "=" + runId + " in " + kMeetingNamespace + ") within " +
-                                           formatDuration(*timeout)
+                                           run::kResultOfLabel + "=" + runId + " in " + run::kMeetingNamespace +
+                                           ") within " + formatDuration(*timeout)
                                      : "shard" + std::string(c.missing.size() == 1 ? " " : "s ") + which + " of " +
                                            std::to_string(*c.shards) + " published no result within " +
-                                           formatDuration(*timeout) + " (ConfigMap " + kMeetingNamespace + "/" +
-                                           shardResultName(runId, c.missing.front()) + "...); their logs say why");
+                                           formatDuration(*timeout) + " (ConfigMap " + run::kMeetingNamespace + "/" +
+                                           run::shardResultName(runId, c.missing.front()) + "...); their logs say why");
   }
   std::vector<std::string> paths;
   for (std::size_t i = 0; i < *c.shards; ++i) {
@@ -350,12 +350,12 @@ int collect(const Args& args) {
   std::cerr << "cpscale collect: " << *c.shards << " results in " << out.string() << "\n";
   int code = mergeResults(paths, out / "merged");
   if (keep) return code;
-  const auto errors = deleteShardResults(api, runId);
+  const auto errors = run::deleteShardResults(api, runId);
   for (const auto& e : errors) std::cerr << "cpscale collect: deleting the results: " << e << "\n";
   if (!errors.empty()) {
     std::cerr << "cpscale collect: some of run " << runId
-              << "'s result ConfigMaps are left (kubectl delete configmaps -n " << kMeetingNamespace << " -l "
-              << kResultOfLabel << "=" << runId << ")\n";
+              << "'s result ConfigMaps are left (kubectl delete configmaps -n " << run::kMeetingNamespace << " -l "
+              << run::kResultOfLabel << "=" << runId << ")\n";
     return static_cast<int>(ExitCode::kUnavailable);
   }
   return code;
@@ -376,8 +376,8 @@ int compare(const Args& args) {
     throw ConfigError("command line", "A.json B.json", "two result files are required");
   double tol = r["tolerance"].as<double>();
   if (tol < 0) throw ConfigError("command line", "--tolerance", "must not be negative");
-  auto a = reports::readResult(r["a"].as<std::string>());
-  auto b = reports::readResult(r["b"].as<std::string>());
+  auto a = result::readResult(r["a"].as<std::string>());
+  auto b = result::readResult(r["b"].as<std::string>());
   reports::CompareOptions co;
   co.relativeTolerance = tol;
   auto diff = reports::compareResults(a, b, co);

@@ -65,9 +65,9 @@ ClusterArg clusterArg(const cxxopts::ParseResult& r, const std::string& command,
   return c;
 }
 
-RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::RestConfig>& cluster,
-                      const controlplane::Profile& profile, const fs::path& binDir) {
-  RunOptions ro;
+run::RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::RestConfig>& cluster,
+                           const controlplane::Profile& profile, const fs::path& binDir) {
+  run::RunOptions ro;
   ro.cluster = cluster;
   ro.profile = profile;
   ro.binDir = binDir;

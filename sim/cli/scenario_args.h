@@ -44,7 +44,7 @@ ClusterArg clusterArg(const cxxopts::ParseResult& r, const std::string& command,
 
 // The RunOptions every command fills alike: target, profile, binaries, --no-cleanup and
 // --quiet. Run id, output directory and the rest are the command's.
-RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::RestConfig>& cluster,
-                      const controlplane::Profile& profile, const std::filesystem::path& binDir);
+run::RunOptions runOptions(const cxxopts::ParseResult& r, const std::optional<kube::RestConfig>& cluster,
+                           const controlplane::Profile& profile, const std::filesystem::path& binDir);
 
 }  // namespace cpscale::cli

@@ -65,7 +65,7 @@ int simulate(const Args& args) {
   std::vector<scenario::Override> overrides;
   if (r.count("set"))
     for (const auto& s : r["set"].as<std::vector<std::string>>()) overrides.push_back(scenario::parseOverride(s));
-  SimulateOptions so;
+  run::SimulateOptions so;
   if (r.count("profile")) so.profile = controlplane::loadProfile(r["profile"].as<std::string>());
   applyLeaseTierOption(r, so.profile);
   fs::path calPath =
@@ -92,14 +92,14 @@ int simulate(const Args& args) {
   installInterruptHandlers();
   const auto started = std::chrono::steady_clock::now();
   if (r.count("capacity")) {
-    reports::CapacitySearch search = simulateCapacity(r["scenario"].as<std::string>(), overrides, so);
+    result::CapacitySearch search = run::simulateCapacity(r["scenario"].as<std::string>(), overrides, so);
     for (const auto& s : search.steps)
       std::cout << search.knob << "=" << reports::formatKnobValue(s.value, search.unit) << ": "
                 << (s.held ? "held" : "did not hold: " + s.brokeBy) << "\n";
     std::cout << search.detail << "\nSteps' results under " << so.run.outDir.string() << "\n";
     return search.held ? 0 : static_cast<int>(ExitCode::kGateFailed);
   }
-  reports::RunResult res = simulateScenario(r["scenario"].as<std::string>(), overrides, so);
+  result::RunResult res = run::simulateScenario(r["scenario"].as<std::string>(), overrides, so);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::string summary = reports::renderTerminalSummary(res);
   std::cout << summary << "\n";

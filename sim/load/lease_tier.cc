@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-namespace cpscale::engine {
+namespace cpscale::load {
 namespace {
 
 // leaseDurationSeconds in a Lease's text, or 40 (the kubelet's default) when absent.
@@ -26,7 +26,7 @@ Duration renewPeriod(std::string_view body) {
 
 }  // namespace
 
-LeaseTier::LeaseTier(kube::TransportPtr inner, Scheduler& scheduler, LeaseTierCounters& counters,
+LeaseTier::LeaseTier(kube::TransportPtr inner, engine::Scheduler& scheduler, LeaseTierCounters& counters,
                      LeaseTierOptions options)
     : inner_(std::move(inner)),
       scheduler_(scheduler),
@@ -62,8 +62,8 @@ kube::RequestId LeaseTier::submit(kube::HttpRequest req, kube::ResponseHandler d
     s.forceNext = false;
     s.lastWritten = now;
     if (first && options_.spreadPhases && options_.propagateEvery > Duration{0})
-      s.lastWritten -= Duration{
-          static_cast<Duration::rep>(fnv1a64(name) % static_cast<std::uint64_t>(options_.propagateEvery.count()))};
+      s.lastWritten -= Duration{static_cast<Duration::rep>(
+          engine::fnv1a64(name) % static_cast<std::uint64_t>(options_.propagateEvery.count()))};
     return inner_->submit(std::move(req), [this, name, done = std::move(done)](kube::HttpResponse r) {
       // Refused (the Lease changed under it): the kubelet re-reads and retries, and
       // that retry goes through whatever the time.
@@ -103,4 +103,4 @@ void LeaseTier::cancel(kube::RequestId id) {
   d(std::move(r));
 }
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

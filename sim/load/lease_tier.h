@@ -27,7 +27,7 @@
 #include "sim/engine/scheduler.h"
 #include "sim/kube/transport.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
 // Counts shared by every worker's tier of a run.
 struct LeaseTierCounters {
@@ -50,7 +50,8 @@ struct LeaseTierOptions {
 class LeaseTier final : public kube::Transport {
  public:
   // `scheduler` and `counters` (which several tiers may share) must outlive the tier.
-  LeaseTier(kube::TransportPtr inner, Scheduler& scheduler, LeaseTierCounters& counters, LeaseTierOptions options);
+  LeaseTier(kube::TransportPtr inner, engine::Scheduler& scheduler, LeaseTierCounters& counters,
+            LeaseTierOptions options);
   ~LeaseTier() override;
 
   kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
@@ -68,14 +69,14 @@ class LeaseTier final : public kube::Transport {
     TimePoint lastWritten{};
   };
   struct Local {
-    EventId event = 0;
+    engine::EventId event = 0;
     kube::ResponseHandler done;
   };
   // The Lease's name when `req` renews a node Lease, else "".
   std::string renewedLease(const kube::HttpRequest& req) const;
 
   kube::TransportPtr inner_;
-  Scheduler& scheduler_;
+  engine::Scheduler& scheduler_;
   LeaseTierCounters& counters_;
   LeaseTierOptions options_;
   std::string prefix_;  // the node Leases' collection path, with its trailing '/'
@@ -85,4 +86,4 @@ class LeaseTier final : public kube::Transport {
   kube::RequestId nextLocal_ = kube::RequestId{1} << 62;
 };
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

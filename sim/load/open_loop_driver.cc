@@ -5,9 +5,9 @@
 
 #include "sim/common/error.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
-OpenLoopDriver::OpenLoopDriver(kube::Transport& inner, Clock& clock, DriverOptions options)
+OpenLoopDriver::OpenLoopDriver(kube::Transport& inner, engine::Clock& clock, DriverOptions options)
     : inner_(inner), clock_(clock), options_(options) {
   if (options.maxInFlight == 0) throw ConfigError("OpenLoopDriver", "maxInFlight", "must be > 0");
   if (options.connections == 0) throw ConfigError("OpenLoopDriver", "connections", "must be > 0");
@@ -159,4 +159,4 @@ RequestStats OpenLoopDriver::windowStats(std::size_t index) const {
   return index < kMaxWindows ? windowStats_[index] : RequestStats{};
 }
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

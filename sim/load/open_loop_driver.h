@@ -26,7 +26,7 @@
 #include "sim/kube/transport.h"
 #include "sim/load/request_stats.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
 struct DriverOptions {
   // Requests in flight across all connections; watch streams are not counted.
@@ -64,7 +64,7 @@ class OpenLoopDriver final : public kube::Transport {
  public:
   // `clock` gives actual send and completion times (the wall clock live). Throws
   // ConfigError naming the field for a zero bound or a bad lag quantile/threshold.
-  OpenLoopDriver(kube::Transport& inner, Clock& clock, DriverOptions options = {});
+  OpenLoopDriver(kube::Transport& inner, engine::Clock& clock, DriverOptions options = {});
   ~OpenLoopDriver() override;
 
   kube::RequestId submit(kube::HttpRequest req, kube::ResponseHandler done) override;
@@ -120,7 +120,7 @@ class OpenLoopDriver final : public kube::Transport {
   void admitWaiting();
 
   kube::Transport& inner_;
-  Clock& clock_;
+  engine::Clock& clock_;
   DriverOptions options_;
   std::size_t bound_;
   std::size_t admitted_ = 0;
@@ -153,4 +153,4 @@ class OpenLoopDriver final : public kube::Transport {
   StreamStats streamStats_;
 };
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -1,6 +1,6 @@
 #include "sim/load/request_stats.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 namespace {
 
 std::uint64_t ns(Duration d) { return d.count() > 0 ? static_cast<std::uint64_t>(d.count()) : 0; }
@@ -89,4 +89,4 @@ GeneratorLimit generatorLimit(const RequestStats& stats, double quantile, Durati
                                                                                       : GeneratorLimit::kConcurrency;
 }
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

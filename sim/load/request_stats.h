@@ -12,7 +12,7 @@
 #include "sim/engine/clock.h"
 #include "sim/engine/hdr_histogram.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
 enum class OutcomeClass : std::uint8_t {
   kInformational,   // 1xx
@@ -37,9 +37,9 @@ struct RequestKey {
 struct RequestLatency {
   // From the time the actor meant to send (coordinated-omission corrected): what a
   // client on that schedule would have experienced.
-  HdrHistogram fromScheduled;
+  engine::HdrHistogram fromScheduled;
   // From the time the request actually went to the transport: the server plus network.
-  HdrHistogram fromSent;
+  engine::HdrHistogram fromSent;
 };
 
 class RequestStats {
@@ -60,7 +60,7 @@ class RequestStats {
   // sharded run's merge).
   struct Parts {
     std::map<RequestKey, RequestLatency> latency;
-    HdrHistogram scheduleLag, submitLag, queueWait, retryWait;
+    engine::HdrHistogram scheduleLag, submitLag, queueWait, retryWait;
     std::uint64_t completed = 0;
     std::map<int, std::uint64_t> statusCounts;
     std::map<std::string, std::uint64_t, std::less<>> retries;
@@ -72,23 +72,23 @@ class RequestStats {
 
   const std::map<RequestKey, RequestLatency>& latency() const { return latency_; }
   // Actual send minus scheduled send, in ns.
-  const HdrHistogram& scheduleLag() const { return scheduleLag_; }
-  const HdrHistogram& submitLag() const { return submitLag_; }
-  const HdrHistogram& queueWait() const { return queueWait_; }
+  const engine::HdrHistogram& scheduleLag() const { return scheduleLag_; }
+  const engine::HdrHistogram& submitLag() const { return submitLag_; }
+  const engine::HdrHistogram& queueWait() const { return queueWait_; }
   std::uint64_t sent() const { return scheduleLag_.count(); }
   std::uint64_t completed() const { return completed_; }
   const std::map<int, std::uint64_t>& statusCounts() const { return statusCounts_; }
   const std::map<std::string, std::uint64_t, std::less<>>& retries() const { return retries_; }
   // The waits before retries, in ns.
-  const HdrHistogram& retryWait() const { return retryWait_; }
+  const engine::HdrHistogram& retryWait() const { return retryWait_; }
 
  private:
   std::map<RequestKey, RequestLatency> latency_;
-  HdrHistogram scheduleLag_, submitLag_, queueWait_;
+  engine::HdrHistogram scheduleLag_, submitLag_, queueWait_;
   std::uint64_t completed_ = 0;
   std::map<int, std::uint64_t> statusCounts_;
   std::map<std::string, std::uint64_t, std::less<>> retries_;
-  HdrHistogram retryWait_;
+  engine::HdrHistogram retryWait_;
 };
 
 // Why requests left later than scheduled, when they did by more than the threshold.
@@ -103,4 +103,4 @@ std::string_view toString(GeneratorLimit l);
 // attributed to whichever of submit lag and queue wait is larger at that quantile.
 GeneratorLimit generatorLimit(const RequestStats& stats, double quantile, Duration threshold);
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

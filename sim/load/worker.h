@@ -11,16 +11,19 @@
 #include "sim/kube/transport.h"
 
 namespace cpscale::engine {
+class Simulator;
+}
+
+namespace cpscale::load {
 
 class OpenLoopDriver;
-class Simulator;
 
 // One engine loop's view, handed to the setup function on the worker's own thread.
 class Worker {
  public:
   std::size_t index() const { return index_; }
   std::size_t workers() const { return workers_; }
-  Simulator& simulator() { return *sim_; }
+  engine::Simulator& simulator() { return *sim_; }
   // The open-loop driver to hand to this worker's ApiClient; null without a transport
   // factory (pure model runs).
   OpenLoopDriver* driver() { return driver_.get(); }
@@ -28,7 +31,7 @@ class Worker {
   // Whether the actor with this id belongs to this worker.
   bool owns(std::string_view actorId) const { return shardOf(actorId, workers_) == index_; }
   static std::size_t shardOf(std::string_view actorId, std::size_t workers) {
-    return static_cast<std::size_t>(fnv1a64(actorId) % workers);
+    return static_cast<std::size_t>(engine::fnv1a64(actorId) % workers);
   }
 
  private:
@@ -36,9 +39,9 @@ class Worker {
   std::size_t index_ = 0;
   std::size_t workers_ = 1;
   std::uint64_t seed_ = 0;
-  std::shared_ptr<Simulator> sim_;
+  std::shared_ptr<engine::Simulator> sim_;
   kube::TransportPtr transport_;
   std::unique_ptr<OpenLoopDriver> driver_;
 };
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -5,33 +5,33 @@
 
 #include "sim/common/error.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
 WorkerPool::WorkerPool(WorkerOptions options, TransportFactory transports)
     : options_(options), wallClock_(options.wallOrigin.value_or(std::chrono::steady_clock::now())) {
   if (options.workers == 0) throw ConfigError("WorkerPool", "workers", "must be > 0");
-  if (options.simulator && (options.workers != 1 || options.mode != SimulatorMode::kVirtual ||
-                            options.simulator->mode() != SimulatorMode::kVirtual))
+  if (options.simulator && (options.workers != 1 || options.mode != engine::SimulatorMode::kVirtual ||
+                            options.simulator->mode() != engine::SimulatorMode::kVirtual))
     throw ConfigError("WorkerPool", "simulator", "a given engine serves one virtual worker only");
   for (std::size_t i = 0; i < options.workers; ++i) {
     auto w = std::make_unique<Worker>();
     w->index_ = i;
     w->workers_ = options.workers;
-    w->seed_ = streamSeed(options.seed, i);
+    w->seed_ = engine::streamSeed(options.seed, i);
     if (options.simulator) {
       w->sim_ = options.simulator;
-    } else if (options.mode == SimulatorMode::kVirtual) {
-      w->sim_ = std::make_unique<VirtualSimulator>();
+    } else if (options.mode == engine::SimulatorMode::kVirtual) {
+      w->sim_ = std::make_unique<engine::VirtualSimulator>();
     } else {
-      w->sim_ = std::make_unique<PacedSimulator>(wallClock_);
+      w->sim_ = std::make_unique<engine::PacedSimulator>(wallClock_);
     }
     if (transports) {
       w->transport_ = transports(*w);
       if (!w->transport_) throw ConfigError("WorkerPool", "transports", "factory returned no transport");
       w->driver_ = std::make_unique<OpenLoopDriver>(*w->transport_, w->sim_->clock(), options.driver);
-      if (options.mode == SimulatorMode::kPaced) {
+      if (options.mode == engine::SimulatorMode::kPaced) {
         OpenLoopDriver* d = w->driver_.get();
-        Clock* clock = &w->sim_->clock();
+        engine::Clock* clock = &w->sim_->clock();
         w->sim_->setIdleHook([d, clock](TimePoint deadline) { d->poll(deadline - clock->now()); });
       }
     }
@@ -43,14 +43,14 @@ WorkerPool::~WorkerPool() = default;
 
 void WorkerPool::runOne(Worker& w, const WorkerSetup& setup, TimePoint end) {
   setup(w);
-  Simulator& sim = *w.sim_;
+  engine::Simulator& sim = *w.sim_;
   sim.runUntil(end);
   if (w.driver_ == nullptr || w.driver_->inFlight() == 0) return;
   // Live responses still in flight are collected (up to `drain`) so the last requests'
   // latencies are not lost; no more events run, so actors send nothing new. A virtual
   // run stops at `end` exactly: its replies are events too, and running them would let
   // the actors go on and make results depend on the number of workers.
-  if (options_.mode == SimulatorMode::kVirtual) return;
+  if (options_.mode == engine::SimulatorMode::kVirtual) return;
   const TimePoint deadline = sim.clock().now() + options_.drain;
   while (w.driver_->inFlight() > 0 && sim.clock().now() < deadline) {
     w.driver_->poll(std::min<Duration>(deadline - sim.clock().now(), std::chrono::milliseconds(100)));
@@ -140,4 +140,4 @@ GeneratorLimit WorkerPool::limit() const {
   return generatorLimit(requestStats(), options_.driver.lagQuantile, options_.driver.lagThreshold);
 }
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

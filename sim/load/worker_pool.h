@@ -19,11 +19,11 @@
 #include "sim/load/request_stats.h"
 #include "sim/load/worker.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 
 struct WorkerOptions {
   std::size_t workers = 1;
-  SimulatorMode mode = SimulatorMode::kVirtual;
+  engine::SimulatorMode mode = engine::SimulatorMode::kVirtual;
   std::uint64_t seed = 0;
   DriverOptions driver{};
   // Paced mode: after the end time, how long to keep polling for responses still in
@@ -34,7 +34,7 @@ struct WorkerOptions {
   std::optional<std::chrono::steady_clock::time_point> wallOrigin = std::nullopt;
   // Virtual mode with one worker: run on this engine instead of a new one, e.g. one a
   // model target already answers on (its setup calls ran on it before the pool existed).
-  std::shared_ptr<Simulator> simulator = nullptr;
+  std::shared_ptr<engine::Simulator> simulator = nullptr;
 };
 
 // Makes a worker's own transport (each worker has its own connections). Called on the
@@ -67,7 +67,7 @@ class WorkerPool {
   // statistics of all workers merged (any thread, also while running).
   void beginWindow(std::size_t index, TimePoint start);
   RequestStats windowStats(std::size_t index) const;
-  const Clock& clock() const { return wallClock_; }
+  const engine::Clock& clock() const { return wallClock_; }
   // Statistics of all workers in the measured window, merged. Call after run().
   RequestStats requestStats() const;
   // The same for requests scheduled before the measured window (setup).
@@ -81,8 +81,8 @@ class WorkerPool {
   void runOne(Worker& w, const WorkerSetup& setup, TimePoint end);
 
   WorkerOptions options_;
-  WallClock wallClock_;  // one origin for every paced worker, so timelines agree
+  engine::WallClock wallClock_;  // one origin for every paced worker, so timelines agree
   std::vector<std::unique_ptr<Worker>> workers_;
 };
 
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -34,14 +34,14 @@ void quantileFigures(std::vector<Figure>& out, const std::string& prefix, const 
 
 }  // namespace
 
-std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats) {
+std::vector<Figure> clientLatencyFigures(const load::RequestStats& stats) {
   // Merge outcome classes per (resource, verb).
-  std::map<std::pair<std::string, std::string>, engine::RequestLatency> merged;
+  std::map<std::pair<std::string, std::string>, load::RequestLatency> merged;
   for (const auto& [key, lat] : stats.latency()) {
     // A watch's "latency" is how long the stream stayed open: not a response time.
     if (key.verb == "WATCH") continue;
     auto& m = merged[{key.resource, key.verb}];
-    if (key.outcome == engine::OutcomeClass::kTransportError) continue;  // no server latency to speak of
+    if (key.outcome == load::OutcomeClass::kTransportError) continue;  // no server latency to speak of
     m.fromScheduled.merge(lat.fromScheduled);
     m.fromSent.merge(lat.fromSent);
   }
@@ -63,18 +63,18 @@ std::vector<Figure> clientLatencyFigures(const engine::RequestStats& stats) {
   return out;
 }
 
-std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine::Duration window) {
+std::vector<Figure> clientCountFigures(const load::RequestStats& stats, engine::Duration window) {
   std::vector<Figure> out;
   std::map<std::pair<std::string, std::string>, double> writes;
   std::map<std::string, double> errors;
   for (const auto& [key, lat] : stats.latency()) {
     double n = static_cast<double>(lat.fromSent.count());
-    std::string outcome(engine::toString(key.outcome));
+    std::string outcome(load::toString(key.outcome));
     out.push_back(Figure::measured("client_requests",
                                    sorted({{"resource", key.resource}, {"verb", key.verb}, {"outcome", outcome}}), n,
                                    "count", Source::kClient));
     if (isWriteVerb(key.verb)) writes[{key.resource, key.verb}] += n;
-    if (key.outcome != engine::OutcomeClass::kSuccess) errors[outcome] += n;
+    if (key.outcome != load::OutcomeClass::kSuccess) errors[outcome] += n;
   }
   double secs = seconds(window);
   for (const auto& [rv, n] : writes) {
@@ -96,7 +96,7 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
     if (key.verb == "WATCH") continue;
     const double n = static_cast<double>(lat.fromSent.count());
     all += n;
-    if (key.outcome == engine::OutcomeClass::kServerError || key.outcome == engine::OutcomeClass::kTransportError)
+    if (key.outcome == load::OutcomeClass::kServerError || key.outcome == load::OutcomeClass::kTransportError)
       failed += n;
   }
   if (all > 0)
@@ -132,7 +132,7 @@ std::vector<Figure> clientCountFigures(const engine::RequestStats& stats, engine
   return out;
 }
 
-std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, const GeneratorHealthOptions& options) {
+std::vector<Figure> generatorHealthFigures(const load::RequestStats& stats, const GeneratorHealthOptions& options) {
   std::vector<Figure> out;
   const engine::HdrHistogram& lag = stats.scheduleLag();
   if (lag.count() == 0) {
@@ -145,15 +145,15 @@ std::vector<Figure> generatorHealthFigures(const engine::RequestStats& stats, co
   out.push_back(Figure::measured("schedule_lag_p50", {}, nsToSeconds(lag.quantile(0.5)), "s", Source::kClient));
   out.push_back(Figure::measured("schedule_lag_p99", {}, nsToSeconds(lag.quantile(0.99)), "s", Source::kClient));
   out.push_back(Figure::measured("schedule_lag_max", {}, nsToSeconds(lag.max()), "s", Source::kClient));
-  engine::GeneratorLimit limit = engine::generatorLimit(stats, options.quantile, options.lagThreshold);
+  load::GeneratorLimit limit = load::generatorLimit(stats, options.quantile, options.lagThreshold);
   // Unlabelled so that two runs compare figure by figure whatever the cause; the
   // cause has figures of its own.
   out.push_back(
-      Figure::measured("generator_limited", {}, limit == engine::GeneratorLimit::kNone ? 0 : 1, "", Source::kClient));
-  out.push_back(Figure::measured("generator_limited_by_schedule", {},
-                                 limit == engine::GeneratorLimit::kSchedule ? 1 : 0, "", Source::kClient));
+      Figure::measured("generator_limited", {}, limit == load::GeneratorLimit::kNone ? 0 : 1, "", Source::kClient));
+  out.push_back(Figure::measured("generator_limited_by_schedule", {}, limit == load::GeneratorLimit::kSchedule ? 1 : 0,
+                                 "", Source::kClient));
   out.push_back(Figure::measured("generator_limited_by_concurrency", {},
-                                 limit == engine::GeneratorLimit::kConcurrency ? 1 : 0, "", Source::kClient));
+                                 limit == load::GeneratorLimit::kConcurrency ? 1 : 0, "", Source::kClient));
   return out;
 }
 

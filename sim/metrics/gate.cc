@@ -10,7 +10,7 @@
 
 #include "sim/common/error.h"
 
-namespace cpscale::scenario {
+namespace cpscale::metrics {
 
 std::string_view toString(GateOp op) {
   switch (op) {
@@ -73,13 +73,13 @@ bool additive(const std::string& unit) {
   return unit == "1/s" || unit == "count" || unit == "bytes" || unit == "objects";
 }
 
-std::string labelsText(const metrics::Labels& labels) {
+std::string labelsText(const Labels& labels) {
   std::string s = "{";
   for (std::size_t i = 0; i < labels.size(); ++i) s += (i ? "," : "") + labels[i].name + "=" + labels[i].value;
   return s + "}";
 }
 
-bool includes(const metrics::Labels& have, const metrics::Labels& want) {
+bool includes(const Labels& have, const Labels& want) {
   for (const auto& w : want) {
     bool found = false;
     for (const auto& h : have) found = found || (h.name == w.name && h.value == w.value);
@@ -88,7 +88,7 @@ bool includes(const metrics::Labels& have, const metrics::Labels& want) {
   return true;
 }
 
-std::set<std::string> keysOf(const metrics::Labels& labels) {
+std::set<std::string> keysOf(const Labels& labels) {
   std::set<std::string> k;
   for (const auto& l : labels) k.insert(l.name);
   return k;
@@ -168,23 +168,23 @@ Gate parseGate(const std::string& text, const std::string& where, const std::str
   return g;
 }
 
-GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figures) {
+GateResult evaluateGate(const Gate& gate, std::span<const Figure> figures) {
   GateResult r{gate, std::nullopt, false, ""};
   // `window` selects the part of the run (steady, setup, run); without it a gate reads
   // the measured window (and whole-run figures), never the setup ramp.
   std::string window;
-  metrics::Labels selector;
+  Labels selector;
   for (const auto& l : gate.selector) {
     if (l.name == "window")
       window = l.value;
     else
       selector.push_back(l);
   }
-  auto inWindow = [&](const metrics::Figure& f) {
-    return window.empty() ? f.window != metrics::Window::kSetup : metrics::toString(f.window) == window;
+  auto inWindow = [&](const Figure& f) {
+    return window.empty() ? f.window != Window::kSetup : toString(f.window) == window;
   };
-  std::vector<const metrics::Figure*> matches;
-  const metrics::Figure* exact = nullptr;
+  std::vector<const Figure*> matches;
+  const Figure* exact = nullptr;
   bool nameSeen = false;
   for (const auto& f : figures) {
     if (f.name != gate.figure || !inWindow(f)) continue;
@@ -216,7 +216,7 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
   }
   double folded = 0;
   for (std::size_t i = 0; i < matches.size(); ++i) {
-    const metrics::Figure* f = matches[i];
+    const Figure* f = matches[i];
     if (!f->available()) {
       r.reason = "unavailable: " + (matches.size() > 1 ? gate.figure + labelsText(f->labels) + ": " : "") +
                  f->unavailableReason;
@@ -233,4 +233,4 @@ GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figur
   return r;
 }
 
-}  // namespace cpscale::scenario
+}  // namespace cpscale::metrics

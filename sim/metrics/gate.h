@@ -18,7 +18,7 @@
 
 #include "sim/metrics/figures.h"
 
-namespace cpscale::scenario {
+namespace cpscale::metrics {
 
 enum class GateOp { kLt, kLe, kGt, kGe, kEq, kNe };
 std::string_view toString(GateOp op);
@@ -27,9 +27,9 @@ enum class GateFold { kNone, kMax, kMin, kSum };
 std::string_view toString(GateFold fold);
 
 struct Gate {
-  std::string text;          // as written
-  std::string figure;        // figure name
-  metrics::Labels selector;  // labels the figure must have (sorted by name)
+  std::string text;    // as written
+  std::string figure;  // figure name
+  Labels selector;     // labels the figure must have (sorted by name)
   GateOp op = GateOp::kLe;
   double threshold = 0;
   std::string thresholdText;        // as written, for reports
@@ -53,6 +53,6 @@ struct GateResult {
 // is ambiguous and fails, naming the labels to add. With a fold, every figure whose
 // labels include the selector counts: max and min of any unit, sum of units that add
 // up; one unavailable among them makes the gate fail with its reason.
-GateResult evaluateGate(const Gate& gate, std::span<const metrics::Figure> figures);
+GateResult evaluateGate(const Gate& gate, std::span<const Figure> figures);
 
-}  // namespace cpscale::scenario
+}  // namespace cpscale::metrics

@@ -5,7 +5,7 @@
 #include "sim/common/error.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 using namespace jsonio;
 
@@ -192,4 +192,4 @@ CapacityIndex readCapacityIndex(const std::filesystem::path& path) {
   return capacityIndexFromJson(readJsonFile(path), path.string());
 }
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -23,7 +23,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/metrics/gate.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 inline constexpr int kCapacitySchemaVersion = 1;
 inline constexpr std::string_view kCapacityIndexKind = "CapacityIndex";
@@ -52,7 +52,7 @@ struct CapacityStep {
   // measured 1.8 s") or why the step could not be measured.
   std::string brokeBy;
   std::vector<metrics::Figure> figures;  // the window's figures, axis_pressure included
-  std::vector<scenario::GateResult> gates;
+  std::vector<metrics::GateResult> gates;
 };
 
 // One search: one scenario knob on one recipe.
@@ -109,4 +109,4 @@ void writeCapacityIndex(const CapacityIndex& idx, const std::filesystem::path& p
 // Throws ConfigError naming the file and field for a missing, malformed or foreign file.
 CapacityIndex readCapacityIndex(const std::filesystem::path& path);
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -3,7 +3,7 @@
 #include <array>
 #include <string>
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 using jsonio::Reader;
 
@@ -11,16 +11,16 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::array kOutcomes = {engine::OutcomeClass::kInformational, engine::OutcomeClass::kSuccess,
-                                  engine::OutcomeClass::kRedirect,      engine::OutcomeClass::kClientError,
-                                  engine::OutcomeClass::kServerError,   engine::OutcomeClass::kTransportError};
+constexpr std::array kOutcomes = {load::OutcomeClass::kInformational, load::OutcomeClass::kSuccess,
+                                  load::OutcomeClass::kRedirect,      load::OutcomeClass::kClientError,
+                                  load::OutcomeClass::kServerError,   load::OutcomeClass::kTransportError};
 
-engine::OutcomeClass outcomeFrom(const Reader& r) {
+load::OutcomeClass outcomeFrom(const Reader& r) {
   const std::string s = r.str();
   for (auto o : kOutcomes)
-    if (engine::toString(o) == s) return o;
+    if (load::toString(o) == s) return o;
   r.fail("is '" + s + "', not an outcome class (2xx, 4xx, transport_error, ...)");
-  return engine::OutcomeClass::kSuccess;
+  return load::OutcomeClass::kSuccess;
 }
 
 }  // namespace
@@ -54,13 +54,13 @@ engine::HdrHistogram histogramFromJson(const Reader& r) {
   return engine::HdrHistogram{};
 }
 
-json requestStatsJson(const engine::RequestStats& stats) {
+json requestStatsJson(const load::RequestStats& stats) {
   const auto p = stats.parts();
   json latency = json::array();
   for (const auto& [k, l] : p.latency)
     latency.push_back({{"resource", k.resource},
                        {"verb", k.verb},
-                       {"outcome", std::string(engine::toString(k.outcome))},
+                       {"outcome", std::string(load::toString(k.outcome))},
                        {"fromScheduled", histogramJson(l.fromScheduled)},
                        {"fromSent", histogramJson(l.fromSent)}});
   json status = json::object();
@@ -73,12 +73,12 @@ json requestStatsJson(const engine::RequestStats& stats) {
           {"statusCounts", std::move(status)},       {"retries", std::move(retries)}};
 }
 
-engine::RequestStats requestStatsFromJson(const Reader& r) {
-  engine::RequestStats::Parts p;
+load::RequestStats requestStatsFromJson(const Reader& r) {
+  load::RequestStats::Parts p;
   const Reader latency = r.at("latency");
   for (std::size_t i = 0; i < latency.array().size(); ++i) {
     const Reader e = latency.at(i);
-    engine::RequestKey key{e.at("resource").str(), e.at("verb").str(), outcomeFrom(e.at("outcome"))};
+    load::RequestKey key{e.at("resource").str(), e.at("verb").str(), outcomeFrom(e.at("outcome"))};
     if (p.latency.count(key)) e.fail("a second entry for the same resource, verb and outcome");
     p.latency[key] = {histogramFromJson(e.at("fromScheduled")), histogramFromJson(e.at("fromSent"))};
   }
@@ -97,7 +97,7 @@ engine::RequestStats requestStatsFromJson(const Reader& r) {
   }
   const Reader retries = r.at("retries");
   for (const auto& [reason, n] : retries.object().items()) p.retries[reason] = retries.at(reason).unsignedInteger();
-  return engine::RequestStats::fromParts(std::move(p));
+  return load::RequestStats::fromParts(std::move(p));
 }
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -8,13 +8,13 @@
 #include "sim/load/request_stats.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 nlohmann::json histogramJson(const engine::HdrHistogram& h);
 engine::HdrHistogram histogramFromJson(const jsonio::Reader& r);
 
-nlohmann::json requestStatsJson(const engine::RequestStats& stats);
+nlohmann::json requestStatsJson(const load::RequestStats& stats);
 // Throws ConfigError naming the document and the JSON path of what is wrong.
-engine::RequestStats requestStatsFromJson(const jsonio::Reader& r);
+load::RequestStats requestStatsFromJson(const jsonio::Reader& r);
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -7,16 +7,16 @@
 
 #include <unistd.h>
 
-namespace cpscale::reports::jsonio {
+namespace cpscale::result::jsonio {
 
 using metrics::Figure;
+using metrics::Gate;
+using metrics::GateOp;
+using metrics::GateResult;
 using metrics::Label;
 using metrics::Labels;
 using metrics::Source;
 using metrics::TimeSeries;
-using scenario::Gate;
-using scenario::GateOp;
-using scenario::GateResult;
 
 namespace {
 
@@ -24,7 +24,7 @@ constexpr Source kSources[] = {Source::kClient,    Source::kApiserver, Source::k
                                Source::kScheduler, Source::kModel};
 constexpr metrics::Window kWindows[] = {metrics::Window::kSteady, metrics::Window::kSetup, metrics::Window::kRun};
 constexpr GateOp kOps[] = {GateOp::kLt, GateOp::kLe, GateOp::kGt, GateOp::kGe, GateOp::kEq, GateOp::kNe};
-constexpr scenario::GateFold kFolds[] = {scenario::GateFold::kMax, scenario::GateFold::kMin, scenario::GateFold::kSum};
+constexpr metrics::GateFold kFolds[] = {metrics::GateFold::kMax, metrics::GateFold::kMin, metrics::GateFold::kSum};
 
 }  // namespace
 
@@ -73,11 +73,11 @@ json gateJson(const GateResult& g) {
   json gate = {{"text", g.gate.text},
                {"figure", g.gate.figure},
                {"selector", labelsJson(g.gate.selector)},
-               {"op", std::string(scenario::toString(g.gate.op))},
+               {"op", std::string(metrics::toString(g.gate.op))},
                {"threshold", number(g.gate.threshold)},
                {"thresholdText", g.gate.thresholdText}};
   // Written only for max(...)/min(...)/sum(...): results without one read as before.
-  if (g.gate.fold != scenario::GateFold::kNone) gate["fold"] = std::string(toString(g.gate.fold));
+  if (g.gate.fold != metrics::GateFold::kNone) gate["fold"] = std::string(toString(g.gate.fold));
   return {{"gate", gate},
           {"measured", g.measured ? number(*g.measured) : json(nullptr)},
           {"passed", g.passed},
@@ -200,4 +200,4 @@ json readJsonFile(const std::filesystem::path& path) {
   }
 }
 
-}  // namespace cpscale::reports::jsonio
+}  // namespace cpscale::result::jsonio

@@ -17,7 +17,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/metrics/gate.h"
 
-namespace cpscale::reports::jsonio {
+namespace cpscale::result::jsonio {
 
 using nlohmann::json;
 
@@ -27,7 +27,7 @@ json labelsJson(const metrics::Labels& labels);
 double secondsSinceStart(engine::TimePoint t);
 engine::TimePoint fromSeconds(double s);
 json figureJson(const metrics::Figure& f);
-json gateJson(const scenario::GateResult& g);
+json gateJson(const metrics::GateResult& g);
 
 class Reader {
  public:
@@ -113,12 +113,12 @@ Enum readEnum(const Reader& r, const Enum (&all)[N], std::string_view what) {
 }
 
 metrics::Figure readFigure(const Reader& r);
-scenario::GateResult readGate(const Reader& r);
+metrics::GateResult readGate(const Reader& r);
 
 bool sameNumber(double a, double b);
 bool sameNumber(const std::optional<double>& a, const std::optional<double>& b);
 bool sameFigure(const metrics::Figure& a, const metrics::Figure& b);
-bool sameGate(const scenario::GateResult& a, const scenario::GateResult& b);
+bool sameGate(const metrics::GateResult& a, const metrics::GateResult& b);
 template <typename T, typename Eq>
 bool sameAll(const std::vector<T>& a, const std::vector<T>& b, Eq eq) {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), eq);
@@ -132,4 +132,4 @@ json readJsonFile(const std::filesystem::path& path);
 // Throws std::runtime_error naming the file.
 void writeFile(const std::filesystem::path& path, std::string_view content);
 
-}  // namespace cpscale::reports::jsonio
+}  // namespace cpscale::result::jsonio

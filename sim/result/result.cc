@@ -12,17 +12,17 @@
 #include "sim/common/error.h"
 #include "sim/result/json_io.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 using metrics::Figure;
+using metrics::Gate;
+using metrics::GateOp;
+using metrics::GateResult;
 using metrics::Label;
 using metrics::Labels;
 using metrics::Source;
 using metrics::TimeSeries;
 using nlohmann::json;
-using scenario::Gate;
-using scenario::GateOp;
-using scenario::GateResult;
 
 std::string_view toString(RunStatus s) {
   switch (s) {
@@ -261,4 +261,4 @@ void writeResult(const RunResult& r, const std::filesystem::path& path) { writeF
 
 RunResult readResult(const std::filesystem::path& path) { return fromJson(readJsonFile(path), path.string()); }
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

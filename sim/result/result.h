@@ -17,7 +17,7 @@
 #include "sim/metrics/gate.h"
 #include "sim/result/capacity.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 
 inline constexpr int kResultSchemaVersion = 2;
 inline constexpr std::string_view kResultApiVersion = "cpscale.io/v1alpha1";
@@ -143,7 +143,7 @@ struct RunResult {
   // Time series inside are stored as seconds since the run started.
   std::vector<metrics::Figure> figures;
   std::vector<WorkloadSummary> workloads;
-  std::vector<scenario::GateResult> gates;
+  std::vector<metrics::GateResult> gates;
   int exitCode = 0;
   // `cpscale capacity`: the search this run was, step by step (its steps' windows are
   // phases "step/<value>"); unset for a plain run.
@@ -194,4 +194,4 @@ inline constexpr std::string_view kSummaryFile = "summary.md";
 inline constexpr std::string_view kHtmlFile = "report.html";
 inline constexpr std::string_view kJunitFile = "junit.xml";
 
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -13,7 +13,7 @@
 #include "sim/run/run_progress.h"
 #include "sim/run/runner.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace fs = std::filesystem;
 
 namespace {
@@ -114,10 +114,10 @@ ProbesOutcome runProbes(const std::vector<calibration::ProbePlan>& plan, const P
       out.stopped = "interrupted during probe " + p.name + "; the probes so far are in " + options.probesDir.string();
       return out;
     }
-    if (probe.result.status != reports::RunStatus::kCompleted) {
-      out.stopped = "probe " + p.name + " " + std::string(reports::toString(probe.result.status)) +
+    if (probe.result.status != result::RunStatus::kCompleted) {
+      out.stopped = "probe " + p.name + " " + std::string(result::toString(probe.result.status)) +
                     (probe.result.statusDetail.empty() ? "" : ": " + probe.result.statusDetail) + " (see " +
-                    (ro.outDir / reports::kHtmlFile).string() + ")";
+                    (ro.outDir / result::kHtmlFile).string() + ")";
       return out;
     }
     out.probes.push_back(std::move(probe));
@@ -125,4 +125,4 @@ ProbesOutcome runProbes(const std::vector<calibration::ProbePlan>& plan, const P
   return out;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -14,7 +14,7 @@
 #include "sim/controlplane/profile.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct ProbeRunOptions {
   std::filesystem::path scenarioDir;  // where the probes' scenario files are
@@ -37,4 +37,4 @@ struct ProbesOutcome {
 // that is interrupted or does not complete.
 ProbesOutcome runProbes(const std::vector<calibration::ProbePlan>& plan, const ProbeRunOptions& options);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

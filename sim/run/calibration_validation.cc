@@ -7,7 +7,7 @@
 #include "sim/run/runner.h"
 #include "sim/run/simulate.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 namespace {
 
@@ -41,8 +41,8 @@ std::vector<model::ValidationEntry> validateCase(const ValidationRun& v, const c
   ro.progress = v.progress;
   ro.placement = v.placement;
   ro.cleanup = false;  // the case's own plane is stopped and its data deleted with it
-  reports::RunResult live = executeRun(sc, ro);
-  if (live.status != reports::RunStatus::kCompleted)
+  result::RunResult live = executeRun(sc, ro);
+  if (live.status != result::RunStatus::kCompleted)
     throw UnavailableError("validation: the live " + name + " run did not complete: " + live.statusDetail);
   SimulateOptions so;
   so.profile = caseProfile;
@@ -53,10 +53,10 @@ std::vector<model::ValidationEntry> validateCase(const ValidationRun& v, const c
   // The same sample: every actor simulated one by one (sampling would draw another
   // one), over the same window: the model's starts when the live one did.
   so.weight = 1;
-  if (const reports::Phase* steady = reports::findPhase(live, "steady"))
+  if (const result::Phase* steady = result::findPhase(live, "steady"))
     so.run.earliestSteadyStart = engine::TimePoint{
         std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(steady->startSeconds))};
-  reports::RunResult modelled = simulateScenario(file, c.overrides, so);
+  result::RunResult modelled = simulateScenario(file, c.overrides, so);
   for (auto e : calibration::compareLiveAndModel(live, modelled)) {
     e.figure = name + ": " + e.figure;
     out.push_back(std::move(e));
@@ -87,15 +87,15 @@ model::ValidationEntry validateCrossing(const ValidationRun& v, const calibratio
     ro.capacity = &spec;
     ro.steps = values;
     ro.cleanup = false;  // as above: the search's plane goes with its data
-    reports::RunResult res = executeRun(sc, ro);
+    result::RunResult res = executeRun(sc, ro);
     StepsOutcome o;
     if (res.capacity) o.steps = res.capacity->steps;
-    if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
-    if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
+    if (res.status == result::RunStatus::kInterrupted) o.stopped = result::CapacityLimit::kInterrupted;
+    if (res.status == result::RunStatus::kFailed) o.stopped = result::CapacityLimit::kFailed;
     o.detail = res.statusDetail;
     return o;
   };
-  reports::CapacitySearch liveSearch = searchCapacity(spec, live, v.profile.name, probe.name);
+  result::CapacitySearch liveSearch = searchCapacity(spec, live, v.profile.name, probe.name);
   SimulateOptions so;
   so.profile = v.profile;
   so.calibration = v.calibration;
@@ -103,14 +103,14 @@ model::ValidationEntry validateCrossing(const ValidationRun& v, const calibratio
   so.run.runId = v.runId + "-cm";
   so.run.outDir = v.dir / "crossing" / "model";
   so.run.progress = false;
-  reports::CapacitySearch modelSearch = simulateCapacity(file, crossing.overrides, so);
+  result::CapacitySearch modelSearch = simulateCapacity(file, crossing.overrides, so);
   if (!liveSearch.held || !modelSearch.held)
     throw UnavailableError("validation: the lease latency crossing was not found (live: " + liveSearch.detail +
                            "; model: " + modelSearch.detail + ")");
   // A search only brackets the crossing: above the largest value that held, at most
   // the smallest that broke. Each side's crossing is its bracket's middle; the error
   // is the gap between the two brackets (0 when they overlap) over the live middle.
-  auto bracket = [](const reports::CapacitySearch& s) {
+  auto bracket = [](const result::CapacitySearch& s) {
     double broke = *s.held;
     for (const auto& st : s.steps)
       if (!st.held && st.value > *s.held && (broke == *s.held || st.value < broke)) broke = st.value;
@@ -139,4 +139,4 @@ std::vector<model::ValidationEntry> validateCalibration(
   return out;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

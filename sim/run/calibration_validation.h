@@ -13,7 +13,7 @@
 #include "sim/controlplane/profile.h"
 #include "sim/model/calibration.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // Runs each case live on a local plane of `profile` (binaries in binDir) and on the
 // model with `calibration`, results under dir/<case>/{live,model}, and returns every
@@ -25,4 +25,4 @@ std::vector<model::ValidationEntry> validateCalibration(
     const std::optional<calibration::CrossingCase>& crossing = calibration::CrossingCase{},
     const controlplane::Placement& placement = {});
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -12,13 +12,13 @@
 #include "sim/run/capacity_search.h"
 #include "sim/run/host_info.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace fs = std::filesystem;
 
 namespace {
 
-bool stopped(const reports::CapacitySearch& s) {
-  return s.limit == reports::CapacityLimit::kInterrupted || s.limit == reports::CapacityLimit::kFailed;
+bool stopped(const result::CapacitySearch& s) {
+  return s.limit == result::CapacityLimit::kInterrupted || s.limit == result::CapacityLimit::kFailed;
 }
 
 // What a projected index assumes: the calibration, where it was measured, the cores of
@@ -41,18 +41,17 @@ class IndexBuilder {
   IndexBuilder(const IndexOptions& o, std::ostream& out) : o_(o), out_(out) {}
 
   // Each step a fresh simulation (simulateCapacity), its result under step-<value>/.
-  reports::CapacitySearch projected(const IndexScenario& sc, const controlplane::Profile& profile,
-                                    const fs::path& dir) {
+  result::CapacitySearch projected(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
     SimulateOptions so = *o_.model;
     so.profile = profile;
     so.run.runId = o_.runId + "-" + std::to_string(++runs_);
     so.run.outDir = dir;
     so.run.progress = false;
     if (o_.progress) std::cerr << "cpscale capacity: projecting " << sc.probe.name << " on " << profile.name << "\n";
-    reports::CapacitySearch search = simulateCapacity(sc.path, sc.overrides, so);
+    result::CapacitySearch search = simulateCapacity(sc.path, sc.overrides, so);
     if (search.held)
       search.resultFile =
-          (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) / reports::kResultFile).string();
+          (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) / result::kResultFile).string();
     exitCode_ = std::max(exitCode_, stopped(search) ? static_cast<int>(ExitCode::kUnavailable) : 0);
     out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n";
     return search;
@@ -60,9 +59,9 @@ class IndexBuilder {
 
   // One run per call of the search: the ladder grows in place; each bisection value is a
   // run of its own on a fresh plane. The ladder run's result is the search's document.
-  reports::CapacitySearch live(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
+  result::CapacitySearch live(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
     const scenario::CapacitySpec spec = *sc.probe.capacity;
-    std::optional<reports::RunResult> ladderResult;
+    std::optional<result::RunResult> ladderResult;
     int bisection = 0;
     StepRunner runSteps = [&](const std::vector<double>& values) {
       std::vector<scenario::Override> ov = sc.overrides;
@@ -77,32 +76,32 @@ class IndexBuilder {
         std::cerr << "cpscale capacity: " << sc.probe.name << " on " << profile.name << ": " << spec.knob << " "
                   << knobText(values.front()) << (values.size() > 1 ? " .. " + knobText(values.back()) : std::string())
                   << "\n";
-      reports::RunResult res = executeRun(s, ro);
+      result::RunResult res = executeRun(s, ro);
       StepsOutcome o;
       if (res.capacity) o.steps = res.capacity->steps;
-      if (res.status == reports::RunStatus::kInterrupted) o.stopped = reports::CapacityLimit::kInterrupted;
-      if (res.status == reports::RunStatus::kFailed) o.stopped = reports::CapacityLimit::kFailed;
+      if (res.status == result::RunStatus::kInterrupted) o.stopped = result::CapacityLimit::kInterrupted;
+      if (res.status == result::RunStatus::kFailed) o.stopped = result::CapacityLimit::kFailed;
       o.detail = res.statusDetail;
       if (!ladderResult) ladderResult = std::move(res);
       return o;
     };
-    reports::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, sc.probe.name);
-    search.resultFile = (fs::path(dir.filename()) / reports::kResultFile).string();
+    result::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, sc.probe.name);
+    search.resultFile = (fs::path(dir.filename()) / result::kResultFile).string();
 
     // Every step (bisection steps too), the capacity figure, and the scenario's gates
     // over them.
-    reports::RunResult& res = *ladderResult;
+    result::RunResult& res = *ladderResult;
     res.capacity = search;
     res.figures.insert(res.figures.begin(), capacityFigure(search));
     res.gates.clear();
-    for (const auto& g : sc.probe.gates) res.gates.push_back(scenario::evaluateGate(g, res.figures));
+    for (const auto& g : sc.probe.gates) res.gates.push_back(metrics::evaluateGate(g, res.figures));
     res.exitCode = gatesExitCode(res.gates, stopped(search));
     reports::writeRunOutputs(res, dir);
     if (kubernetesVersion_.empty()) kubernetesVersion_ = res.target.kubernetesVersion;
     if (etcdVersion_.empty()) etcdVersion_ = res.target.etcdVersion;
     exitCode_ = std::max(exitCode_, res.exitCode);
     out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n"
-         << "  " << (dir / reports::kHtmlFile).string() << "\n";
+         << "  " << (dir / result::kHtmlFile).string() << "\n";
     return search;
   }
 
@@ -124,7 +123,7 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
                                 const std::vector<controlplane::Profile>& profiles, const IndexOptions& options,
                                 std::ostream& out) {
   IndexOutcome outcome;
-  reports::CapacityIndex& index = outcome.index;
+  result::CapacityIndex& index = outcome.index;
   index.cpscaleVersion = CPSCALE_VERSION;
   index.host = hostName();
   index.cpus = static_cast<int>(std::thread::hardware_concurrency());
@@ -136,7 +135,7 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
       if (interrupted()) break;
       const fs::path dir = options.out / (sc.probe.name + "-" + profile.name);
       index.searches.push_back(
-          reports::indexEntry(options.model ? builder.projected(sc, profile, dir) : builder.live(sc, profile, dir)));
+          result::indexEntry(options.model ? builder.projected(sc, profile, dir) : builder.live(sc, profile, dir)));
     }
   if (options.model) {
     index.kubernetesVersion = options.model->calibration.kubernetesVersion;
@@ -152,4 +151,4 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
   return outcome;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

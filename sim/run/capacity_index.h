@@ -17,7 +17,7 @@
 #include "sim/run/simulate.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct IndexScenario {
   std::string path;
@@ -37,7 +37,7 @@ struct IndexOptions {
 };
 
 struct IndexOutcome {
-  reports::CapacityIndex index;
+  result::CapacityIndex index;
   int exitCode = 0;  // the worst of the searches'
 };
 
@@ -47,4 +47,4 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
                                 const std::vector<controlplane::Profile>& profiles, const IndexOptions& options,
                                 std::ostream& out);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -15,22 +15,22 @@
 #include "sim/result/capacity.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // One step held at `value` over [startSeconds, endSeconds]: it held when every gate
 // passed and the generator kept its schedule. A step where the generator itself ran
 // late (generator_limited_by_schedule) is generator-limited: it says nothing about the
 // server, whatever its gates say. Waiting for in-flight slots is the server's doing
 // (it answered too slowly for the bound), so it does not make a step generator-limited.
-reports::CapacityStep judgeStep(double value, double startSeconds, double endSeconds,
-                                std::vector<metrics::Figure> figures, std::span<const scenario::Gate> gates);
+result::CapacityStep judgeStep(double value, double startSeconds, double endSeconds,
+                               std::vector<metrics::Figure> figures, std::span<const metrics::Gate> gates);
 
 // What a target made of a list of values held in order, growing in place: the steps it
 // judged, ending with the first that did not hold, or cut short (`stopped`: interrupted
 // or failed, with why) before the list ran out.
 struct StepsOutcome {
-  std::vector<reports::CapacityStep> steps;
-  std::optional<reports::CapacityLimit> stopped;
+  std::vector<result::CapacityStep> steps;
+  std::optional<result::CapacityLimit> stopped;
   std::string detail;
 };
 using StepRunner = std::function<StepsOutcome(const std::vector<double>& values)>;
@@ -40,8 +40,8 @@ using StepRunner = std::function<StepsOutcome(const std::vector<double>& values)
 // a fresh target (rounded to whole numbers when `whole`; it stops early once the two are
 // adjacent). Fills held, limit, brokeBy and detail; profile/scenario/axis/knob/unit from
 // the spec and the arguments.
-reports::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const StepRunner& run,
-                                       const std::string& profile, const std::string& scenario, bool whole = true);
+result::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const StepRunner& run,
+                                      const std::string& profile, const std::string& scenario, bool whole = true);
 
 // A knob value as --set takes it and phase names show it: "1200", "2.5", "1000000".
 std::string knobText(double v);
@@ -49,6 +49,6 @@ std::string knobText(double v);
 // capacity{axis, knob} (the knob's unit): the largest value that held; unavailable,
 // with the reason, when none did or the search could not tell (generator-limited first
 // step, interrupted). `atLeast` label "true" when every step held (the max was reached).
-metrics::Figure capacityFigure(const reports::CapacitySearch& s);
+metrics::Figure capacityFigure(const result::CapacitySearch& s);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

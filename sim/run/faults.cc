@@ -6,7 +6,7 @@
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 namespace {
 
@@ -225,11 +225,11 @@ std::string FaultInjector::downAtEnd() const {
   return "";
 }
 
-std::vector<reports::Incident> FaultInjector::incidents(engine::TimePoint end) const {
+std::vector<result::Incident> FaultInjector::incidents(engine::TimePoint end) const {
   std::lock_guard lock(mu_);
-  std::vector<reports::Incident> out;
+  std::vector<result::Incident> out;
   for (const auto& r : records_) {
-    reports::Incident i;
+    result::Incident i;
     i.kind = r.kind == "exited" ? "member-exited" : "fault";
     i.member = r.member;
     i.atSeconds = secondsAt(*r.struck);
@@ -279,4 +279,4 @@ std::vector<metrics::Figure> FaultInjector::figures() const {
   return out;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

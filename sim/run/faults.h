@@ -21,7 +21,7 @@
 #include "sim/result/result.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // The members a fault can act on: a local plane's (controlplane::LocalPlane) or the
 // model's (model::ModelPlane).
@@ -74,7 +74,7 @@ class FaultInjector {
   std::string downAtEnd() const;
   // "fault" incidents (one per fault, from when it struck to when the member was ready
   // again, or to the run's end) and "member-exited" ones for recovered members.
-  std::vector<reports::Incident> incidents(engine::TimePoint end) const;
+  std::vector<result::Incident> incidents(engine::TimePoint end) const;
   // fault_downtime_seconds{member, fault}: from the kill (or exit) to ready again, and
   // fault_restart_seconds{member, fault}: the restart alone; unavailable for a member
   // that never came back, saying why.
@@ -116,4 +116,4 @@ class FaultInjector {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -8,7 +8,7 @@
 
 #include "reports/format.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 std::string hostName() {
   char host[256] = {0};
@@ -33,4 +33,4 @@ std::string machineDescription() {
   return os.str();
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -3,7 +3,7 @@
 
 #include <string>
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 std::string hostName();
 // The CPU's model name from /proc/cpuinfo ("AMD EPYC 7B13"), or "".
@@ -11,4 +11,4 @@ std::string cpuModel();
 // "2 CPUs (AMD EPYC 7B13), 24 GiB": where an index was measured, in words.
 std::string machineDescription();
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

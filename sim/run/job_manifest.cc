@@ -9,7 +9,7 @@
 #include "workloads/cleanup.h"
 #include "workloads/kind.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 // Documents keep their keys in the order written (kind and metadata first), as
@@ -273,4 +273,4 @@ std::string toYaml(const json& doc) {
   return os.str();
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

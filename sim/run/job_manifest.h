@@ -19,7 +19,7 @@
 #include "sim/kube/rbac.h"
 #include "workloads/workload.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 inline constexpr const char* kJobLabel = "cpscale.io/job";
 // The image's numeric user and group (sim/image/Dockerfile): not root, in no group
@@ -76,4 +76,4 @@ std::string collectCommand(const JobSpec& spec, const std::string& targetArgs);
 // blocks, so that the document reads back as exactly `doc`.
 std::string toYaml(const nlohmann::ordered_json& doc);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

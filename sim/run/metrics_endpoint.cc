@@ -6,7 +6,7 @@
 
 #include "sim/common/error.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 namespace {
 
@@ -66,4 +66,4 @@ MetricsEndpoint::MetricsEndpoint(const std::string& address, const RunCounters& 
 
 MetricsEndpoint::~MetricsEndpoint() = default;
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -12,7 +12,7 @@ namespace prometheus {
 class Exposer;
 }
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 class MetricsEndpoint {
  public:
@@ -31,4 +31,4 @@ class MetricsEndpoint {
 // ":9090" -> "127.0.0.1:9090"; validates host and port.
 std::string normalizeMetricsAddress(const std::string& address);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

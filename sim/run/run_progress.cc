@@ -7,7 +7,7 @@
 
 #include "sim/common/duration.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 using namespace std::chrono_literals;
 
 kube::RequestId CountingTransport::submit(kube::HttpRequest req, kube::ResponseHandler done) {
@@ -82,4 +82,4 @@ void ProgressReporter::loop() {
   }
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

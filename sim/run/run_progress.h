@@ -14,7 +14,7 @@
 #include "sim/engine/clock.h"
 #include "sim/kube/transport.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct RunCounters {
   std::atomic<std::uint64_t> sent{0};
@@ -68,4 +68,4 @@ class CountingTransport final : public kube::Transport {
   RunCounters& counters_;
 };
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

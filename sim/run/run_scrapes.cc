@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace cpscale::cli {
+namespace cpscale::run {
 using namespace std::chrono_literals;
 
 ScrapeLoop::ScrapeLoop(std::vector<metrics::ScrapeTarget> targets, engine::Duration interval,
@@ -102,4 +102,4 @@ void ScrapeLoop::runWhile(engine::Duration limit, const std::function<bool()>& b
   while (busy() && clock_.now() < deadline && !stopping_.load()) sim_.runUntil(clock_.now() + 5ms);
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

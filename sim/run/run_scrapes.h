@@ -17,7 +17,7 @@
 #include "sim/engine/simulator_impl.h"
 #include "sim/metrics/scraper.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // The run's scrapes as its supervisor sees them: a round at each phase boundary, the
 // controllers' settling, and the history read while the run goes on.
@@ -149,4 +149,4 @@ class VirtualScrapes final : public RunScrapes {
   bool settling_ = false;
 };
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

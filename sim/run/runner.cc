@@ -29,7 +29,7 @@
 #include "workloads/cleanup.h"
 #include "workloads/phases.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 using namespace std::chrono_literals;
 
 namespace {
@@ -40,10 +40,10 @@ namespace {
 constexpr engine::Duration kSettleLimit = std::chrono::minutes(2);
 
 // `steady`: the run has one steady window (a capacity search has its steps instead).
-void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vector<workloads::PhaseLog::Span>& spans,
+void recordPhases(result::RunResult& r, const RunTimeline& tl, const std::vector<workloads::PhaseLog::Span>& spans,
                   engine::Duration duration, bool steady, engine::Duration settleLimit) {
   const double end = secondsAt(*tl.end);
-  reports::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
+  result::Phase setup{"setup", 0, tl.steadyStart ? secondsAt(*tl.steadyStart) : end, tl.ready.has_value(), ""};
   if (!tl.ready)
     setup.detail = tl.cut;
   else if (tl.steadyStart && *tl.steadyStart > *tl.ready)
@@ -53,15 +53,15 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
   r.phases.push_back(setup);
   if (tl.workloadsReady && tl.ready && *tl.ready > *tl.workloadsReady) {
     // Setup's tail: the controllers working off what setup created.
-    reports::Phase settle{"settle/controllers", secondsAt(*tl.workloadsReady), secondsAt(*tl.ready), tl.settledInTime,
-                          ""};
+    result::Phase settle{"settle/controllers", secondsAt(*tl.workloadsReady), secondsAt(*tl.ready), tl.settledInTime,
+                         ""};
     if (!tl.settledInTime)
       settle.detail = "the controller-manager's workqueues were still not empty after " + formatDuration(settleLimit) +
                       "; the steady window started anyway";
     r.phases.push_back(std::move(settle));
   }
   for (const auto& sp : spans) {
-    reports::Phase p{sp.name, secondsAt(sp.start), sp.ended() ? secondsAt(sp.end) : end, sp.ended(), ""};
+    result::Phase p{sp.name, secondsAt(sp.start), sp.ended() ? secondsAt(sp.end) : end, sp.ended(), ""};
     if (!sp.ended()) p.detail = "still open when the load stopped";
     r.phases.push_back(std::move(p));
   }
@@ -76,8 +76,8 @@ void recordPhases(reports::RunResult& r, const RunTimeline& tl, const std::vecto
 // Every figure of one steady window: the server's from the scrapes between its
 // boundaries, the client's from the requests scheduled in it.
 std::vector<metrics::Figure> windowFigures(std::span<const metrics::TargetScrapes> slice,
-                                           const engine::RequestStats& stats, engine::Duration length,
-                                           const engine::DriverOptions& driver) {
+                                           const load::RequestStats& stats, engine::Duration length,
+                                           const load::DriverOptions& driver) {
   std::vector<metrics::Figure> out;
   auto add = [&](std::vector<metrics::Figure> fs) {
     for (auto& f : fs) {
@@ -116,7 +116,7 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
     if (virtual_) sc_.workers = 1;
   }
 
-  reports::RunResult run();
+  result::RunResult run();
 
  private:
   struct PerWorker {
@@ -134,7 +134,7 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   void openTarget();
   void prepare();
   void drive();
-  void startWorker(engine::Worker& w);
+  void startWorker(load::Worker& w);
   void collect();
   std::vector<metrics::Figure> figuresOfTheRun();
   void judgeGates();
@@ -144,7 +144,7 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   void releaseLoad();
   void meetAtEnd();
   void cleanUp();
-  reports::RunResult finish();
+  result::RunResult finish();
 
   const engine::Clock& clock() const {
     return virtual_ ? vsim_->clock() : static_cast<const engine::Clock&>(*runClock_);
@@ -177,19 +177,19 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   const RunOptions& opt_;
   Target& target_;
   const bool virtual_, stepped_, sharded_, lead_;
-  reports::RunResult result_;
+  result::RunResult result_;
   RunCounters ownCounters_;
   RunCounters& counters_;
   // The profile's lease tier, in front of the local plane or the model (against a
   // cluster the profile is only recorded): its counts, shared by every worker's tier.
   bool leaseTierOn() const { return opt_.profile.leaseTier && !opt_.cluster; }
-  engine::LeaseTierCounters leaseTier_;
+  load::LeaseTierCounters leaseTier_;
 
   // A capacity ladder: growth_[k] takes the knob's workload from steps[k] to steps[k+1].
   std::vector<workloads::WorkloadPtr> growth_;
   std::size_t knobIndex_ = 0;
   std::atomic<std::size_t> grownTo_{0};  // growth instances the workers are to have started
-  std::vector<reports::CapacityStep> judged_;
+  std::vector<result::CapacityStep> judged_;
   std::size_t boundariesAsked_ = 0, stepStartBoundary_ = 0;
 
   // Synchronous setup and cleanup calls go through the target's setup transport.
@@ -207,7 +207,7 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   std::shared_ptr<engine::Simulator> vsim_;
   std::unique_ptr<RunScrapes> scrapes_;
   VirtualScrapes* vscrapes_ = nullptr;
-  std::unique_ptr<engine::WorkerPool> pool_;
+  std::unique_ptr<load::WorkerPool> pool_;
   std::unique_ptr<workloads::PhaseLog> phaseLog_;
   std::vector<PerWorker> perWorker_;  // after the pool: gone before its drivers
   std::unique_ptr<FaultInjector> injector_;
@@ -219,7 +219,7 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   std::function<void()> drainCheck_, supervise_;
 };
 
-reports::RunResult RunSession::run() {
+result::RunResult RunSession::run() {
   describe();
   planLadder();
   checkBeforeStart();
@@ -235,7 +235,7 @@ reports::RunResult RunSession::run() {
     throw;
   } catch (const std::exception& e) {
     result_.statusDetail = e.what();
-    if (cpscale::interrupted()) result_.status = reports::RunStatus::kInterrupted;
+    if (cpscale::interrupted()) result_.status = result::RunStatus::kInterrupted;
     std::cerr << "cpscale run: " << e.what() << "\n";
   }
   releaseLoad();
@@ -261,7 +261,7 @@ void RunSession::describe() {
     for (const auto& [role, cpus] : opt_.placement.cpus)
       r.environment.placement[role] = controlplane::cpuListText(cpus);
   r.environment.startedAt = utcNowRfc3339();
-  r.status = reports::RunStatus::kFailed;
+  r.status = result::RunStatus::kFailed;
 }
 
 void RunSession::planLadder() {
@@ -284,7 +284,7 @@ void RunSession::checkBeforeStart() {
   if (sharded_) {
     if (virtual_) throw ConfigError("command line", "--shard", "a model run is one process: it is not sharded");
     if (stepped_) throw ConfigError("command line", "--shard", "a capacity search is not sharded");
-    result_.shard = reports::ShardInfo{opt_.shard.index, opt_.shard.count};
+    result_.shard = result::ShardInfo{opt_.shard.index, opt_.shard.count};
   }
   // A scenario's faults act on the target's members.
   if (!sc_.faults.empty()) {
@@ -357,7 +357,7 @@ void RunSession::drive() {
   } else {
     scrapes_ = std::make_unique<ScrapeLoop>(scrapeTargets, sc_.scrapeInterval, origin_);
   }
-  engine::WorkerOptions wo;
+  load::WorkerOptions wo;
   wo.workers = sc_.workers;
   wo.mode = target_.mode();
   wo.seed = sc_.seed;
@@ -365,11 +365,11 @@ void RunSession::drive() {
   wo.drain = sc_.drain;
   wo.wallOrigin = origin_;
   wo.simulator = vsim_;
-  pool_ = std::make_unique<engine::WorkerPool>(wo, [this](engine::Worker& w) -> kube::TransportPtr {
+  pool_ = std::make_unique<load::WorkerPool>(wo, [this](load::Worker& w) -> kube::TransportPtr {
     kube::TransportPtr t = target_.loadTransport(sc_);
     if (leaseTierOn())
-      t = std::make_unique<engine::LeaseTier>(std::move(t), w.simulator(), leaseTier_,
-                                              engine::LeaseTierOptions{opt_.profile.leaseTier->propagateEvery});
+      t = std::make_unique<load::LeaseTier>(std::move(t), w.simulator(), leaseTier_,
+                                            load::LeaseTierOptions{opt_.profile.leaseTier->propagateEvery});
     return std::make_unique<CountingTransport>(std::move(t), w.simulator().clock(), counters_);
   });
   // Nothing counts as the measured window until every workload's setup is over.
@@ -419,7 +419,7 @@ void RunSession::drive() {
                                        static_cast<long>(opt_.steps.size()) +
                                    sc_.warmup + 1min}
                : engine::TimePoint{sc_.setupTimeout + sc_.warmup + sc_.duration + 1min};
-  pool_->run([this](engine::Worker& w) { startWorker(w); }, budget);
+  pool_->run([this](load::Worker& w) { startWorker(w); }, budget);
   stopMonitor();
   supervisor_->loadOver(clock().now());
   stopThreads();
@@ -441,7 +441,7 @@ void RunSession::stopThreads() {
 }
 
 // On each worker's own thread (its engine): its API client and workload instances.
-void RunSession::startWorker(engine::Worker& w) {
+void RunSession::startWorker(load::Worker& w) {
   PerWorker& pw = perWorker_[w.index()];
   kube::ApiClientOptions ao;
   ao.seed = sc_.seed + opt_.shard.index * sc_.workers + w.index();
@@ -495,7 +495,7 @@ void RunSession::stopLoad(engine::TimePoint now, bool boundaryRound) {
   pool_->beginWindow(1, now);
   drainUntil_ = now + sc_.drain;
   drainCheck_ = [this] {
-    engine::RequestStats w = pool_->windowStats(0);
+    load::RequestStats w = pool_->windowStats(0);
     if ((w.completed() >= w.sent() && vscrapes_->idle()) || vsim_->now() >= drainUntil_) return pool_->stop();
     vsim_->scheduleAfter(10ms, drainCheck_);
   };
@@ -512,7 +512,7 @@ LadderPolicy::Verdict RunSession::judge(std::size_t step, engine::TimePoint star
   auto from = scrapes_->waitBoundary(stepStartBoundary_);
   auto to = scrapes_->waitBoundary(boundariesAsked_);
   for (auto until = clock().now() + sc_.drain; clock().now() < until && !cpscale::interrupted();) {
-    engine::RequestStats w = pool_->windowStats(window);
+    load::RequestStats w = pool_->windowStats(window);
     if (w.completed() >= w.sent()) break;
     std::this_thread::sleep_for(20ms);
   }
@@ -557,7 +557,7 @@ void RunSession::collect() {
   if (injector_) {
     for (auto& i : injector_->incidents(*tl.end)) result_.incidents.push_back(std::move(i));
     std::stable_sort(result_.incidents.begin(), result_.incidents.end(),
-                     [](const reports::Incident& a, const reports::Incident& b) { return a.atSeconds < b.atSeconds; });
+                     [](const result::Incident& a, const result::Incident& b) { return a.atSeconds < b.atSeconds; });
     // A member still down: the run's objects go with the plane, not through its API.
     downAtEnd_ = injector_->downAtEnd();
   }
@@ -609,12 +609,12 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
                                                      metrics::Source::kApiserver, why));
   };
   // A virtual run's window is closed at its end (its engine ran on for the answers).
-  engine::RequestStats stats = virtual_ ? pool_->windowStats(0) : pool_->requestStats();
-  engine::RequestStats setupStats = pool_->setupRequestStats();
+  load::RequestStats stats = virtual_ ? pool_->windowStats(0) : pool_->requestStats();
+  load::RequestStats setupStats = pool_->setupRequestStats();
   if (stepped_) {
     // The headline is the last step that held; every step's figures are in
     // result.capacity.
-    const reports::CapacityStep* last = nullptr;
+    const result::CapacityStep* last = nullptr;
     for (const auto& j : judged_)
       if (j.held) last = &j;
     if (last) {
@@ -625,7 +625,7 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
                                           : "no step of the capacity search held: " + judged_.front().brokeBy);
       result_.measuredSeconds = 0;
     }
-    reports::CapacitySearch search;
+    result::CapacitySearch search;
     search.axis = opt_.capacity->axis;
     search.knob = opt_.capacity->knob;
     search.unit = opt_.capacity->unit;
@@ -639,7 +639,7 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
     auto fs = windowFigures(steady, stats, *tl.end - *tl.steadyStart, sc_.driver);
     figures.insert(figures.end(), fs.begin(), fs.end());
     // A shard keeps its window's request statistics whole, for `cpscale merge`.
-    if (sharded_) result_.clientStats = reports::requestStatsJson(stats);
+    if (sharded_) result_.clientStats = result::requestStatsJson(stats);
   } else {
     headlineUnavailable("the steady window never started: " + tl.cut);
   }
@@ -667,7 +667,7 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
   add(metrics::clientCountFigures(setupStats, setupEnd - engine::TimePoint{}), metrics::Window::kSetup);
   // Watch streams are not open-loop requests (no latency, no in-flight slot): their own
   // counts over the whole run.
-  engine::StreamStats ss = pool_->streamStats();
+  load::StreamStats ss = pool_->streamStats();
   const std::pair<const char*, double> streams[] = {{"client_watch_streams_opened", double(ss.opened)},
                                                     {"client_watch_streams_failed", double(ss.failed)},
                                                     {"client_watch_streams_peak_open", double(ss.peakOpen)},
@@ -692,31 +692,31 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
 // figures, and their gates, are shard 0's. A capacity search's gates are its caller's.
 void RunSession::judgeGates() {
   if (stepped_) return;
-  auto judgedHere = [&](const scenario::Gate& g) {
+  auto judgedHere = [&](const metrics::Gate& g) {
     return lead_ || std::any_of(result_.figures.begin(), result_.figures.end(), [&](const metrics::Figure& f) {
              return f.name == g.figure && f.source == metrics::Source::kClient;
            });
   };
   for (const auto& g : sc_.gates)
-    if (judgedHere(g)) result_.gates.push_back(scenario::evaluateGate(g, result_.figures));
+    if (judgedHere(g)) result_.gates.push_back(metrics::evaluateGate(g, result_.figures));
 }
 
 void RunSession::settleStatus() {
   const RunTimeline& tl = supervisor_->timeline();
   if (cpscale::interrupted()) {
-    result_.status = reports::RunStatus::kInterrupted;
+    result_.status = result::RunStatus::kInterrupted;
     result_.statusDetail =
         "interrupted after " +
         formatDuration(std::chrono::duration_cast<std::chrono::seconds>(*tl.end - engine::TimePoint{}));
   } else if (!tl.cut.empty()) {
     // A member that died or a setup that never finished: what was measured is written,
     // but the run did not complete.
-    result_.status = reports::RunStatus::kFailed;
+    result_.status = result::RunStatus::kFailed;
     result_.statusDetail = tl.cut;
     std::cerr << "cpscale run: " << tl.cut << "\n";
     for (const auto& i : result_.incidents) std::cerr << "cpscale run: " << i.detail << "\n";
   } else {
-    result_.status = reports::RunStatus::kCompleted;
+    result_.status = result::RunStatus::kCompleted;
   }
 }
 
@@ -772,7 +772,7 @@ void RunSession::cleanUp() {
   // exits at once (exit 3). What was measured goes to disk first, so that exit loses
   // nothing but the cleanup's own outcome.
   try {
-    reports::RunResult provisional = result_;
+    result::RunResult provisional = result_;
     provisional.workloads.push_back(
         {"cleanup", "cleanup", {{"abandoned", true}, {"retry", "cpscale cleanup --run " + opt_.runId}}});
     provisional.environment.endedAt = utcNowRfc3339();
@@ -803,8 +803,8 @@ void RunSession::cleanUp() {
 }
 
 // The exit code, the target closed, and the result on disk.
-reports::RunResult RunSession::finish() {
-  const int code = gatesExitCode(result_.gates, result_.status != reports::RunStatus::kCompleted);
+result::RunResult RunSession::finish() {
+  const int code = gatesExitCode(result_.gates, result_.status != result::RunStatus::kCompleted);
   target_.close();
   result_.environment.endedAt = utcNowRfc3339();
   result_.exitCode = code;
@@ -814,7 +814,7 @@ reports::RunResult RunSession::finish() {
 
 }  // namespace
 
-int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped) {
+int gatesExitCode(std::span<const metrics::GateResult> gates, bool stopped) {
   if (stopped) return static_cast<int>(ExitCode::kUnavailable);
   for (const auto& g : gates)
     if (!g.passed) return static_cast<int>(ExitCode::kGateFailed);
@@ -825,7 +825,7 @@ nlohmann::json cleanupJson(const workloads::CleanupResult& c) {
   return {{"deleted", c.deleted}, {"remaining", c.remaining}, {"errors", c.errors}, {"complete", c.complete()}};
 }
 
-reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
+result::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   std::unique_ptr<Target> target;
   if (opt.cluster)
     target = clusterTarget(*opt.cluster, opt.profile);
@@ -835,8 +835,8 @@ reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt) {
   return executeRun(sc, opt, *target);
 }
 
-reports::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Target& target) {
+result::RunResult executeRun(scenario::Scenario& sc, const RunOptions& opt, Target& target) {
   return RunSession(sc, opt, target).run();
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

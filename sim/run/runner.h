@@ -20,7 +20,7 @@
 #include "sim/scenario/scenario.h"
 #include "workloads/cleanup.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct RunOptions {
   std::string runId;
@@ -62,17 +62,17 @@ struct RunOptions {
 // Runs and returns the result (already written to outDir). Throws ConfigError for bad
 // input found before anything was contacted; everything later is reported in the
 // result's status.
-reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options);
+result::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options);
 // The same against a target the caller made (the model, see simulate.h): `options`'
 // cluster, profile files and plane fields are not read, but the profile is recorded.
 // A virtual target runs the scenario with one worker.
-reports::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options, Target& target);
+result::RunResult executeRun(scenario::Scenario& scenario, const RunOptions& options, Target& target);
 
 // The exit code of a finished run judged by its gates: 3 when the run stopped short
 // (interrupted or failed), else 1 when a gate failed, else 0.
-int gatesExitCode(std::span<const scenario::GateResult> gates, bool stopped);
+int gatesExitCode(std::span<const metrics::GateResult> gates, bool stopped);
 
 // The cleanup outcome as the result document records it.
 nlohmann::json cleanupJson(const workloads::CleanupResult& c);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -8,7 +8,7 @@
 #include "sim/common/error.h"
 #include "workloads/params.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using nlohmann::json;
@@ -128,4 +128,4 @@ std::vector<std::size_t> ShardMeeting::awaitDone(engine::Duration timeout, const
 
 void ShardMeeting::remove() { api_.remove(kMeetings.named(shardMeetingName(runId_))); }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

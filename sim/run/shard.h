@@ -22,7 +22,7 @@
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct ShardSpec {
   std::size_t index = 0;
@@ -78,4 +78,4 @@ class ShardMeeting {
   std::vector<std::size_t> notReady_;
 };
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -6,7 +6,7 @@
 #include "sim/run/shard.h"
 #include "workloads/workload.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using nlohmann::json;
@@ -180,4 +180,4 @@ std::vector<std::string> deleteShardResults(kube::ApiClient& api, const std::str
   return errors;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -24,7 +24,7 @@
 #include "sim/engine/clock.h"
 #include "sim/kube/api_client.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 inline constexpr const char* kResultOfLabel = "cpscale.io/result-of";
 // The text one ConfigMap holds: under the 1 MiB an object may have, with room for its
@@ -69,4 +69,4 @@ CollectedResults awaitShardResults(kube::ApiClient& api, engine::Clock& clock, c
 // Deletes every result ConfigMap of the run. Returns the failures, one line each.
 std::vector<std::string> deleteShardResults(kube::ApiClient& api, const std::string& runId);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -12,7 +12,7 @@
 #include "sim/model/model_plane.h"
 #include "sim/run/capacity_search.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 namespace {
 
@@ -95,7 +95,7 @@ class ModelTarget final : public Target {
     setup_ = plane_->clientTransport(1);
   }
   engine::SimulatorMode mode() const override { return engine::SimulatorMode::kVirtual; }
-  void open(reports::RunResult& result) override {
+  void open(result::RunResult& result) override {
     const auto& cal = plane_->options().calibration;
     result.target.kind = "model";
     result.target.kubernetesVersion = cal.kubernetesVersion;
@@ -126,7 +126,7 @@ class ModelTarget final : public Target {
                                                 : model::ClientIdentity::kMasters);
   }
   std::shared_ptr<engine::Simulator> simulator() override { return sim_; }
-  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const result::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
     for (const auto& m : result.target.members) {
       auto info = scrapeInfo(m, profile_);
@@ -217,9 +217,9 @@ std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, d
   return out;
 }
 
-reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
-                                         const std::vector<scenario::Override>& overrides,
-                                         const SimulateOptions& options) {
+result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
+                                        const std::vector<scenario::Override>& overrides,
+                                        const SimulateOptions& options) {
   const scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
   if (!probe.capacity) throw ConfigError(scenarioPath.string(), "capacity", "the scenario has no capacity block");
   const scenario::CapacitySpec spec = *probe.capacity;
@@ -237,17 +237,17 @@ reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPa
       SimulateOptions so = options;
       so.run.runId = options.run.runId + "-" + std::to_string(++runs);
       so.run.outDir = options.run.outDir / ("step-" + knobText(v));
-      reports::RunResult r = simulateScenario(scenarioPath, ov, so);
-      if (r.status != reports::RunStatus::kCompleted) {
-        o.stopped = r.status == reports::RunStatus::kInterrupted ? reports::CapacityLimit::kInterrupted
-                                                                 : reports::CapacityLimit::kFailed;
+      result::RunResult r = simulateScenario(scenarioPath, ov, so);
+      if (r.status != result::RunStatus::kCompleted) {
+        o.stopped = r.status == result::RunStatus::kInterrupted ? result::CapacityLimit::kInterrupted
+                                                                : result::CapacityLimit::kFailed;
         o.detail = r.statusDetail;
         break;
       }
       std::vector<metrics::Figure> steady;
       for (const auto& f : r.figures)
         if (f.window == metrics::Window::kSteady) steady.push_back(f);
-      const reports::Phase* w = reports::findPhase(r, "steady");
+      const result::Phase* w = result::findPhase(r, "steady");
       o.steps.push_back(judgeStep(v, w ? w->startSeconds : 0, w ? w->endSeconds : 0, std::move(steady), spec.gates));
       if (!o.steps.back().held) break;
     }
@@ -256,8 +256,8 @@ reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPa
   return searchCapacity(spec, runSteps, options.profile.name, probe.name);
 }
 
-reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
-                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
+result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                   const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
   scenario::Scenario full = scenario::loadScenario(scenarioPath, overrides);
   double weight = options.weight.value_or(samplingWeight(full, options.maxActors));
   if (weight < 1) throw ConfigError("command line", "--sample", "must be at least 1");
@@ -313,7 +313,7 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
   auto target = modelTarget(options.profile, cal, weight, sc.seed);
   RunOptions ro = options.run;
   ro.profile = options.profile;
-  reports::RunResult result = executeRun(sc, ro, *target);
+  result::RunResult result = executeRun(sc, ro, *target);
 
   nlohmann::json m = {{"calibration", cal.source.string()},
                       {"calibrationVersion", cal.version},
@@ -348,4 +348,4 @@ reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
   return result;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -23,7 +23,7 @@
 #include "sim/run/target.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 struct SimulateOptions {
   controlplane::Profile profile;
@@ -52,14 +52,14 @@ std::unique_ptr<Target> modelTarget(const controlplane::Profile& profile, const 
 // Loads the scenario (with `overrides`, then the sampling's), runs it on the model and
 // writes the result and reports to options.run.outDir. result.model says which
 // calibration and sampling were used. Throws ConfigError for bad input.
-reports::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
-                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
+result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                   const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
 
 // A capacity search on the model: the scenario's `capacity:` ladder (with bisection),
 // each value a fresh simulation whose steady window is the spec's hold, judged by the
 // spec's gates (judgeStep) as live steps are.
-reports::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
-                                         const std::vector<scenario::Override>& overrides,
-                                         const SimulateOptions& options);
+result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
+                                        const std::vector<scenario::Override>& overrides,
+                                        const SimulateOptions& options);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -4,7 +4,7 @@
 
 #include "sim/common/duration.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 std::string_view toString(Stage s) {
   switch (s) {
@@ -187,4 +187,4 @@ bool Supervisor::window(engine::TimePoint now) {
   return true;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -31,7 +31,7 @@
 #include "sim/engine/clock.h"
 #include "sim/result/result.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 enum class Stage { kSetup, kSettle, kWarmup, kSteady, kOver };
 std::string_view toString(Stage s);
@@ -60,7 +60,7 @@ struct RunTimeline {
   std::optional<engine::TimePoint> end;          // the load stopped
   EndReason endReason = EndReason::kNone;
   std::string cut;  // set when the run was cut short: what the user is told
-  std::vector<reports::Incident> incidents;
+  std::vector<result::Incident> incidents;
 };
 
 // What the supervisor reads of the run and does to it.
@@ -152,7 +152,7 @@ class Supervisor {
   std::string stageName() const;
   const RunTimeline& timeline() const { return tl_; }
   // A ladder's phases: each growth ("grow/<value>") and each judged step ("step/<value>").
-  const std::vector<reports::Phase>& ladderPhases() const { return ladderPhases_; }
+  const std::vector<result::Phase>& ladderPhases() const { return ladderPhases_; }
   // Every stage entered, in order, with the step and the time.
   const std::vector<Transition>& transitions() const { return transitions_; }
   // The message of a step that waited settleLimit for the controllers.
@@ -183,10 +183,10 @@ class Supervisor {
   std::optional<engine::TimePoint> workloadsReady_, ready_, windowStart_, sharedStart_;
   bool settled_ = true;
   RunTimeline tl_;
-  std::vector<reports::Phase> ladderPhases_;
+  std::vector<result::Phase> ladderPhases_;
   std::vector<Transition> transitions_;
 };
 
 double secondsAt(engine::TimePoint t);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

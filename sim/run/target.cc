@@ -10,7 +10,7 @@
 #include "sim/kube/curl_transport.h"
 #include "sim/run/target_check.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server) {
   kube::RestConfig c = base;
@@ -18,7 +18,7 @@ kube::RestConfig withServer(const kube::RestConfig& base, const std::string& ser
   return c;
 }
 
-std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& m, const controlplane::Profile& profile) {
+std::optional<metrics::TargetInfo> scrapeInfo(const result::TargetMember& m, const controlplane::Profile& profile) {
   metrics::TargetInfo info;
   info.name = m.name;
   if (m.role == "etcd") {
@@ -60,7 +60,7 @@ class LiveTarget : public Target {
     return std::make_unique<kube::CurlTransport>(loadConfig_ ? *loadConfig_ : config_,
                                                  loadTransportOptions(sc, loadServers_));
   }
-  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) override {
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const result::RunResult& result) override {
     std::vector<metrics::ScrapeTarget> out;
     for (const auto& m : result.target.members) {
       auto info = scrapeInfo(m, profile_);
@@ -105,7 +105,7 @@ class LocalTarget final : public LiveTarget, public MemberFaults {
  public:
   explicit LocalTarget(LocalTargetOptions o) : LiveTarget(o.profile), opt_(std::move(o)) {}
 
-  void open(reports::RunResult& result) override {
+  void open(result::RunResult& result) override {
     controlplane::PlaneOptions po;
     po.stateDir = opt_.stateDir;
     po.binDir = opt_.binDir;
@@ -207,7 +207,7 @@ class ClusterTarget final : public LiveTarget {
                         "cluster the workloads use the kubeconfig's credentials");
     connect(std::move(config));
   }
-  void open(reports::RunResult& result) override {
+  void open(result::RunResult& result) override {
     result.target.kind = "cluster";
     result.target.server = config_.server;
     result.target.context = config_.contextName;
@@ -215,7 +215,7 @@ class ClusterTarget final : public LiveTarget {
     result.profile.spec = nlohmann::json::object();
     loadServers_ = {config_.server};
   }
-  void discover(kube::ApiClient& setup, reports::RunResult& result) override {
+  void discover(kube::ApiClient& setup, result::RunResult& result) override {
     // The cluster's real topology: the apiserver endpoints behind the `kubernetes`
     // Service. They are recorded; load and scrapes go only to the server named.
     for (const std::string& hostPort : apiserverEndpoints(setup))
@@ -234,4 +234,4 @@ std::unique_ptr<Target> clusterTarget(kube::RestConfig config, controlplane::Pro
   return std::make_unique<ClusterTarget>(std::move(config), std::move(profile));
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

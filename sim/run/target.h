@@ -25,7 +25,7 @@
 #include "sim/run/faults.h"
 #include "sim/scenario/scenario.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // Where a virtual run's clock starts in Unix time (2026-01-01T00:00:00Z), for the
 // timestamps written into objects: one seed gives the same objects.
@@ -41,10 +41,10 @@ class Target {
   virtual engine::SimulatorMode mode() const = 0;
   // Brings the target up (a local plane starts here) and describes it in result.target.
   // Throws UnavailableError when it cannot be reached or started.
-  virtual void open(reports::RunResult& result) = 0;
+  virtual void open(result::RunResult& result) = 0;
   // After the preflight /version answered: what the target's API tells about it (a
   // cluster's apiserver endpoints), recorded in result.target.
-  virtual void discover(kube::ApiClient& /*setup*/, reports::RunResult& /*result*/) {}
+  virtual void discover(kube::ApiClient& /*setup*/, result::RunResult& /*result*/) {}
   // For synchronous setup and cleanup calls, on setupClock().
   virtual kube::Transport& setupTransport() = 0;
   virtual engine::Clock& setupClock() = 0;
@@ -54,7 +54,7 @@ class Target {
   // pool's one worker must run it too.
   virtual std::shared_ptr<engine::Simulator> simulator() { return nullptr; }
   // Every member whose /metrics the run reads, from result.target.members.
-  virtual std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult& result) = 0;
+  virtual std::vector<metrics::ScrapeTarget> scrapeTargets(const result::RunResult& result) = 0;
   // Whether a member of the target exited during the run ("etcd-main exited ...").
   virtual std::optional<std::string> crashed() { return std::nullopt; }
   // What a scenario's faults act on: a local plane's members or the model's (in virtual
@@ -88,10 +88,9 @@ std::unique_ptr<Target> clusterTarget(kube::RestConfig config, controlplane::Pro
 // What the scraper knows of a recorded member: its name, role and, for an etcd, its
 // cluster and the resources the profile routes to it. None for a member that is only
 // recorded (a cluster's endpoints).
-std::optional<metrics::TargetInfo> scrapeInfo(const reports::TargetMember& member,
-                                              const controlplane::Profile& profile);
+std::optional<metrics::TargetInfo> scrapeInfo(const result::TargetMember& member, const controlplane::Profile& profile);
 
 // `base` with another server (a replica of the same plane, same credentials).
 kube::RestConfig withServer(const kube::RestConfig& base, const std::string& server);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -12,7 +12,7 @@
 #include <memory>
 #include <optional>
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 struct UrlDeleter {
@@ -119,4 +119,4 @@ std::vector<std::string> apiserverEndpoints(kube::ApiClient& api) {
   return out;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

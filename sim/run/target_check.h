@@ -11,7 +11,7 @@
 
 #include "sim/kube/api_client.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // Resolves a host name to numeric addresses ("127.0.0.1", "::1"); empty when it does
 // not resolve. The default uses getaddrinfo.
@@ -33,4 +33,4 @@ std::vector<std::string> resolveHost(const std::string& host);
 // when they cannot be read.
 std::vector<std::string> apiserverEndpoints(kube::ApiClient& api);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -4,7 +4,7 @@
 
 #include "workloads/kind.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 void mergeSummary(nlohmann::json& merged, const nlohmann::json& part) {
   for (auto& [k, v] : part.items()) {
@@ -25,7 +25,7 @@ void mergeSummary(nlohmann::json& merged, const nlohmann::json& part) {
   }
 }
 
-std::vector<metrics::Figure> workloadFigures(std::vector<reports::WorkloadSummary>& summaries) {
+std::vector<metrics::Figure> workloadFigures(std::vector<result::WorkloadSummary>& summaries) {
   std::vector<metrics::Figure> out;
   for (auto& w : summaries) {
     const workloads::WorkloadKind* kind = workloads::findKind(w.kind);
@@ -38,4 +38,4 @@ std::vector<metrics::Figure> workloadFigures(std::vector<reports::WorkloadSummar
   return out;
 }
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -10,7 +10,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/result/result.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 
 // Merges one worker's summary into `merged`: numbers add up, a flag holds only if it
 // holds on every worker, arrays concatenate (per-actor samples), objects merge key by
@@ -23,6 +23,6 @@ void mergeSummary(nlohmann::json& merged, const nlohmann::json& part);
 // <name>}, window run, source client; a figure whose number the summary lacks is
 // unavailable with the reason. The kind then trims what it took in full (the fleet's
 // per-node samples) so result.json does not carry one number per node.
-std::vector<metrics::Figure> workloadFigures(std::vector<reports::WorkloadSummary>& summaries);
+std::vector<metrics::Figure> workloadFigures(std::vector<result::WorkloadSummary>& summaries);
 
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

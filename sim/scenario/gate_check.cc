@@ -8,7 +8,7 @@ namespace cpscale::scenario {
 
 namespace {
 
-std::string labelOf(const Gate& g, const std::string& name) {
+std::string labelOf(const metrics::Gate& g, const std::string& name) {
   for (const auto& l : g.selector)
     if (l.name == name) return l.value;
   return "";
@@ -20,14 +20,14 @@ std::string namesOf(const Scenario& s) {
   return out;
 }
 
-bool steadyLoadFigure(const Gate& g) {
+bool steadyLoadFigure(const metrics::Gate& g) {
   const std::string window = labelOf(g, "window");
   if (!window.empty() && window != "steady") return false;
   return g.figure == "generator_limited" || g.figure.starts_with("schedule_lag_") ||
          g.figure.starts_with("client_latency_");
 }
 
-std::string workloadFigure(const Gate& g, const Scenario& s, const std::string& kind) {
+std::string workloadFigure(const metrics::Gate& g, const Scenario& s, const std::string& kind) {
   const std::string named = labelOf(g, "workload");
   std::string why;
   bool any = false;
@@ -50,7 +50,7 @@ std::string workloadFigure(const Gate& g, const Scenario& s, const std::string& 
 
 }  // namespace
 
-std::string whyGateCannotBeJudged(const Gate& g, const Scenario& s, bool stepGate) {
+std::string whyGateCannotBeJudged(const metrics::Gate& g, const Scenario& s, bool stepGate) {
   if (g.figure == "capacity") {
     if (stepGate) return "capacity is what the search finds; a step holds by the figures of its own run";
     if (!s.capacity) return "capacity is found by a capacity search and the scenario has no capacity: block";
@@ -77,7 +77,7 @@ std::string whyGateCannotBeJudged(const Gate& g, const Scenario& s, bool stepGat
 }
 
 void checkGatesCanBeJudged(const Scenario& s) {
-  auto check = [&](const Gate& g, bool step) {
+  auto check = [&](const metrics::Gate& g, bool step) {
     if (const std::string why = whyGateCannotBeJudged(g, s, step); !why.empty())
       throw ConfigError(g.where, g.field, "gate '" + g.text + "' can never be judged here: " + why);
   };
@@ -86,7 +86,7 @@ void checkGatesCanBeJudged(const Scenario& s) {
     for (const auto& g : s.capacity->gates) check(g, true);
 }
 
-std::string whyGateCannotBeJudgedOn(const Gate& g, const controlplane::Profile& profile) {
+std::string whyGateCannotBeJudgedOn(const metrics::Gate& g, const controlplane::Profile& profile) {
   const bool judgedByTheController =
       g.figure.starts_with("node_not_ready_seconds_") || g.figure.starts_with("node_ready_again_seconds_");
   if (judgedByTheController && !profile.controllerManager.enabled)
@@ -96,7 +96,7 @@ std::string whyGateCannotBeJudgedOn(const Gate& g, const controlplane::Profile& 
 }
 
 void checkGatesOnProfile(const Scenario& s, const controlplane::Profile& profile) {
-  auto check = [&](const Gate& g) {
+  auto check = [&](const metrics::Gate& g) {
     if (const std::string why = whyGateCannotBeJudgedOn(g, profile); !why.empty())
       throw ConfigError(g.where, g.field, "gate '" + g.text + "' can never be judged here: " + why);
   };

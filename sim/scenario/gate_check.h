@@ -21,7 +21,7 @@ namespace cpscale::scenario {
 //                                  named by the gate's workload= label if it has one,
 //                                  configured to measure it (Workload::whyNotMeasured)
 // Figures of the plane (write_qps, heap, ...) exist in every scenario and pass.
-std::string whyGateCannotBeJudged(const Gate& gate, const Scenario& s, bool stepGate = false);
+std::string whyGateCannotBeJudged(const metrics::Gate& gate, const Scenario& s, bool stepGate = false);
 
 // Throws ConfigError(gate.where, gate.field, ...) for the first gate of `s` (and of its
 // capacity block) that cannot be judged.
@@ -30,7 +30,7 @@ void checkGatesCanBeJudged(const Scenario& s);
 // Why `gate` can never be judged on the plane `profile` describes, or "": a node is
 // marked NotReady only by kube-controller-manager's node lifecycle controller, so the
 // node_not_ready_seconds_* and node_ready_again_seconds_* figures need one.
-std::string whyGateCannotBeJudgedOn(const Gate& gate, const controlplane::Profile& profile);
+std::string whyGateCannotBeJudgedOn(const metrics::Gate& gate, const controlplane::Profile& profile);
 
 // Throws ConfigError(gate.where, gate.field, ...) for the first gate of `s` (and of its
 // capacity block) that cannot be judged on `profile`'s plane; the commands call it for

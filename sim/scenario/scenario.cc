@@ -209,7 +209,7 @@ CapacitySpec readCapacity(const YamlField& f, const Scenario& s) {
   if (auto g = f.get("bisect")) c.bisect = static_cast<int>(g->asInt(0, 10));
   // What "holds" means: the block's gates, else the scenario's.
   if (auto gates = f.get("gates")) {
-    for (const auto& g : gates->items()) c.gates.push_back(parseGate(g.asString(), g.where(), g.path()));
+    for (const auto& g : gates->items()) c.gates.push_back(metrics::parseGate(g.asString(), g.where(), g.path()));
     if (c.gates.empty()) throw gates->error("at least one gate is needed to say what holds means");
   } else {
     for (const auto& g : s.gates)
@@ -311,7 +311,7 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
       } else {
         text = g.asString();
       }
-      s.gates.push_back(parseGate(text, g.where(), g.path()));
+      s.gates.push_back(metrics::parseGate(text, g.where(), g.path()));
     }
   }
   if (auto f = top.get("capacity")) s.capacity = readCapacity(*f, s);

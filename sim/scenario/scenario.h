@@ -57,7 +57,7 @@ struct CapacitySpec {
   engine::Duration hold{0};
   engine::Duration settle = std::chrono::seconds(30);
   int bisect = 0;
-  std::vector<Gate> gates;
+  std::vector<metrics::Gate> gates;
   std::string where;  // file:line of the block, for errors found later
 };
 
@@ -113,11 +113,11 @@ struct Scenario {
   std::uint64_t seed = 1;
   std::size_t workers = 1;
   engine::Duration scrapeInterval = std::chrono::seconds(5);
-  engine::DriverOptions driver;
+  load::DriverOptions driver;
   // After the window: how long to wait for responses still in flight.
   engine::Duration drain = std::chrono::seconds(10);
   std::vector<std::unique_ptr<workloads::Workload>> workloads;
-  std::vector<Gate> gates;
+  std::vector<metrics::Gate> gates;
   std::optional<CapacitySpec> capacity;
   std::vector<FaultSpec> faults;
   // The scenario after overrides, as the result document records it.

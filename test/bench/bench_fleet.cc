@@ -290,7 +290,7 @@ class Ladder {
       : opt_(opt), rungs_(rungs), w_(window), server_(std::move(server)), runId_(std::move(runId)) {}
 
   // On the worker's thread, from the pool's setup.
-  void begin(engine::Worker& worker, kube::ApiClient& api) {
+  void begin(load::Worker& worker, kube::ApiClient& api) {
     worker_ = &worker;
     api_ = &api;
     sim().scheduleAfter(Duration{0}, [this] {
@@ -523,7 +523,7 @@ class Ladder {
   Window& w_;
   Server server_;
   std::string runId_;
-  engine::Worker* worker_ = nullptr;
+  load::Worker* worker_ = nullptr;
   kube::ApiClient* api_ = nullptr;
   workloads::PhaseLog phases_;
   std::vector<std::unique_ptr<workloads::WorkloadInstance>> instances_;
@@ -688,7 +688,7 @@ class SinkProcess {
 // as the fleet's, with `nodes` bare timers at the kubelet's cadence each PUTting the
 // same Lease body to its own path, and nothing else: no ApiClient, no workload, no
 // answer read. What the fleet costs above this per renewal is the fleet's own overhead.
-json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes, double seconds,
+json driverAlone(const kube::RestConfig& config, const load::WorkerOptions& wo, std::int64_t nodes, double seconds,
                  const std::string& leaseBody) {
   engine::WallClock clock;
   engine::PacedSimulator sim(clock);
@@ -700,7 +700,7 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
                                                     .maxConcurrentStreams =
                                                         static_cast<long>(wo.driver.maxInFlightPerConnection)}),
              clock, window, Probe::Side::kSend);
-  engine::OpenLoopDriver driver(send, clock, wo.driver);
+  load::OpenLoopDriver driver(send, clock, wo.driver);
   Probe submit(driver, clock, window, Probe::Side::kSubmit);
   sim.setIdleHook([&](TimePoint deadline) { driver.poll(deadline - clock.now()); });
   struct Actor {
@@ -757,15 +757,15 @@ json driverAlone(const kube::RestConfig& config, const engine::WorkerOptions& wo
           {"cpu_cores_used", cpu / secs},
           {"cpu_us_per_request", sent > 0 ? cpu / sent * 1e6 : 0.0},
           {"schedule_lag_p99_ms", ms(window.scheduleLag.quantile(0.99))},
-          {"generator_limit", std::string(engine::toString(driver.limit()))}};
+          {"generator_limit", std::string(load::toString(driver.limit()))}};
 }
 
 // driverAlone in a child process, so that what it allocates (a timer and a path per
 // node, libcurl's pools) neither inflates nor pre-warms the fleet's memory figures when
 // it runs before the fleet. The child is forked while the process has one thread; its
 // figures come back as JSON on a pipe.
-json driverAloneApart(const kube::RestConfig& config, const engine::WorkerOptions& wo, std::int64_t nodes,
-                      double seconds, const std::string& leaseBody) {
+json driverAloneApart(const kube::RestConfig& config, const load::WorkerOptions& wo, std::int64_t nodes, double seconds,
+                      const std::string& leaseBody) {
   int fds[2];
   if (::pipe(fds) != 0) throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
   const pid_t pid = ::fork();
@@ -880,7 +880,7 @@ int main(int argc, char** argv) {
     for (auto& r : rungs) r.fleet->prepare(setupClient, wall, runId);
 
     // As `cpscale run` with its defaults and workers: 1.
-    engine::WorkerOptions wo;
+    load::WorkerOptions wo;
     wo.workers = 1;
     wo.mode = engine::SimulatorMode::kPaced;
     wo.seed = 1;
@@ -922,13 +922,13 @@ int main(int argc, char** argv) {
     std::unique_ptr<kube::ApiClient> api;
     Ladder ladder(opt, rungs, window, server, runId);
     {
-      engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
+      load::WorkerPool pool(wo, [&](load::Worker& w) -> kube::TransportPtr {
         return std::make_unique<Probe>(std::make_unique<kube::CurlTransport>(config, cto), w.simulator().clock(),
                                        window, Probe::Side::kSend);
       });
       try {
         pool.run(
-            [&](engine::Worker& w) {
+            [&](load::Worker& w) {
               submitProbe = std::make_unique<Probe>(*w.driver(), w.simulator().clock(), window, Probe::Side::kSubmit);
               kube::ApiClientOptions ao;
               ao.seed = 1;

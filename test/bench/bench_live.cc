@@ -183,10 +183,10 @@ kube::HttpRequest leaseGet(engine::TimePoint intended) {
 Result runDriverSaturated(const kube::RestConfig& cfg, long n, int c, int m) {
   kube::CurlTransport transport(cfg, {.maxHostConnections = c, .maxConcurrentStreams = m});
   engine::WallClock clock;
-  engine::OpenLoopDriver driver(transport, clock,
-                                {.maxInFlight = static_cast<std::size_t>(c) * m,
-                                 .connections = static_cast<std::size_t>(c),
-                                 .maxInFlightPerConnection = static_cast<std::size_t>(m)});
+  load::OpenLoopDriver driver(transport, clock,
+                              {.maxInFlight = static_cast<std::size_t>(c) * m,
+                               .connections = static_cast<std::size_t>(c),
+                               .maxInFlightPerConnection = static_cast<std::size_t>(m)});
   Result r;
   long done = 0;
   const double t0 = wallSeconds(), cpu0 = cpuSeconds(RUSAGE_SELF);
@@ -210,14 +210,14 @@ nlohmann::json runOpenLoop(const kube::RestConfig& cfg, double rate, double seco
   kube::CurlTransport transport(cfg, {.maxHostConnections = c, .maxConcurrentStreams = m});
   engine::WallClock clock;
   engine::PacedSimulator sim(clock);
-  engine::OpenLoopDriver driver(transport, clock,
-                                {.maxInFlight = static_cast<std::size_t>(c) * m,
-                                 .connections = static_cast<std::size_t>(c),
-                                 .maxInFlightPerConnection = static_cast<std::size_t>(m)});
+  load::OpenLoopDriver driver(transport, clock,
+                              {.maxInFlight = static_cast<std::size_t>(c) * m,
+                               .connections = static_cast<std::size_t>(c),
+                               .maxInFlightPerConnection = static_cast<std::size_t>(m)});
   sim.setIdleHook([&](engine::TimePoint deadline) { driver.poll(deadline - clock.now()); });
   struct Actor {
     engine::Simulator* sim;
-    engine::OpenLoopDriver* driver;
+    load::OpenLoopDriver* driver;
     long* errors;
     void fire() {
       driver->submit(leaseGet(sim->now()), [e = errors](kube::HttpResponse r) {
@@ -248,7 +248,7 @@ nlohmann::json runOpenLoop(const kube::RestConfig& cfg, double rate, double seco
   const auto& s = driver.stats();
   const auto& l = s.latency();
   double p50 = 0, p99 = 0;
-  if (auto it = l.find({"leases", "GET", engine::OutcomeClass::kSuccess}); it != l.end()) {
+  if (auto it = l.find({"leases", "GET", load::OutcomeClass::kSuccess}); it != l.end()) {
     p50 = static_cast<double>(it->second.fromScheduled.quantile(0.5)) / 1e6;
     p99 = static_cast<double>(it->second.fromScheduled.quantile(0.99)) / 1e6;
   }
@@ -266,7 +266,7 @@ nlohmann::json runOpenLoop(const kube::RestConfig& cfg, double rate, double seco
           {"schedule_lag_ms",
            {{"p50", s.scheduleLag().quantile(0.5) / 1e6}, {"p99", s.scheduleLag().quantile(0.99) / 1e6}}},
           {"engine_lag_p99_ms", sim.stats().lag.quantile(0.99) / 1e6},
-          {"generator_limit", std::string(engine::toString(driver.limit()))}};
+          {"generator_limit", std::string(load::toString(driver.limit()))}};
 }
 
 }  // namespace

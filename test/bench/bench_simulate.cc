@@ -27,7 +27,7 @@ namespace fs = std::filesystem;
 
 constexpr const char* kCores = "16";
 
-double figure(const reports::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
+double figure(const result::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
   std::vector<metrics::Figure> steady;
   for (const auto& f : r.figures)
     if (f.window == metrics::Window::kSteady) steady.push_back(f);
@@ -84,11 +84,11 @@ void simulateFleet(benchmark::State& state, const std::string& profile) {
   int code = -1;
   for (auto _ : state) code = runCli(args, out / "cli.log");
   state.counters["exit_code"] = code;
-  if (!fs::exists(out / "run" / reports::kResultFile)) {
+  if (!fs::exists(out / "run" / result::kResultFile)) {
     state.SkipWithError(("no result.json: see " + (out / "cli.log").string()).c_str());
     return;
   }
-  const reports::RunResult r = reports::readResult(out / "run" / reports::kResultFile);
+  const result::RunResult r = result::readResult(out / "run" / result::kResultFile);
   state.counters["nodes"] = static_cast<double>(state.range(0));
   state.counters["dedicated_cores"] = std::stod(kCores);
   state.counters["sample_weight"] = r.model.value("weight", 0.0);

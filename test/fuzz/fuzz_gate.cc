@@ -48,9 +48,9 @@ std::vector<Figure> catalogue() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  cpscale::scenario::Gate gate;
+  cpscale::metrics::Gate gate;
   try {
-    gate = cpscale::scenario::parseGate(text, "fuzz.yaml:1", "gates[0]");
+    gate = cpscale::metrics::parseGate(text, "fuzz.yaml:1", "gates[0]");
   } catch (const cpscale::ConfigError& e) {
     CPSCALE_FUZZ_CHECK(e.field() == "gates[0]", e.what());
     return 0;
@@ -74,7 +74,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   figures.push_back(Figure::unavailable(gate.figure, other, "count", Source::kEtcd, "not scraped"));
 
   for (std::size_t n : {std::size_t{0}, std::size_t{10}, figures.size() - 1, figures.size()}) {
-    auto r = cpscale::scenario::evaluateGate(gate, std::span<const Figure>(figures.data(), n));
+    auto r = cpscale::metrics::evaluateGate(gate, std::span<const Figure>(figures.data(), n));
     CPSCALE_FUZZ_CHECK(!r.passed || r.measured.has_value(), "passed without a measured value: " + text);
     CPSCALE_FUZZ_CHECK(r.measured.has_value() || !r.reason.empty(), "failed without a reason: " + text);
     CPSCALE_FUZZ_CHECK(r.gate.text == gate.text, text);

@@ -30,7 +30,7 @@ class LiveRun {
   using Wrap = std::function<kube::TransportPtr(kube::TransportPtr, engine::Scheduler&)>;
   // `servers` empty: the config's server only.
   explicit LiveRun(const kube::RestConfig& config, const std::vector<std::string>& servers = {},
-                   engine::DriverOptions driver = {}, const Wrap& wrap = nullptr)
+                   load::DriverOptions driver = {}, const Wrap& wrap = nullptr)
       : sim_(clock_),
         transport_(wrapped(std::make_unique<kube::CurlTransport>(config, curlOptions(driver, servers)), wrap)),
         driver_(*transport_, clock_, driver),
@@ -52,11 +52,11 @@ class LiveRun {
     while (!done() && clock_.now() < end) sim_.runUntil(clock_.now() + std::chrono::milliseconds(200));
   }
   engine::PacedSimulator& sim() { return sim_; }
-  engine::OpenLoopDriver& driver() { return driver_; }
+  load::OpenLoopDriver& driver() { return driver_; }
   kube::CurlTransport& transport() { return *curl_; }
 
  private:
-  static kube::CurlTransportOptions curlOptions(const engine::DriverOptions& driver,
+  static kube::CurlTransportOptions curlOptions(const load::DriverOptions& driver,
                                                 const std::vector<std::string>& servers) {
     kube::CurlTransportOptions o;
     o.maxHostConnections = static_cast<long>(driver.connections);
@@ -73,7 +73,7 @@ class LiveRun {
   engine::PacedSimulator sim_;
   kube::CurlTransport* curl_ = nullptr;
   kube::TransportPtr transport_;
-  engine::OpenLoopDriver driver_;
+  load::OpenLoopDriver driver_;
   kube::ApiClient api_;
 };
 

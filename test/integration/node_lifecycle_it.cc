@@ -72,7 +72,7 @@ void fleetAgainstTheController(bool tier) {
   SCOPED_TRACE(tier ? "through a lease tier" : "direct");
   const std::string id = runIdFor(tier);
   auto runId = [&]() -> const std::string& { return id; };
-  engine::LeaseTierCounters tierCounts;
+  load::LeaseTierCounters tierCounts;
   const RestConfig config = PlaneEnvironment::instance().restConfig();
   CurlTransport syncTransport(config);
   engine::WallClock wall;
@@ -85,8 +85,8 @@ void fleetAgainstTheController(bool tier) {
   fleet->prepare(api, wall, runId());
   LiveRun run(config, {}, {},
               tier ? LiveRun::Wrap([&](TransportPtr inner, engine::Scheduler& s) -> TransportPtr {
-                return std::make_unique<engine::LeaseTier>(std::move(inner), s, tierCounts,
-                                                           engine::LeaseTierOptions{kPropagateEvery});
+                return std::make_unique<load::LeaseTier>(std::move(inner), s, tierCounts,
+                                                         load::LeaseTierOptions{kPropagateEvery});
               })
                    : LiveRun::Wrap());
   auto ctx = run.context(runId());
@@ -161,12 +161,12 @@ void fleetAgainstTheController(bool tier) {
   }
 
   // The fleet saw the same through its own node watch, and the run's figures say so.
-  std::vector<reports::WorkloadSummary> summaries{{fleet->kind(), fleet->name(), json::object()}};
-  cli::mergeSummary(summaries[0].summary, inst->summary());
+  std::vector<result::WorkloadSummary> summaries{{fleet->kind(), fleet->name(), json::object()}};
+  run::mergeSummary(summaries[0].summary, inst->summary());
   const json lc = summaries[0].summary["nodeLifecycle"];
   EXPECT_EQ(lc["notReadyUnexpected"], 0) << lc;
   EXPECT_EQ(lc["notReadySeconds"].size(), 5u) << lc;
-  const auto figures = cli::workloadFigures(summaries);
+  const auto figures = run::workloadFigures(summaries);
   auto value = [&](const char* name) {
     const metrics::Figure* f = metrics::findFigure(figures, name, metrics::sortedLabels({{"workload", "fleet"}}));
     EXPECT_TRUE(f && f->available()) << name << (f ? ": " + f->unavailableReason : ": missing");

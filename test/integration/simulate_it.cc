@@ -69,11 +69,11 @@ TEST(SimulateValidationTest, TheShippedCalibrationAgreesWithTheLivePlane) {
   // generator, too).
   const controlplane::Placement placement = calibration::placementOf(cal);
   if (const auto* g = placement.of("generator")) controlplane::pinThisThread(*g);
-  auto entries = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false,
+  auto entries = run::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false,
                                           calibration::defaultValidationCases(), std::nullopt, placement);
   {
     const QuietMachine quiet;
-    const auto crossing = cli::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false, {},
+    const auto crossing = run::validateCalibration(cal, profile, controlplane::defaultBinDir(), dir, "simit", false, {},
                                                    calibration::CrossingCase{}, placement);
     entries.insert(entries.end(), crossing.begin(), crossing.end());
   }

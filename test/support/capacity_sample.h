@@ -13,17 +13,17 @@
 #include "sim/result/result.h"
 #include "test/support/sample_result.h"
 
-namespace cpscale::reports::testing {
+namespace cpscale::result::testing {
 
 inline constexpr double kMiB = 1048576.0;
 
-inline scenario::Gate latencyGate(const std::string& resource, const std::string& verb) {
-  return scenario::parseGate(
+inline metrics::Gate latencyGate(const std::string& resource, const std::string& verb) {
+  return metrics::parseGate(
       "client_latency_p99{measured_from=scheduled,resource=" + resource + ",verb=" + verb + "} <= 1s",
       "capacity_sample.h", "gates[0]");
 }
 
-inline scenario::Gate writeGate() { return scenario::parseGate("write_qps <= 2000", "capacity_sample.h", "gates[1]"); }
+inline metrics::Gate writeGate() { return metrics::parseGate("write_qps <= 2000", "capacity_sample.h", "gates[1]"); }
 
 // What one step measured. The worst client p99 is `p99` of (verb, resource); every step
 // also has a 50 ms PATCH nodes/status and, to be ignored, a from-send p99 above both.
@@ -63,8 +63,8 @@ inline CapacityStep step(const StepSpec& s) {
   f.push_back(
       Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, s.heapMiB * kMiB, "bytes", Source::kApiserver));
   f.push_back(Figure::measured("generator_limited_by_schedule", {}, s.generatorLimited ? 1 : 0, "", Source::kClient));
-  for (const scenario::Gate& g : {latencyGate(s.resource, s.verb), writeGate()}) {
-    scenario::GateResult r = scenario::evaluateGate(g, f);
+  for (const metrics::Gate& g : {latencyGate(s.resource, s.verb), writeGate()}) {
+    metrics::GateResult r = metrics::evaluateGate(g, f);
     st.gates.push_back(r);
   }
   st.generatorLimited = s.generatorLimited;
@@ -202,4 +202,4 @@ inline CapacityIndex capacityIndex() {
   return idx;
 }
 
-}  // namespace cpscale::reports::testing
+}  // namespace cpscale::result::testing

@@ -10,7 +10,7 @@
 #include "sim/kube/transport.h"
 #include "test/support/workload_harness.h"
 
-namespace cpscale::cli::testing {
+namespace cpscale::run::testing {
 
 using nlohmann::json;
 
@@ -129,4 +129,4 @@ struct ConfigMapServer {
   }
 };
 
-}  // namespace cpscale::cli::testing
+}  // namespace cpscale::run::testing

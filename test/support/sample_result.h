@@ -11,7 +11,7 @@
 
 #include "sim/result/result.h"
 
-namespace cpscale::reports::testing {
+namespace cpscale::result::testing {
 
 inline engine::TimePoint at(double seconds) {
   return engine::TimePoint{std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(seconds))};
@@ -119,34 +119,40 @@ inline RunResult sampleResult() {
   f.push_back(Figure::measured("schedule_lag_p99", {}, 0.0021, "s", Source::kClient));
   f.push_back(Figure::measured("generator_limited", {{"limit", "schedule"}}, 0, "", Source::kClient));
 
-  scenario::GateResult pass;
+  metrics::GateResult pass;
   pass.gate = {"write_qps{resource=leases} <= 600",
                "write_qps",
                {{"resource", "leases"}},
-               scenario::GateOp::kLe,
+               metrics::GateOp::kLe,
                600,
                "600",
                "",
                "",
-               scenario::GateFold::kNone};
+               metrics::GateFold::kNone};
   pass.measured = 100;
   pass.passed = true;
-  scenario::GateResult fail;
+  metrics::GateResult fail;
   fail.gate = {"client_latency_p99{verb=PUT,resource=leases} <= 10ms",
                "client_latency_p99",
                {{"resource", "leases"}, {"verb", "PUT"}},
-               scenario::GateOp::kLe,
+               metrics::GateOp::kLe,
                0.01,
                "10ms",
                "",
                "",
-               scenario::GateFold::kNone};
+               metrics::GateFold::kNone};
   fail.measured = 0.0123;
   fail.passed = false;
-  scenario::GateResult missing;
-  missing.gate = {
-      "etcd_lease_proposal_share >= 50%", "etcd_lease_proposal_share", {}, scenario::GateOp::kGe, 0.5, "50%", "", "",
-      scenario::GateFold::kNone};
+  metrics::GateResult missing;
+  missing.gate = {"etcd_lease_proposal_share >= 50%",
+                  "etcd_lease_proposal_share",
+                  {},
+                  metrics::GateOp::kGe,
+                  0.5,
+                  "50%",
+                  "",
+                  "",
+                  metrics::GateFold::kNone};
   missing.passed = false;
   missing.reason = "etcd_lease_proposal_share is unavailable: leases share an etcd with everything else";
   r.gates = {pass, fail, missing};
@@ -248,18 +254,18 @@ inline RunResult wideResult() {
       bpo.window = metrics::Window::kSetup;
       r.figures.push_back(bpo);
     }
-  scenario::GateResult g;
+  metrics::GateResult g;
   g.gate = {
       "server_latency_p99{group=observability.platform.example.com,resource=alertmanagerconfigurations,verb=POST} "
       "<= 20ms",
       "server_latency_p99",
       {{"resource", "alertmanagerconfigurations"}},
-      scenario::GateOp::kLe,
+      metrics::GateOp::kLe,
       0.02,
       "20ms",
       "",
       "",
-      scenario::GateFold::kNone};
+      metrics::GateFold::kNone};
   g.measured = 0.021;
   g.passed = false;
   g.reason =
@@ -268,4 +274,4 @@ inline RunResult wideResult() {
   return r;
 }
 
-}  // namespace cpscale::reports::testing
+}  // namespace cpscale::result::testing

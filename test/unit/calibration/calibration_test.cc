@@ -698,7 +698,7 @@ TEST(CalibrateFit, MissingProbesOrDataAreNamed) {
     EXPECT_NE(std::string(e.what()).find("heap per object"), std::string::npos) << e.what();
   }
   // A probe that failed is not fitted.
-  probes[4].result.status = reports::RunStatus::kFailed;
+  probes[4].result.status = result::RunStatus::kFailed;
   probes[4].result.statusDetail = "setup timed out";
   try {
     fitCalibration(probes);

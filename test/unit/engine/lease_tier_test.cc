@@ -14,7 +14,7 @@
 #include "sim/engine/simulator_impl.h"
 #include "test/support/fake_transport.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 namespace {
 using namespace std::chrono_literals;
 
@@ -75,7 +75,7 @@ class LeaseTierTest : public ::testing::Test {
     return out;
   }
 
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   kube::FakeTransport* server = nullptr;
   LeaseTierCounters counters;
   std::unique_ptr<LeaseTier> tier;
@@ -127,7 +127,7 @@ TEST_F(LeaseTierTest, ARenewalAfterASilenceIsWrittenAtOnce) {
 // phases of the period afterwards: every 10 s of a minute sees about a third of them,
 // not all at once every 30 s.
 TEST(LeaseTierSpread, AFleetSeenAtOnceWritesThroughSpreadOverThePeriod) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   auto fake = std::make_unique<kube::FakeTransport>(sim);
   kube::FakeTransport* server = fake.get();
   server->setLatency(1ms);
@@ -217,4 +217,4 @@ TEST_F(LeaseTierTest, ACancelledAbsorbedRenewalIsAbortedOnce) {
 }
 
 }  // namespace
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -9,11 +9,11 @@
 #include "sim/engine/periodic_timer.h"
 #include "test/support/scripted_transport.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ScriptedTransport;
+using engine::testing::ScriptedTransport;
 
 kube::HttpRequest lease(std::optional<TimePoint> intended = std::nullopt) {
   kube::HttpRequest r;
@@ -32,7 +32,7 @@ const RequestLatency& only(const RequestStats& s, OutcomeClass c = OutcomeClass:
 // Open loop: a sender every 10 ms against a server that takes 1 s keeps sending on
 // schedule; nothing waits for a response.
 TEST(OpenLoopDriver, NeverWaitsForAResponseBeforeTheNextSend) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1s}; });
   OpenLoopDriver driver(server, sim.clock());
   int responses = 0;
@@ -54,7 +54,7 @@ TEST(OpenLoopDriver, NeverWaitsForAResponseBeforeTheNextSend) {
 }
 
 TEST(OpenLoopDriver, RecordsPerResourceVerbAndOutcome) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
     if (r.path.ends_with("conflict")) return ScriptedTransport::Reply{2ms, 409};
     if (r.path.ends_with("down")) return ScriptedTransport::Reply{3ms, 0, kube::TransportOutcome::kConnectFailed};
@@ -86,7 +86,7 @@ TEST(OpenLoopDriver, RecordsPerResourceVerbAndOutcome) {
 // A retry the client sent by itself is counted by why, with its wait; it is not the
 // generator running late, and its latency from the schedule covers the whole stall.
 TEST(OpenLoopDriver, RetriesAreCountedAndTheirLatencyRunsFromTheFirstSchedule) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
     return ScriptedTransport::Reply{5ms, r.attempt == 1 ? 429 : 200};
   });
@@ -121,7 +121,7 @@ TEST(OpenLoopDriver, RetriesAreCountedAndTheirLatencyRunsFromTheFirstSchedule) {
 // The in-flight bound queues requests FIFO; their latency from the scheduled time
 // includes the wait, their latency from the send does not.
 TEST(OpenLoopDriver, BoundsConcurrencyAndKeepsTheScheduledTime) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{100ms}; });
   OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 8, .connections = 2, .maxInFlightPerConnection = 2});
   EXPECT_EQ(driver.bound(), 4u);
@@ -140,7 +140,7 @@ TEST(OpenLoopDriver, BoundsConcurrencyAndKeepsTheScheduledTime) {
 }
 
 TEST(OpenLoopDriver, CancelOfAQueuedRequestAbortsItAtOnce) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1s}; });
   OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 1});
   std::vector<kube::TransportOutcome> outcomes;
@@ -176,7 +176,7 @@ kube::HttpRequest watchStream(int i) {
 // The state-bound repro in virtual time: 20 watches that stay open for the whole run
 // and a bound of 16. Requests sent after them still go out at once and complete.
 TEST(OpenLoopDriver, OpenWatchesTakeNoInFlightSlot) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
     return ScriptedTransport::Reply{r.stream ? Duration{std::chrono::hours(1)} : Duration{5ms}};
   });
@@ -220,7 +220,7 @@ TEST(OpenLoopDriver, OpenWatchesTakeNoInFlightSlot) {
 
 // A watch the server refuses or cuts is a failed stream, still outside the latencies.
 TEST(OpenLoopDriver, AStreamThatFailsIsCountedAsAFailedStream) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const kube::HttpRequest& r) {
     if (r.path.find("kind0") != std::string::npos) return ScriptedTransport::Reply{1s, 410};
     if (r.path.find("kind1") != std::string::npos)
@@ -238,18 +238,18 @@ TEST(OpenLoopDriver, AStreamThatFailsIsCountedAsAFailedStream) {
 }
 
 TEST(OpenLoopDriver, SlowGeneratorIsDetectedAsScheduleLimited) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
   server.submitCost = 5ms;
   OpenLoopDriver driver(server, sim.clock(), {.lagQuantile = 0.99, .lagThreshold = 50ms});
   struct Sender {
-    Simulator& sim;
+    engine::Simulator& sim;
     OpenLoopDriver& driver;
     void send() {
       driver.submit(lease(sim.now()), [](auto) {});
     }
   } sender{sim, driver};
-  PeriodicTimer timer(sim, PeriodicTimer::bind<&Sender::send>(&sender), 1ms);
+  engine::PeriodicTimer timer(sim, engine::PeriodicTimer::bind<&Sender::send>(&sender), 1ms);
   timer.start(TimePoint{});
   sim.runUntil(TimePoint{200ms});
   timer.stop();
@@ -266,7 +266,7 @@ TEST(OpenLoopDriver, SlowGeneratorIsDetectedAsScheduleLimited) {
 }
 
 TEST(OpenLoopDriver, ATooLowBoundIsReportedAsConcurrencyLimited) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{10ms}; });
   OpenLoopDriver driver(server, sim.clock(), {.maxInFlight = 2, .lagThreshold = 5ms});
   for (int i = 0; i < 100; ++i) {
@@ -277,7 +277,7 @@ TEST(OpenLoopDriver, ATooLowBoundIsReportedAsConcurrencyLimited) {
 }
 
 TEST(OpenLoopDriver, RejectsBadOptionsNamingTheField) {
-  VirtualSimulator sim;
+  engine::VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{}; });
   auto fieldOf = [&](DriverOptions o) -> std::string {
     try {
@@ -308,11 +308,11 @@ TEST(RequestStats, MergeCombinesEveryKeyAndTheLag) {
   EXPECT_EQ(a.latency().size(), 2u);
   EXPECT_EQ(a.latency().at({"leases", "PUT", OutcomeClass::kSuccess}).fromScheduled.count(), 2u);
   EXPECT_EQ(a.scheduleLag().max(), 2'000'000u);
-  EXPECT_EQ(a.scheduleLag().quantile(0.5), HdrHistogram::highestEquivalent(1'000'000));
+  EXPECT_EQ(a.scheduleLag().quantile(0.5), engine::HdrHistogram::highestEquivalent(1'000'000));
   EXPECT_EQ(toString(OutcomeClass::kServerError), "5xx");
   EXPECT_EQ(classifyStatus(true, 201), OutcomeClass::kSuccess);
   EXPECT_EQ(classifyStatus(false, 0), OutcomeClass::kTransportError);
 }
 
 }  // namespace
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -25,14 +25,14 @@ kube::HttpRequest put(TimePoint intended) {
   return r;
 }
 
-std::uint64_t completed(const RequestStats& s) { return s.completed(); }
+std::uint64_t completed(const load::RequestStats& s) { return s.completed(); }
 
 TEST(SteadyWindow, RequestsAreAttributedByScheduledTimeNotCompletion) {
   VirtualSimulator sim;
   // A slow server: the request scheduled at 1.9 s completes inside the steady window
   // but belongs to setup.
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{500ms}; });
-  OpenLoopDriver driver(server, sim.clock());
+  load::OpenLoopDriver driver(server, sim.clock());
   driver.setSteadyStart(TimePoint::max());  // as a run starts: all setup until told
   for (auto at : {1000ms, 1900ms, 2000ms, 2500ms, 3000ms})
     sim.scheduleAt(TimePoint{at}, [&, at] { driver.submit(put(TimePoint{at}), [](auto) {}); });
@@ -48,7 +48,7 @@ TEST(SteadyWindow, NumberedWindowsCountBesideTheRunsOwnSplit) {
   // A capacity search's steps: window 0 a step, 1 the growth after it, 2 the next step.
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{800ms}; });
-  OpenLoopDriver driver(server, sim.clock());
+  load::OpenLoopDriver driver(server, sim.clock());
   for (auto at : {500ms, 1000ms, 1500ms, 2500ms, 3000ms, 3500ms, 4000ms})
     sim.scheduleAt(TimePoint{at}, [&, at] { driver.submit(put(TimePoint{at}), [](auto) {}); });
   sim.scheduleAt(TimePoint{900ms}, [&] { driver.beginWindow(0, TimePoint{1s}); });
@@ -68,7 +68,7 @@ TEST(SteadyWindow, NumberedWindowsCountBesideTheRunsOwnSplit) {
 TEST(SteadyWindow, WithoutABoundaryEverythingIsMeasured) {
   VirtualSimulator sim;
   ScriptedTransport server(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
-  OpenLoopDriver driver(server, sim.clock());
+  load::OpenLoopDriver driver(server, sim.clock());
   for (int i = 0; i < 4; ++i)
     sim.scheduleAt(TimePoint{i * 1s}, [&, i] { driver.submit(put(TimePoint{i * 1s}), [](auto) {}); });
   sim.run();
@@ -77,16 +77,16 @@ TEST(SteadyWindow, WithoutABoundaryEverythingIsMeasured) {
 }
 
 TEST(SteadyWindow, ThePoolSplitsEveryWorkersStatistics) {
-  WorkerOptions o;
+  load::WorkerOptions o;
   o.workers = 2;
   o.mode = SimulatorMode::kVirtual;
-  WorkerPool pool(o, [](Worker& w) -> kube::TransportPtr {
+  load::WorkerPool pool(o, [](load::Worker& w) -> kube::TransportPtr {
     auto& sim = static_cast<VirtualSimulator&>(w.simulator());
     return std::make_unique<ScriptedTransport>(sim, [](const auto&) { return ScriptedTransport::Reply{1ms}; });
   });
   pool.setSteadyStart(TimePoint{5s});
   pool.run(
-      [](Worker& w) {
+      [](load::Worker& w) {
         for (int i = 0; i < 10; ++i)
           w.simulator().scheduleAt(TimePoint{i * 1s},
                                    [&w, i] { w.driver()->submit(put(TimePoint{i * 1s}), [](auto) {}); });

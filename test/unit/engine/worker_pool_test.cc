@@ -13,18 +13,18 @@
 #include "sim/engine/periodic_timer.h"
 #include "test/support/scripted_transport.h"
 
-namespace cpscale::engine {
+namespace cpscale::load {
 namespace {
 
 using namespace std::chrono_literals;
-using testing::ScriptedTransport;
+using engine::testing::ScriptedTransport;
 
 TEST(WorkerPool, ShardingIsStableAndCoversEveryWorker) {
   std::map<std::size_t, int> perShard;
   for (int i = 0; i < 10000; ++i) {
     const std::string id = "node-" + std::to_string(i);
     const std::size_t s = Worker::shardOf(id, 4);
-    EXPECT_EQ(s, fnv1a64(id) % 4);
+    EXPECT_EQ(s, engine::fnv1a64(id) % 4);
     ++perShard[s];
   }
   ASSERT_EQ(perShard.size(), 4u);
@@ -46,8 +46,8 @@ struct Renewer {
   Renewer(Worker& w, const std::string& id)
       : driver(*w.driver()),
         sim(w.simulator()),
-        timer(sim, PeriodicTimer::bind<&Renewer::renew>(this), 10s, 400ms, streamSeed(3, id)) {
-    timer.start(TimePoint{RandomStream(3, id).uniformDuration(0s, 10s)});
+        timer(sim, engine::PeriodicTimer::bind<&Renewer::renew>(this), 10s, 400ms, engine::streamSeed(3, id)) {
+    timer.start(TimePoint{engine::RandomStream(3, id).uniformDuration(0s, 10s)});
   }
   void renew() {
     kube::HttpRequest r;
@@ -58,8 +58,8 @@ struct Renewer {
     driver.submit(std::move(r), [](auto) {});
   }
   OpenLoopDriver& driver;
-  Simulator& sim;
-  PeriodicTimer timer;
+  engine::Simulator& sim;
+  engine::PeriodicTimer timer;
 };
 
 struct FleetResult {
@@ -71,7 +71,7 @@ struct FleetResult {
 
 FleetResult runFleet(std::size_t workers) {
   WorkerPool pool({.workers = workers, .seed = 11}, [](Worker& w) -> kube::TransportPtr {
-    auto& sim = static_cast<VirtualSimulator&>(w.simulator());
+    auto& sim = static_cast<engine::VirtualSimulator&>(w.simulator());
     return std::make_unique<ScriptedTransport>(sim, [](const auto&) { return ScriptedTransport::Reply{2ms}; });
   });
   std::vector<std::vector<std::unique_ptr<Renewer>>> fleets(workers);
@@ -157,7 +157,7 @@ TEST(WorkerPool, StreamsAreMergedApartFromRequests) {
 // A paced run collects the responses still in flight after its end, but a watch never
 // responds: open streams must not hold the run for the whole drain period.
 TEST(WorkerPool, APacedRunDoesNotDrainOpenStreams) {
-  WorkerPool pool({.workers = 1, .mode = SimulatorMode::kPaced, .drain = 30s},
+  WorkerPool pool({.workers = 1, .mode = engine::SimulatorMode::kPaced, .drain = 30s},
                   [](Worker&) -> kube::TransportPtr { return std::make_unique<OpenStreams>(); });
   const auto started = std::chrono::steady_clock::now();
   pool.run([](Worker& w) { w.driver()->submit(watchRequest(), [](kube::HttpResponse) {}); }, TimePoint{10ms});
@@ -178,4 +178,4 @@ TEST(WorkerPool, AWorkerThatThrowsStopsTheRunAndTheErrorSurfaces) {
 }
 
 }  // namespace
-}  // namespace cpscale::engine
+}  // namespace cpscale::load

@@ -5,11 +5,11 @@
 namespace cpscale::metrics {
 namespace {
 
-using engine::OutcomeClass;
+using load::OutcomeClass;
 using std::chrono::milliseconds;
 
 TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
-  engine::RequestStats s;
+  load::RequestStats s;
   // 100 lease PUTs: the server took 10 ms each; the generator sent the last 10 late by
   // 1 s, which only the latency from the scheduled time shows.
   for (int i = 0; i < 100; ++i) {
@@ -31,34 +31,34 @@ TEST(ClientFigures, LatencyCorrectedAndUncorrected) {
 }
 
 TEST(ClientFigures, ErrorsByExactCode) {
-  engine::RequestStats s;
+  load::RequestStats s;
   for (int status : {200, 201, 409, 409, 429, 0}) s.recordStatus(status);
   auto figs = clientCountFigures(s, std::chrono::seconds(1));
   EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "409"}})->value, 2);
   EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "429"}})->value, 1);
   EXPECT_EQ(*findFigure(figs, "client_errors_by_code", {{"code", "none"}})->value, 1);
   EXPECT_EQ(findFigure(figs, "client_errors_by_code", {{"code", "200"}}), nullptr);
-  engine::RequestStats merged;
+  load::RequestStats merged;
   merged.merge(s);
   merged.merge(s);
   EXPECT_EQ(merged.statusCounts().at(409), 4u);
 }
 
 TEST(ClientFigures, RetriesByReasonAndTheirWait) {
-  engine::RequestStats none;
+  load::RequestStats none;
   auto quiet = clientCountFigures(none, std::chrono::seconds(1));
   EXPECT_EQ(*findFigure(quiet, "client_retries_total")->value, 0);
   EXPECT_FALSE(findFigure(quiet, "client_retry_wait_max")->value);
   EXPECT_EQ(findFigure(quiet, "client_retry_wait_max")->unavailableReason, "no request was answered");
   EXPECT_EQ(findFigure(quiet, "client_retries", {{"reason", "429"}}), nullptr);
   // Answered calls, none retried: nothing waited, a measured zero a gate can hold.
-  engine::RequestStats calm;
+  load::RequestStats calm;
   calm.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(10), milliseconds(10));
   auto answered = clientCountFigures(calm, std::chrono::seconds(1));
   EXPECT_EQ(findFigure(answered, "client_retry_wait_max")->value, 0.0);
   EXPECT_EQ(findFigure(answered, "client_retry_wait_seconds_total")->value, 0.0);
 
-  engine::RequestStats s;
+  load::RequestStats s;
   s.recordRetry("429", std::chrono::seconds(1));
   s.recordRetry("429", std::chrono::seconds(2));
   s.recordRetry("connect failed", milliseconds(100));
@@ -71,7 +71,7 @@ TEST(ClientFigures, RetriesByReasonAndTheirWait) {
 }
 
 TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
-  engine::RequestStats s;
+  load::RequestStats s;
   s.recordLatency({"widgets", "WATCH", OutcomeClass::kSuccess}, std::chrono::minutes(5), std::chrono::minutes(5));
   s.recordLatency({"widgets", "LIST", OutcomeClass::kSuccess}, milliseconds(20), milliseconds(20));
   auto figs = clientLatencyFigures(s);
@@ -83,7 +83,7 @@ TEST(ClientFigures, WatchStreamsHaveNoLatencyFigures) {
 }
 
 TEST(ClientFigures, CountsBesideApiserverAndErrorsByOutcome) {
-  engine::RequestStats s;
+  load::RequestStats s;
   for (int i = 0; i < 30; ++i)
     s.recordLatency({"leases", "PUT", OutcomeClass::kSuccess}, milliseconds(1), milliseconds(1));
   for (int i = 0; i < 6; ++i)
@@ -99,11 +99,11 @@ TEST(ClientFigures, CountsBesideApiserverAndErrorsByOutcome) {
 }
 
 TEST(ClientFigures, GeneratorHealth) {
-  engine::RequestStats idle;
+  load::RequestStats idle;
   auto none = generatorHealthFigures(idle);
   for (const Figure& f : none) EXPECT_FALSE(f.value) << f.name;
 
-  engine::RequestStats late;
+  load::RequestStats late;
   for (int i = 0; i < 100; ++i) late.recordSend(milliseconds(500), milliseconds(0));
   auto figs = generatorHealthFigures(late);
   const Figure* limited = findFigure(figs, "generator_limited");
@@ -113,7 +113,7 @@ TEST(ClientFigures, GeneratorHealth) {
   EXPECT_EQ(*findFigure(figs, "generator_limited_by_concurrency")->value, 0);
   EXPECT_NEAR(*findFigure(figs, "schedule_lag_p99")->value, 0.5, 0.5 / 1000);
 
-  engine::RequestStats onTime;
+  load::RequestStats onTime;
   for (int i = 0; i < 100; ++i) onTime.recordSend(milliseconds(1), milliseconds(0));
   EXPECT_EQ(*findFigure(generatorHealthFigures(onTime), "generator_limited")->value, 0);
 }

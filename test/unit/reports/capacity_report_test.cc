@@ -29,47 +29,48 @@ std::string slurp(const fs::path& p) {
 }
 
 TEST(CapacityReportTest, ResultsInWords) {
-  EXPECT_EQ(capacityResultText(testing::brokeAtStep3()), "900 nodes");
-  EXPECT_EQ(capacityResultText(testing::generatorLimited()), "generator-limited at 9,600 sessions/min (held 4,800)");
-  EXPECT_EQ(capacityResultText(testing::reachedMax()), "at least 12,000 objects/kind");
-  EXPECT_EQ(capacityResultText(testing::noneHeld()), "none held");
-  CapacitySearch s = testing::brokeAtStep3();
-  s.limit = CapacityLimit::kInterrupted;
+  EXPECT_EQ(capacityResultText(result::testing::brokeAtStep3()), "900 nodes");
+  EXPECT_EQ(capacityResultText(result::testing::generatorLimited()),
+            "generator-limited at 9,600 sessions/min (held 4,800)");
+  EXPECT_EQ(capacityResultText(result::testing::reachedMax()), "at least 12,000 objects/kind");
+  EXPECT_EQ(capacityResultText(result::testing::noneHeld()), "none held");
+  result::CapacitySearch s = result::testing::brokeAtStep3();
+  s.limit = result::CapacityLimit::kInterrupted;
   EXPECT_EQ(capacityResultText(s), "at least 900 nodes (interrupted)");
   s.held.reset();
-  s.limit = CapacityLimit::kFailed;
+  s.limit = result::CapacityLimit::kFailed;
   EXPECT_EQ(capacityResultText(s), "none held (the search failed)");
 }
 
 TEST(CapacityReportTest, StepsInOrderOfValueAndWhereTheSearchBroke) {
-  CapacitySearch s = testing::brokeAtStep3();
+  result::CapacitySearch s = result::testing::brokeAtStep3();
   std::vector<double> values;
-  for (const CapacityStep* st : stepsByValue(s)) values.push_back(st->value);
+  for (const result::CapacityStep* st : stepsByValue(s)) values.push_back(st->value);
   EXPECT_EQ(values, (std::vector<double>{300, 600, 900, 1200}));
   EXPECT_EQ(bisectionSteps(s), 1u);
-  EXPECT_EQ(bisectionSteps(testing::generatorLimited()), 0u);
+  EXPECT_EQ(bisectionSteps(result::testing::generatorLimited()), 0u);
   ASSERT_NE(breakingStep(s), nullptr);
   EXPECT_EQ(breakingStep(s)->value, 1200);
   EXPECT_EQ(breakLabel(*breakingStep(s)), "broke");
   EXPECT_EQ(brokeFirst(s), "client_latency_p99{measured_from=scheduled,resource=leases,verb=PUT}");
   // A bisection step that broke lower is where it broke.
-  s.steps.push_back(testing::step(testing::nodeStep(1050, 240, 1.2)));
+  s.steps.push_back(result::testing::step(result::testing::nodeStep(1050, 240, 1.2)));
   EXPECT_EQ(breakingStep(s)->value, 1050);
 
-  CapacitySearch gen = testing::generatorLimited();
+  result::CapacitySearch gen = result::testing::generatorLimited();
   ASSERT_NE(breakingStep(gen), nullptr);
   EXPECT_EQ(breakingStep(gen)->value, 9600);
   EXPECT_EQ(breakLabel(*breakingStep(gen)), "generator-limited");
   EXPECT_EQ(brokeFirst(gen), "generator_limited_by_schedule");
-  EXPECT_EQ(breakingStep(testing::reachedMax()), nullptr);
-  EXPECT_EQ(brokeFirst(testing::reachedMax()), "");
-  EXPECT_EQ(breakingStep(testing::noneHeld())->value, 300);
+  EXPECT_EQ(breakingStep(result::testing::reachedMax()), nullptr);
+  EXPECT_EQ(brokeFirst(result::testing::reachedMax()), "");
+  EXPECT_EQ(breakingStep(result::testing::noneHeld())->value, 300);
   EXPECT_EQ(stepHeldText(gen.steps[2]), "generator-limited");
   EXPECT_EQ(stepHeldText(gen.steps[0]), "yes");
 }
 
 TEST(CapacityReportTest, StepFiguresReadTheWorstScheduledP99) {
-  CapacitySearch s = testing::brokeAtStep3();
+  result::CapacitySearch s = result::testing::brokeAtStep3();
   StepFigures f = stepFigures(s.steps[2], "node");
   ASSERT_NE(f.clientP99, nullptr);
   EXPECT_EQ(*f.clientP99->value, 1.8);  // not the from-send 99 s, not nodes/status' 50 ms
@@ -82,7 +83,7 @@ TEST(CapacityReportTest, StepFiguresReadTheWorstScheduledP99) {
 }
 
 TEST(CapacityIndexTest, MarkdownTableOfRecipesByAxis) {
-  std::string md = renderCapacityIndexMarkdown(testing::capacityIndex());
+  std::string md = renderCapacityIndexMarkdown(result::testing::capacityIndex());
   if (const char* dump = std::getenv("CPSCALE_DUMP_CAPACITY_INDEX")) std::ofstream(dump) << md;
   EXPECT_EQ(md.rfind("# Capacity index\n\n"
                      "measured on 2 CPUs (AMD EPYC 7B13), 8 GiB, Kubernetes v1.33.1, etcd 3.5.21, cpscale 0.1.0,\n"
@@ -113,7 +114,7 @@ TEST(CapacityIndexTest, MarkdownTableOfRecipesByAxis) {
 }
 
 TEST(CapacityIndexTest, WhatTheIndexDidNotRecordIsSaid) {
-  CapacityIndex empty;
+  result::CapacityIndex empty;
   EXPECT_EQ(measuredOnLine(empty),
             "measured on a machine the index did not record, Kubernetes version not recorded, etcd version not "
             "recorded, cpscale version not recorded, date not recorded");
@@ -123,7 +124,7 @@ TEST(CapacityIndexTest, WhatTheIndexDidNotRecordIsSaid) {
   EXPECT_NE(renderCapacityIndexMarkdown(empty).find("The index holds no search.\n"), std::string::npos);
   EXPECT_NE(renderCapacityIndexHtml(empty).find("The index holds no search."), std::string::npos);
 
-  CapacityIndex idx = testing::capacityIndex();
+  result::CapacityIndex idx = result::testing::capacityIndex();
   idx.searches[2].resultFile.clear();
   idx.searches[2].steps[2].figures.erase(idx.searches[2].steps[2].figures.begin());  // no pressure at what held
   std::string md = renderCapacityIndexMarkdown(idx);
@@ -134,7 +135,7 @@ TEST(CapacityIndexTest, WhatTheIndexDidNotRecordIsSaid) {
 }
 
 TEST(CapacityIndexTest, HtmlCellsWithWhatBrokeAndTheirLinks) {
-  std::string html = renderCapacityIndexHtml(testing::capacityIndex());
+  std::string html = renderCapacityIndexHtml(result::testing::capacityIndex());
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);
   EXPECT_NE(html.find("<p class=\"sub\" id=\"measured-on\">measured on 2 CPUs (AMD EPYC 7B13), 8 GiB, Kubernetes "
@@ -168,9 +169,9 @@ TEST(CapacityIndexTest, HtmlCellsWithWhatBrokeAndTheirLinks) {
 TEST(CapacityIndexTest, WritesJsonMarkdownAndHtml) {
   fs::path dir = fs::temp_directory_path() / ("cpscale-capacity-index-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  CapacityIndex idx = testing::capacityIndex();
+  result::CapacityIndex idx = result::testing::capacityIndex();
   writeCapacityIndexOutputs(idx, dir / "out");
-  CapacityIndex back = readCapacityIndex(dir / "out" / std::string(kCapacityIndexFile));
+  result::CapacityIndex back = result::readCapacityIndex(dir / "out" / std::string(result::kCapacityIndexFile));
   ASSERT_EQ(back.searches.size(), 4u);
   EXPECT_EQ(back.searches[0].held, 900);
   EXPECT_EQ(slurp(dir / "out" / std::string(kCapacityIndexMarkdownFile)), renderCapacityIndexMarkdown(idx));
@@ -187,11 +188,11 @@ namespace {
 // The index keeps what it and classify read, without series; the search's result keeps
 // the rest.
 TEST(CapacityIndexEntry, KeepsTheReadFiguresWithoutTheirSeries) {
-  CapacitySearch s = testing::brokeAtStep3();
+  result::CapacitySearch s = result::testing::brokeAtStep3();
   s.steps[0].figures.push_back(
       metrics::Figure::measured("etcd_db_total_size_bytes", {}, 1, "bytes", metrics::Source::kEtcd));
   s.steps[0].figures[0].overTime.push(engine::TimePoint{}, 1.0);
-  const CapacitySearch e = indexEntry(s);
+  const result::CapacitySearch e = result::indexEntry(s);
   ASSERT_EQ(e.steps.size(), s.steps.size());
   std::vector<std::string> names;
   for (const auto& f : e.steps[0].figures) {
@@ -206,7 +207,7 @@ TEST(CapacityIndexEntry, KeepsTheReadFiguresWithoutTheirSeries) {
       EXPECT_NE(metrics::findFigure({&f, 1}, f.name, {{"measured_from", "scheduled"}}), nullptr);
     }
   EXPECT_EQ(e.held, s.held);
-  EXPECT_EQ(pressureAtHeld(e).size(), pressureAtHeld(s).size());
+  EXPECT_EQ(result::pressureAtHeld(e).size(), result::pressureAtHeld(s).size());
 }
 
 }  // namespace

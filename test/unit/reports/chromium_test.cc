@@ -83,9 +83,9 @@ TEST(ChromiumRenderTest, ReportRendersWithEveryChart) {
   if (bin.empty()) GTEST_SKIP() << "chromium is not installed; run `make deps`";
   fs::path dir = fs::temp_directory_path() / ("cpscale-chromium-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   writeRunOutputs(r, dir / "run");
-  fs::path html = fs::absolute(dir / "run" / std::string(kHtmlFile));
+  fs::path html = fs::absolute(dir / "run" / std::string(result::kHtmlFile));
 
   std::string dom =
       run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
@@ -120,8 +120,8 @@ TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
   if (bin.empty()) GTEST_SKIP() << "chromium is not installed; run `make deps`";
   fs::path dir = fs::temp_directory_path() / ("cpscale-chromium-capacity-" + std::to_string(::getpid()));
   fs::remove_all(dir);
-  writeRunOutputs(testing::capacityResult(), dir / "run");
-  fs::path html = fs::absolute(dir / "run" / std::string(kHtmlFile));
+  writeRunOutputs(result::testing::capacityResult(), dir / "run");
+  fs::path html = fs::absolute(dir / "run" / std::string(result::kHtmlFile));
   std::string dom =
       run(chromiumCommand(bin, dir / "profile-dom") + " --dump-dom file://" + html.string() + " 2>/dev/null");
   ASSERT_NE(dom.find("</html>"), std::string::npos) << "chromium printed no DOM";
@@ -138,7 +138,7 @@ TEST(ChromiumRenderTest, CapacityRunRendersItsStepCharts) {
     EXPECT_NE(svg.find("class=\"break-mark\""), std::string::npos) << id;
   }
   // The capacity index is a page of the same family: it parses with its table whole.
-  writeCapacityIndexOutputs(testing::capacityIndex(), dir / "index");
+  writeCapacityIndexOutputs(result::testing::capacityIndex(), dir / "index");
   fs::path index = fs::absolute(dir / "index" / std::string(kCapacityIndexHtmlFile));
   std::string idom =
       run(chromiumCommand(bin, dir / "profile-index") + " --dump-dom file://" + index.string() + " 2>/dev/null");

@@ -17,17 +17,17 @@ const std::string kDir = CPSCALE_CLASSIFY_FIXTURES;
 
 CapacityTable fixtureTable() {
   CapacityTable t;
-  addToTable(t, readCapacityIndex(kDir + "/capacity.json"), kDir + "/capacity.json");
+  addToTable(t, result::readCapacityIndex(kDir + "/capacity.json"), kDir + "/capacity.json");
   return t;
 }
 
 std::vector<metrics::Figure> pressures(const std::string& name) {
-  return resultPressures(readResult(kDir + "/" + name), name);
+  return resultPressures(result::readResult(kDir + "/" + name), name);
 }
 
 Classification classifyFixture(const std::string& name, double headroom = kDefaultHeadroom,
                                const CapacityTable& table = fixtureTable()) {
-  RunResult r = readResult(kDir + "/" + name);
+  result::RunResult r = result::readResult(kDir + "/" + name);
   ClassifyOptions o;
   o.source = name;
   o.recipe = r.profile.name;
@@ -141,13 +141,13 @@ TEST(Classify, RecipeIsGuessedFromTheReplicasWhenNotGiven) {
 
 TEST(Classify, ARecipeWithoutSearchesAndASearchThatHeldNothingAreSaid) {
   CapacityTable t = fixtureTable();
-  CapacityIndex idx;
-  CapacitySearch s;
+  result::CapacityIndex idx;
+  result::CapacitySearch s;
   s.profile = "role-split";
   s.axis = "node";
   s.knob = "workloads.fleet.count";
   s.unit = "nodes";
-  s.limit = CapacityLimit::kServer;
+  s.limit = result::CapacityLimit::kServer;
   s.brokeBy = "client_latency_p99{...} <= 1s: measured 3 s";
   idx.searches.push_back(s);
   addToTable(t, idx, "extra.json");
@@ -178,7 +178,7 @@ TEST(Classify, JsonDocumentCarriesTheVerdictAndParsesBack) {
 }
 
 TEST(Classify, AResultWithoutSteadyPressuresIsAConfigErrorSayingWhy) {
-  RunResult r = readResult(kDir + "/node-bound.json");
+  result::RunResult r = result::readResult(kDir + "/node-bound.json");
   for (auto& f : r.figures)
     if (f.window == metrics::Window::kSteady && (f.name == "write_qps" || f.name == "apiserver_objects"))
       f = metrics::Figure::unavailable(f.name, f.labels, f.unit, f.source,
@@ -196,14 +196,14 @@ TEST(Classify, AResultWithoutSteadyPressuresIsAConfigErrorSayingWhy) {
 
 TEST(Classify, MissingOrGarbledCapacityFileIsAConfigErrorNamingIt) {
   try {
-    readCapacityIndex(kDir + "/no-such-index.json");
+    result::readCapacityIndex(kDir + "/no-such-index.json");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_TRUE(has(e.what(), "no-such-index.json")) << e.what();
   }
   // A result is not an index: its kind says so.
   try {
-    readCapacityIndex(kDir + "/node-bound.json");
+    result::readCapacityIndex(kDir + "/node-bound.json");
     FAIL() << "no error";
   } catch (const ConfigError& e) {
     EXPECT_TRUE(has(e.what(), "node-bound.json")) << e.what();

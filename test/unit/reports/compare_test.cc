@@ -19,8 +19,8 @@ const FigureChange& byKey(const Comparison& c, const std::string& key) {
   throw std::runtime_error("no change for " + key);
 }
 
-RunResult withFigures(std::vector<Figure> figures, std::string id) {
-  RunResult r;
+result::RunResult withFigures(std::vector<Figure> figures, std::string id) {
+  result::RunResult r;
   r.runId = std::move(id);
   r.figures = std::move(figures);
   return r;
@@ -29,14 +29,14 @@ RunResult withFigures(std::vector<Figure> figures, std::string id) {
 const metrics::Labels kLeasePut{{"measured_from", "scheduled"}, {"resource", "leases"}, {"verb", "PUT"}};
 
 TEST(CompareTest, ExactDeltasToleranceAndDirection) {
-  RunResult a =
+  result::RunResult a =
       withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.010, "s", Source::kClient),
                    Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 1000, "bytes", Source::kApiserver),
                    Figure::measured("lease_write_share", {}, 0.70, "ratio", Source::kApiserver),
                    Figure::measured("write_qps", {}, 200, "1/s", Source::kApiserver),
                    Figure::measured("generator_limited", {}, 0, "", Source::kClient)},
                   "A");
-  RunResult b =
+  result::RunResult b =
       withFigures({Figure::measured("client_latency_p99", kLeasePut, 0.0125, "s", Source::kClient),
                    Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, 950, "bytes", Source::kApiserver),
                    Figure::measured("lease_write_share", {}, 0.35, "ratio", Source::kApiserver),
@@ -74,11 +74,11 @@ TEST(CompareTest, ExactDeltasToleranceAndDirection) {
 }
 
 TEST(CompareTest, OverridesByKeyThenByName) {
-  RunResult a =
+  result::RunResult a =
       withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.010, "s", Source::kClient),
                    Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.010, "s", Source::kClient)},
                   "A");
-  RunResult b =
+  result::RunResult b =
       withFigures({Figure::measured("client_latency_p99", {{"resource", "leases"}}, 0.0125, "s", Source::kClient),
                    Figure::measured("client_latency_p99", {{"resource", "pods"}}, 0.0125, "s", Source::kClient)},
                   "B");
@@ -92,12 +92,12 @@ TEST(CompareTest, OverridesByKeyThenByName) {
 }
 
 TEST(CompareTest, UnavailableOrOneSidedFiguresAreNotComparable) {
-  RunResult a = withFigures({Figure::unavailable("etcd_keys", {}, "count", Source::kEtcd, "no etcd target"),
-                             Figure::measured("write_qps", {}, 10, "1/s", Source::kApiserver)},
-                            "A");
-  RunResult b = withFigures({Figure::measured("etcd_keys", {}, 5, "count", Source::kEtcd),
-                             Figure::measured("bytes_per_object", {}, 3000, "bytes", Source::kApiserver)},
-                            "B");
+  result::RunResult a = withFigures({Figure::unavailable("etcd_keys", {}, "count", Source::kEtcd, "no etcd target"),
+                                     Figure::measured("write_qps", {}, 10, "1/s", Source::kApiserver)},
+                                    "A");
+  result::RunResult b = withFigures({Figure::measured("etcd_keys", {}, 5, "count", Source::kEtcd),
+                                     Figure::measured("bytes_per_object", {}, 3000, "bytes", Source::kApiserver)},
+                                    "B");
   Comparison c = compareResults(a, b);
   ASSERT_EQ(c.changes.size(), 3u);
   EXPECT_EQ(byKey(c, "etcd_keys").notComparableReason, "unavailable in A (no etcd target), available in B");
@@ -129,7 +129,7 @@ TEST(CompareTest, RatesOfAFewEventsAreNoise) {
   // 0.114/s vs 0.129/s over a 60 s window is 6.8 vs 7.7 events: nothing moved, however
   // large the relative change (+13 %).
   auto run = [](double watch, double leases, double requests, std::string id) {
-    RunResult r = withFigures(
+    result::RunResult r = withFigures(
         {Figure::measured("apiserver_watch_events_qps", {{"resource", "configmaps"}}, watch, "1/s", Source::kApiserver),
          Figure::measured("write_qps", {{"resource", "leases"}, {"verb", "PUT"}}, leases, "1/s", Source::kApiserver),
          Figure::measured("write_requests", {{"resource", "pods"}, {"verb", "POST"}}, requests, "count",
@@ -163,7 +163,7 @@ TEST(CompareTest, RatesOfAFewEventsAreNoise) {
 // that moved a lot does not.
 TEST(CompareTest, VerdictRestsOnTheHeadlineOfTheAxesThatRan) {
   auto run = [](double heap, double etcdDb, std::string id) {
-    RunResult r = withFigures(
+    result::RunResult r = withFigures(
         {Figure::measured("apiserver_heap_inuse_bytes_all_replicas", {}, heap, "bytes", Source::kApiserver),
          Figure::measured("apiserver_objects", {{"apiserver", "kube-apiserver-0"}, {"resource", "configmaps"}}, 5000,
                           "objects", Source::kApiserver),
@@ -193,8 +193,8 @@ TEST(CompareTest, VerdictRestsOnTheHeadlineOfTheAxesThatRan) {
 }
 
 TEST(CompareTest, AHeadlineFigureThatBecameUnavailableIsReportedAsSuch) {
-  RunResult a = withFigures({Figure::measured("lease_write_share", {}, 0.7, "ratio", Source::kApiserver)}, "A");
-  RunResult b = withFigures(
+  result::RunResult a = withFigures({Figure::measured("lease_write_share", {}, 0.7, "ratio", Source::kApiserver)}, "A");
+  result::RunResult b = withFigures(
       {Figure::unavailable("lease_write_share", {}, "ratio", Source::kApiserver, "kube-apiserver-0 never answered")},
       "B");
   a.workloads = b.workloads = {{"kubelets", "nodes", {}}};
@@ -221,7 +221,7 @@ TEST(CompareTest, SetupAndSteadyWindowsAreComparedApart) {
     Figure u = s;
     u.value = setup;
     u.window = metrics::Window::kSetup;
-    RunResult r = withFigures({s, u}, std::move(id));
+    result::RunResult r = withFigures({s, u}, std::move(id));
     r.workloads = {{"kubelets", "nodes", {}}};
     r.measuredSeconds = 60;
     r.phases = {{"setup", 0, 100, true, ""}, {"steady", 100, 160, true, ""}};
@@ -245,8 +245,8 @@ TEST(CompareTest, SetupAndSteadyWindowsAreComparedApart) {
 }
 
 TEST(CompareTest, TextAndMarkdownRenderings) {
-  RunResult a = testing::wideResult();
-  RunResult b = testing::wideResult();
+  result::RunResult a = result::testing::wideResult();
+  result::RunResult b = result::testing::wideResult();
   b.runId = "other";
   b.figures[0].value = 50;  // lease writes halved
   Comparison c = compareResults(a, b);

@@ -27,7 +27,7 @@ std::string chart(const std::string& html, std::string_view id) {
 }
 
 TEST(HtmlTest, OneSvgPerChartWithItsId) {
-  std::string html = renderHtml(testing::sampleResult());
+  std::string html = renderHtml(result::testing::sampleResult());
   // 4 time charts + 2 latency charts ((leases, PUT) and (sessions, POST)).
   EXPECT_EQ(count(html, "<svg "), 6);
   for (std::string_view id : {kChartWriteQps, kChartLeaseShare, kChartHeap, kChartObjects}) {
@@ -59,7 +59,7 @@ TEST(HtmlTest, OneSvgPerChartWithItsId) {
 }
 
 TEST(HtmlTest, SelfContainedSectionsAndTables) {
-  std::string html = renderHtml(testing::sampleResult());
+  std::string html = renderHtml(result::testing::sampleResult());
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("src=\"http"), std::string::npos);
   EXPECT_EQ(html.find("href=\"http"), std::string::npos);
@@ -74,7 +74,7 @@ TEST(HtmlTest, SelfContainedSectionsAndTables) {
 }
 
 TEST(HtmlTest, UnavailableDataShowsALabelledPlaceholder) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   std::erase_if(r.figures, [](const metrics::Figure& f) {
     return f.name == "write_qps" || f.name.starts_with("apiserver_heap") || f.name.find("latency") != std::string::npos;
   });
@@ -93,7 +93,7 @@ TEST(HtmlTest, UnavailableDataShowsALabelledPlaceholder) {
 }
 
 TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
-  std::string html = renderHtml(testing::sampleResult());
+  std::string html = renderHtml(result::testing::sampleResult());
   // The plot spans x 72..700 for 0..90 s: setup ends at 30 s (x 281.3), the member
   // exits at 70 s (x 560.4).
   for (std::string_view id : {kChartWriteQps, kChartLeaseShare, kChartHeap, kChartObjects}) {
@@ -118,7 +118,7 @@ TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
   }
   EXPECT_EQ(chart(html, kChartHeap).find("phase-end"), std::string::npos);  // steady runs to the end
   // A cut-short phase says so on the chart, and where it ended while data went on.
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.phases[2].complete = false;
   r.phases[2].endSeconds = 60;
   std::string heap = chart(renderHtml(r), kChartHeap);
@@ -129,7 +129,7 @@ TEST(HtmlTest, EveryTimeChartShowsPhasesAndIncidents) {
 TEST(HtmlTest, APhaseTooNarrowForALabelKeepsItsLineButNoLabel) {
   // A 1 s settle right before steady (x 274.4..281.3 of 72..700 for 90 s): its label
   // would run into steady's.
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.phases.insert(r.phases.begin() + 1, {"settle/controllers", 29, 30, true, ""});
   std::string svg = chart(renderHtml(r), kChartHeap);
   EXPECT_NE(svg.find("<line class=\"phase-boundary\" x1=\"274.4\""), std::string::npos) << svg;
@@ -141,7 +141,7 @@ TEST(HtmlTest, APhaseTooNarrowForALabelKeepsItsLineButNoLabel) {
 }
 
 TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
-  std::string html = renderHtml(testing::sampleResult());
+  std::string html = renderHtml(result::testing::sampleResult());
   EXPECT_LT(html.find("<section id=\"timeline\">"), html.find("<section id=\"axis-node-bound\""));
   EXPECT_NE(html.find("<tr class=\"phase-setup\"><td>setup</td><td class=\"num\">0s</td><td class=\"num\">30s</td>"
                       "<td class=\"num\">30s</td><td>complete</td></tr>"),
@@ -166,7 +166,7 @@ TEST(HtmlTest, PhasesIncidentsSetupAndReplicasHaveSections) {
 }
 
 TEST(HtmlTest, OnlyTheAxesThatRanHaveSections) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.workloads = {{"kubelets", "nodes", {}}};
   std::string html = renderHtml(r);
   EXPECT_NE(html.find("<section id=\"axis-node-bound\""), std::string::npos);
@@ -180,8 +180,8 @@ TEST(HtmlTest, OnlyTheAxesThatRanHaveSections) {
 }
 
 TEST(HtmlTest, ControllersSectionOnlyWhenMeasured) {
-  EXPECT_EQ(renderHtml(testing::sampleResult()).find("<section id=\"controllers\">"), std::string::npos);
-  std::string html = renderHtml(testing::controllerResult());
+  EXPECT_EQ(renderHtml(result::testing::sampleResult()).find("<section id=\"controllers\">"), std::string::npos);
+  std::string html = renderHtml(result::testing::controllerResult());
   auto at = html.find("<section id=\"controllers\">");
   ASSERT_NE(at, std::string::npos);
   std::string sec = html.substr(at, html.find("</section>", at) - at);
@@ -213,7 +213,7 @@ std::string capacitySection(const std::string& html) {
 }
 
 TEST(HtmlCapacityTest, StepsTableAndAChartPerFigureWithTheBreakMarked) {
-  std::string html = renderHtml(testing::capacityResult(testing::brokeAtStep3()));
+  std::string html = renderHtml(result::testing::capacityResult(result::testing::brokeAtStep3()));
   if (const char* dump = std::getenv("CPSCALE_DUMP_CAPACITY_HTML")) std::ofstream(dump) << html;
   std::string sec = capacitySection(html);
   ASSERT_FALSE(sec.empty());
@@ -271,7 +271,7 @@ TEST(HtmlCapacityTest, StepsTableAndAChartPerFigureWithTheBreakMarked) {
 }
 
 TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
-  std::string gen = capacitySection(renderHtml(testing::capacityResult(testing::generatorLimited())));
+  std::string gen = capacitySection(renderHtml(result::testing::capacityResult(result::testing::generatorLimited())));
   EXPECT_NE(gen.find("<span id=\"capacity-result\" class=\"pill warn\">generator-limited at 9,600 sessions/min (held "
                      "4,800)</span>"),
             std::string::npos)
@@ -281,7 +281,7 @@ TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
   EXPECT_NE(p99.find("fill=\"#cf222e\">generator-limited</text>"), std::string::npos) << p99;
   EXPECT_NE(p99.find(">sessions/min</text>"), std::string::npos) << p99;
 
-  RunResult max = testing::capacityResult(testing::reachedMax());
+  result::RunResult max = result::testing::capacityResult(result::testing::reachedMax());
   for (auto& st : max.capacity->steps)
     std::erase_if(st.figures,
                   [](const metrics::Figure& f) { return f.name == "apiserver_heap_inuse_bytes_all_replicas"; });
@@ -300,13 +300,13 @@ TEST(HtmlCapacityTest, GeneratorLimitedMaxAndNoneHeld) {
   EXPECT_NE(heap.find(">the step&apos;s figures have no</text>"), std::string::npos) << heap;
   EXPECT_NE(heap.find(">apiserver_heap_inuse_bytes_all_replicas</text>"), std::string::npos) << heap;
 
-  std::string none = capacitySection(renderHtml(testing::capacityResult(testing::noneHeld())));
+  std::string none = capacitySection(renderHtml(result::testing::capacityResult(result::testing::noneHeld())));
   EXPECT_NE(none.find("class=\"pill bad\">none held</span>"), std::string::npos) << none;
   EXPECT_EQ(none.find("last step that held"), std::string::npos);
   EXPECT_EQ(none.find("class=\"point held\""), std::string::npos);
   EXPECT_EQ(count(chart(none, capacityGateChartId(1)), "<g class=\"break-mark\">"), 1);
 
-  EXPECT_EQ(renderHtml(testing::sampleResult()).find("<section id=\"capacity\">"), std::string::npos);
+  EXPECT_EQ(renderHtml(result::testing::sampleResult()).find("<section id=\"capacity\">"), std::string::npos);
 }
 
 // The whole page, byte for byte, against a stored copy: any change to what the report
@@ -323,7 +323,7 @@ void expectPage(const std::string& html, const std::string& name) {
 }
 
 TEST(HtmlGoldenTest, ARunWithControllersAndAModelIsTheStoredPage) {
-  RunResult r = testing::controllerResult();
+  result::RunResult r = result::testing::controllerResult();
   r.model = {
       {"calibrationMachine", "m1"},
       {"calibrationMeasuredAt", "2026-11-30T08:00:00Z"},
@@ -340,7 +340,7 @@ TEST(HtmlGoldenTest, ARunWithControllersAndAModelIsTheStoredPage) {
 }
 
 TEST(HtmlGoldenTest, ACapacitySearchIsTheStoredPage) {
-  expectPage(renderHtml(testing::capacityResult(testing::brokeAtStep3())), "capacity.html");
+  expectPage(renderHtml(result::testing::capacityResult(result::testing::brokeAtStep3())), "capacity.html");
 }
 
 TEST(SvgTest, XyChartJoinsPointsInXOrderAndMarksTheBreak) {

@@ -19,7 +19,7 @@ int count(const std::string& s, const std::string& what) {
 }
 
 TEST(JunitTest, OneCasePerGatePlusRunCompleted) {
-  std::string xml = renderJunit(testing::sampleResult());
+  std::string xml = renderJunit(result::testing::sampleResult());
   EXPECT_EQ(count(xml, "<testsuite "), 1);
   EXPECT_EQ(count(xml, "<testcase "), 4);
   EXPECT_EQ(count(xml, "<failure "), 2);
@@ -38,9 +38,9 @@ TEST(JunitTest, OneCasePerGatePlusRunCompleted) {
 }
 
 TEST(JunitTest, RunThatDidNotCompleteFails) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.gates.clear();
-  r.status = RunStatus::kFailed;
+  r.status = result::RunStatus::kFailed;
   r.statusDetail = "apiserver <0> exited & \"etcd\" too";
   std::string xml = renderJunit(r);
   EXPECT_NE(xml.find("tests=\"1\" failures=\"1\""), std::string::npos);
@@ -57,9 +57,9 @@ TEST(JunitTest, EscapesMarkupAndDropsCharactersXmlForbids) {
 TEST(JunitTest, XmllintAcceptsIt) {
   if (std::system("command -v xmllint >/dev/null 2>&1") != 0)
     GTEST_SKIP() << "xmllint not installed (Debian libxml2-utils); run `make deps`";
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.gates[0].gate.text = "odd <gate> & \"quotes\" \x02";
-  r.status = RunStatus::kInterrupted;
+  r.status = result::RunStatus::kInterrupted;
   auto path = std::filesystem::temp_directory_path() / ("cpscale-junit-" + std::to_string(::getpid()) + ".xml");
   std::ofstream(path) << renderJunit(r);
   int rc = std::system(("xmllint --noout " + path.string()).c_str());

@@ -18,13 +18,13 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const engine::RequestKey kPut{"leases", "PUT", engine::OutcomeClass::kSuccess};
+const load::RequestKey kPut{"leases", "PUT", load::OutcomeClass::kSuccess};
 
 // Requests with latencies drawn from a log-normal, as a shard's worker records them.
-engine::RequestStats sample(std::uint64_t seed, int n, engine::RequestStats* all = nullptr) {
+load::RequestStats sample(std::uint64_t seed, int n, load::RequestStats* all = nullptr) {
   std::mt19937_64 rng(seed);
   std::lognormal_distribution<double> ms(1.5, 1.0);
-  engine::RequestStats s;
+  load::RequestStats s;
   for (int i = 0; i < n; ++i) {
     const auto sent = std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double, std::milli>(ms(rng)));
     const auto scheduled = sent + std::chrono::microseconds(rng() % 5000);
@@ -41,14 +41,14 @@ engine::RequestStats sample(std::uint64_t seed, int n, engine::RequestStats* all
   return s;
 }
 
-RunResult shard(std::size_t index, std::size_t count, const engine::RequestStats& stats) {
-  RunResult r;
+result::RunResult shard(std::size_t index, std::size_t count, const load::RequestStats& stats) {
+  result::RunResult r;
   r.runId = "big1";
   r.scenario.name = "node-bound";
   r.target.kind = "cluster";
   r.measuredSeconds = 30;
-  r.shard = ShardInfo{index, count};
-  r.clientStats = requestStatsJson(stats);
+  r.shard = result::ShardInfo{index, count};
+  r.clientStats = result::requestStatsJson(stats);
   for (auto f : metrics::generatorHealthFigures(stats)) r.figures.push_back(f);
   for (auto f : metrics::clientCountFigures(stats, 30s)) r.figures.push_back(f);
   if (index == 0) {
@@ -59,23 +59,24 @@ RunResult shard(std::size_t index, std::size_t count, const engine::RequestStats
   }
   for (const char* g : {"write_qps >= 30", "client_latency_p99{resource=leases,verb=PUT,measured_from=sent} <= 1s",
                         "generator_limited == false"})
-    if (index == 0) r.gates.push_back(scenario::evaluateGate(scenario::parseGate(g, "s.yaml", "gates"), r.figures));
+    if (index == 0) r.gates.push_back(metrics::evaluateGate(metrics::parseGate(g, "s.yaml", "gates"), r.figures));
   r.workloads.push_back({"kubelets", "fleet", {{"leaseRenewals", 100 * (index + 1)}}});
   r.workloads.push_back(
       {"cleanup", "cleanup", index == 0 ? nlohmann::json{{"complete", true}} : nlohmann::json{{"skipped", "shard 0"}}});
   return r;
 }
 
-const metrics::Figure* find(const RunResult& r, const std::string& name, const metrics::Labels& labels) {
+const metrics::Figure* find(const result::RunResult& r, const std::string& name, const metrics::Labels& labels) {
   for (const auto& f : r.figures)
     if (f.name == name && f.labels == labels && f.window == metrics::Window::kSteady) return &f;
   return nullptr;
 }
 
 TEST(ClientStatsJson, AHistogramAndTheStatisticsComeBackExactly) {
-  const engine::RequestStats s = sample(1, 5000);
-  const engine::RequestStats back = requestStatsFromJson(jsonio::Reader(requestStatsJson(s), "t.json"));
-  EXPECT_EQ(requestStatsJson(back), requestStatsJson(s));
+  const load::RequestStats s = sample(1, 5000);
+  const load::RequestStats back =
+      result::requestStatsFromJson(result::jsonio::Reader(result::requestStatsJson(s), "t.json"));
+  EXPECT_EQ(result::requestStatsJson(back), result::requestStatsJson(s));
   const auto& a = s.latency().at(kPut).fromSent;
   const auto& b = back.latency().at(kPut).fromSent;
   for (double q : {0.5, 0.9, 0.99, 0.999}) EXPECT_EQ(a.quantile(q), b.quantile(q)) << q;
@@ -87,10 +88,10 @@ TEST(ClientStatsJson, AHistogramAndTheStatisticsComeBackExactly) {
 }
 
 TEST(ClientStatsJson, CellsThatCannotBeAHistogramsAreRefusedWithThePath) {
-  nlohmann::json j = requestStatsJson(sample(2, 10));
+  nlohmann::json j = result::requestStatsJson(sample(2, 10));
   j["latency"][0]["fromSent"]["counts"] = {{5000, 1}, {3000, 1}};
   try {
-    requestStatsFromJson(jsonio::Reader(j, "shard1.json"));
+    result::requestStatsFromJson(result::jsonio::Reader(j, "shard1.json"));
     FAIL() << "cells out of order were accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("shard1.json"), std::string::npos) << e.what();
@@ -99,13 +100,13 @@ TEST(ClientStatsJson, CellsThatCannotBeAHistogramsAreRefusedWithThePath) {
 }
 
 TEST(MergeShards, ThePercentilesAreThoseOfEveryShardsRequestsTogether) {
-  engine::RequestStats all;
-  std::vector<RunResult> shards;
+  load::RequestStats all;
+  std::vector<result::RunResult> shards;
   // Shards of unequal size and speed: averaging their p99s would be wrong.
   const int sizes[] = {3000, 1000, 6000};
   for (std::size_t i = 0; i < 3; ++i) shards.push_back(shard(i, 3, sample(10 + i, sizes[i], &all)));
   std::swap(shards[0], shards[2]);  // any order
-  RunResult m = mergeShards(shards, {"s2.json", "s1.json", "s0.json"});
+  result::RunResult m = mergeShards(shards, {"s2.json", "s1.json", "s0.json"});
 
   EXPECT_EQ(m.mergedShards, 3u);
   EXPECT_FALSE(m.shard);
@@ -126,7 +127,7 @@ TEST(MergeShards, ThePercentilesAreThoseOfEveryShardsRequestsTogether) {
   EXPECT_EQ(conflicts->value, 60 + 20 + 120);
   // The merged statistics it keeps are those of all the requests: every cell (the sums
   // of latencies may differ in their last bits, added in another order).
-  const auto kept = requestStatsFromJson(jsonio::Reader(m.clientStats, "m")).parts();
+  const auto kept = result::requestStatsFromJson(result::jsonio::Reader(m.clientStats, "m")).parts();
   const auto whole = all.parts();
   EXPECT_EQ(kept.latency.at(kPut).fromScheduled.cells().counts, whole.latency.at(kPut).fromScheduled.cells().counts);
   EXPECT_EQ(kept.latency.at(kPut).fromSent.cells().counts, whole.latency.at(kPut).fromSent.cells().counts);
@@ -153,12 +154,12 @@ TEST(MergeShards, ThePercentilesAreThoseOfEveryShardsRequestsTogether) {
   // Its reports say what it is made of.
   EXPECT_NE(renderSummary(m).find("merged from 3 shards"), std::string::npos);
   // The merged result is a result: it reads back as written.
-  EXPECT_EQ(fromJson(toJson(m), "merged.json"), m);
+  EXPECT_EQ(result::fromJson(toJson(m), "merged.json"), m);
 }
 
 TEST(MergeShards, ResultsThatAreNotOneRunsShardsEachOnceAreRefused) {
   const auto stats = sample(3, 10);
-  auto expectRefused = [](std::vector<RunResult> rs, const std::string& file, const std::string& path,
+  auto expectRefused = [](std::vector<result::RunResult> rs, const std::string& file, const std::string& path,
                           const std::string& says) {
     std::vector<std::string> names;
     for (std::size_t i = 0; i < rs.size(); ++i) names.push_back("s" + std::to_string(i) + ".json");
@@ -171,17 +172,17 @@ TEST(MergeShards, ResultsThatAreNotOneRunsShardsEachOnceAreRefused) {
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
   };
-  RunResult plain = shard(1, 2, stats);
+  result::RunResult plain = shard(1, 2, stats);
   plain.shard.reset();
   expectRefused({shard(0, 2, stats), plain}, "s1.json", "/shard", "not a shard's result");
-  RunResult other = shard(1, 2, stats);
+  result::RunResult other = shard(1, 2, stats);
   other.runId = "big2";
   expectRefused({shard(0, 2, stats), other}, "s1.json", "/runId", "not 'big1'");
   expectRefused({shard(0, 2, stats), shard(1, 3, stats)}, "s1.json", "/shard/count", "not 2");
   expectRefused({shard(0, 3, stats), shard(2, 3, stats)}, "s1.json", "/shard/index", "shard 1 of 3 is missing");
   expectRefused({shard(0, 2, stats), shard(0, 2, stats)}, "s1.json", "/shard/index", "is 0 again");
   expectRefused({shard(0, 2, stats)}, "s0.json", "/shard/count", "1 results were given");
-  RunResult cut = shard(1, 2, stats);
+  result::RunResult cut = shard(1, 2, stats);
   cut.clientStats = nullptr;
   expectRefused({shard(0, 2, stats), cut}, "s1.json", "/clientStats", "no steady window");
 }

@@ -11,7 +11,7 @@
 #include "sim/common/error.h"
 #include "test/support/sample_result.h"
 
-namespace cpscale::reports {
+namespace cpscale::result {
 namespace {
 
 namespace fs = std::filesystem;
@@ -57,10 +57,10 @@ TEST_F(ResultFileTest, RoundTripIsExact) {
 TEST_F(ResultFileTest, AFoldedGateRoundTripsAndAnUnfoldedOneWritesNoFold) {
   RunResult r = testing::sampleResult();
   ASSERT_GE(r.gates.size(), 2u);
-  r.gates[0].gate = scenario::parseGate("max(apiserver_heap_inuse_bytes_peak) <= 1GiB", "s.yaml:3", "gates[0]");
+  r.gates[0].gate = metrics::parseGate("max(apiserver_heap_inuse_bytes_peak) <= 1GiB", "s.yaml:3", "gates[0]");
   writeResult(r, dir_ / "result.json");
   RunResult back = readResult(dir_ / "result.json");
-  EXPECT_EQ(back.gates[0].gate.fold, scenario::GateFold::kMax);
+  EXPECT_EQ(back.gates[0].gate.fold, metrics::GateFold::kMax);
   EXPECT_TRUE(back == r);
   const nlohmann::json j = toJson(r);
   EXPECT_EQ(j["gates"][0]["gate"]["fold"], "max");
@@ -142,10 +142,10 @@ TEST_F(ResultFileTest, BadFieldsAreNamedByJsonPath) {
 }
 
 TEST_F(ResultFileTest, RunOutputsAreAllWritten) {
-  writeRunOutputs(testing::sampleResult(), dir_ / "runs" / "x");
+  reports::writeRunOutputs(testing::sampleResult(), dir_ / "runs" / "x");
   for (std::string_view f : {kResultFile, kSummaryFile, kHtmlFile, kJunitFile})
     EXPECT_GT(fs::file_size(dir_ / "runs" / "x" / f), 100u) << f;
 }
 
 }  // namespace
-}  // namespace cpscale::reports
+}  // namespace cpscale::result

@@ -65,7 +65,7 @@ void expectLines(const std::string& text, const std::vector<std::string>& lines)
 }
 
 TEST(SummaryTest, TitlePhasesAndIncidentsAtTheTop) {
-  std::string md = renderSummary(testing::sampleResult());
+  std::string md = renderSummary(result::testing::sampleResult());
   if (const char* dump = std::getenv("CPSCALE_DUMP_SUMMARY")) std::ofstream(dump) << md;
   EXPECT_EQ(md.rfind("# mixed-smoke on classic-ha (local plane): completed\n\n"
                      "- run: 20250301-101500-ab12\n"
@@ -88,7 +88,7 @@ TEST(SummaryTest, TitlePhasesAndIncidentsAtTheTop) {
 }
 
 TEST(SummaryTest, CutShortPhaseSaysWhy) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.phases[2].complete = false;
   r.phases[2].endSeconds = 75;
   r.phases[2].detail = "interrupted";
@@ -99,7 +99,7 @@ TEST(SummaryTest, CutShortPhaseSaysWhy) {
 }
 
 TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
-  std::string md = renderSummary(testing::sampleResult());
+  std::string md = renderSummary(result::testing::sampleResult());
   std::string headline = section(md, "## Headline\n", "### Setup\n");
   expectLines(
       headline,
@@ -159,7 +159,7 @@ TEST(SummaryTest, HeadlinePerAxisSteadyWindowOnly) {
 }
 
 TEST(SummaryTest, NodeBoundRunShowsOnlyTheNodeAxis) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   r.workloads = {{"kubelets", "nodes", {{"nodes", 1000}}}, {"cleanup", "cleanup", {}}};
   std::string md = renderSummary(r);
   std::string headline = section(md, "## Headline\n", "## Gates\n");
@@ -180,24 +180,25 @@ TEST(SummaryTest, NodeBoundRunShowsOnlyTheNodeAxis) {
 }
 
 TEST(SummaryTest, OneReplicaHasNoReplicaTable) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   std::erase_if(r.figures, [](const metrics::Figure& f) {
     return metrics::labelValue(f.labels, "apiserver") == "kube-apiserver-1";
   });
   std::string md = renderSummary(r);
   EXPECT_EQ(md.find("Load per kube-apiserver replica"), std::string::npos);
-  EXPECT_NE(renderSummary(testing::sampleResult()).find("### Load per kube-apiserver replica"), std::string::npos);
+  EXPECT_NE(renderSummary(result::testing::sampleResult()).find("### Load per kube-apiserver replica"),
+            std::string::npos);
 }
 
 TEST(SummaryTest, ReplicaLoadMeasuredOverTheWholeRunStillShows) {
-  RunResult r = testing::sampleResult();
+  result::RunResult r = result::testing::sampleResult();
   for (auto& f : r.figures)
     if (f.name == "apiserver_request_qps") f.window = metrics::Window::kRun;
   expectLines(renderSummary(r), {"| kube-apiserver-1 |     95/s |   48/s |     280 MiB |"});
 }
 
 TEST(SummaryTest, TheTerminalGetsEverythingButAllFigures) {
-  const RunResult r = testing::sampleResult();
+  const result::RunResult r = result::testing::sampleResult();
   const std::string md = renderSummary(r);
   const std::string term = renderTerminalSummary(r);
   const auto all = md.find("\n## All figures");
@@ -207,7 +208,7 @@ TEST(SummaryTest, TheTerminalGetsEverythingButAllFigures) {
 }
 
 TEST(SummaryTest, GatesAndGeneratorHealth) {
-  std::string md = renderSummary(testing::sampleResult());
+  std::string md = renderSummary(result::testing::sampleResult());
   expectLines(md,
               {
                   // clang-format off
@@ -226,7 +227,7 @@ TEST(SummaryTest, GatesAndGeneratorHealth) {
 }
 
 TEST(SummaryTest, AllFiguresGroupedByNameWithTheirWindow) {
-  std::string all = section(renderSummary(testing::sampleResult()), "## All figures", "\n\n\n");
+  std::string all = section(renderSummary(result::testing::sampleResult()), "## All figures", "\n\n\n");
   // Steady, then the same family measured over setup, before the next family.
   auto steady = all.find("| write_qps                                               | 140/s ");
   auto setup = all.find("| write_qps{group=,resource=configmaps,verb=POST}         | 250/s           | setup ");
@@ -240,7 +241,7 @@ TEST(SummaryTest, AllFiguresGroupedByNameWithTheirWindow) {
 std::size_t columns(std::string_view line) { return displayWidth(line); }
 
 TEST(SummaryTest, NoLineWiderThanATerminal) {
-  RunResult r = testing::wideResult();
+  result::RunResult r = result::testing::wideResult();
   std::string md = renderSummary(r);
   if (const char* dump = std::getenv("CPSCALE_DUMP_WIDE_SUMMARY")) std::ofstream(dump) << md;
   std::size_t lineNo = 0, widest = 0;
@@ -260,7 +261,7 @@ TEST(SummaryTest, NoLineWiderThanATerminal) {
 }
 
 TEST(SummaryTest, ControllersSectionWithTheDeepestWorkqueues) {
-  std::string md = renderSummary(testing::controllerResult());
+  std::string md = renderSummary(result::testing::controllerResult());
   if (const char* dump = std::getenv("CPSCALE_DUMP_CONTROLLERS_SUMMARY")) std::ofstream(dump) << md;
   std::string controllers = section(md, "### Controllers\n", "### Setup\n");
   expectLines(controllers,
@@ -298,10 +299,10 @@ TEST(SummaryTest, ControllersSectionWithTheDeepestWorkqueues) {
 }
 
 TEST(SummaryTest, NoControllersSectionWithoutAMeasuredControllerFigure) {
-  EXPECT_EQ(renderSummary(testing::sampleResult()).find("### Controllers"), std::string::npos);
+  EXPECT_EQ(renderSummary(result::testing::sampleResult()).find("### Controllers"), std::string::npos);
   // A user's cluster: every controller figure unavailable. They are listed under All
   // figures with the reason, but a section of nothing but "unavailable" is left out.
-  RunResult r = testing::controllerResult();
+  result::RunResult r = result::testing::controllerResult();
   for (auto& f : r.figures)
     if (f.source == metrics::Source::kControllerManager || f.source == metrics::Source::kScheduler) {
       f.value.reset();
@@ -313,7 +314,7 @@ TEST(SummaryTest, NoControllersSectionWithoutAMeasuredControllerFigure) {
 }
 
 TEST(SummaryTest, NodeBoundShowsTheFleetsNotReadyAndReadyTransitions) {
-  std::string md = renderSummary(testing::controllerResult());
+  std::string md = renderSummary(result::testing::controllerResult());
   std::string node = section(md, "### node-bound\n", "### churn-bound\n");
   expectLines(node,
               {
@@ -328,7 +329,7 @@ TEST(SummaryTest, NodeBoundShowsTheFleetsNotReadyAndReadyTransitions) {
                   // clang-format on
               });
   // Not an axis of their own: a churn-only run does not show them.
-  RunResult churn = testing::controllerResult();
+  result::RunResult churn = result::testing::controllerResult();
   churn.workloads = {{"churn", "sessions", {}}};
   EXPECT_EQ(section(renderSummary(churn), "## Headline\n", "## All figures").find("node_not_ready"), std::string::npos);
 }
@@ -357,7 +358,7 @@ void expectNarrow(const std::string& md) {
 }
 
 TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
-  std::string md = renderSummary(testing::capacityResult(testing::brokeAtStep3()));
+  std::string md = renderSummary(result::testing::capacityResult(result::testing::brokeAtStep3()));
   if (const char* dump = std::getenv("CPSCALE_DUMP_CAPACITY_SUMMARY")) std::ofstream(dump) << md;
   // Right after the title and the phases, before the headline.
   auto at = md.find("- incidents: none\n\n## Capacity\n\n");
@@ -396,7 +397,7 @@ TEST(SummaryCapacityTest, BrokeAtTheThirdStepWithABisectionStep) {
 }
 
 TEST(SummaryCapacityTest, GeneratorLimitedIsNotACapacity) {
-  std::string md = renderSummary(testing::capacityResult(testing::generatorLimited()));
+  std::string md = renderSummary(result::testing::capacityResult(result::testing::generatorLimited()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
   expectLines(
       cap, {
@@ -414,7 +415,7 @@ TEST(SummaryCapacityTest, GeneratorLimitedIsNotACapacity) {
 }
 
 TEST(SummaryCapacityTest, ReachedTheMaxAndAStepWithoutPressure) {
-  std::string md = renderSummary(testing::capacityResult(testing::reachedMax()));
+  std::string md = renderSummary(result::testing::capacityResult(result::testing::reachedMax()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
   expectLines(cap, {
                        // clang-format off
@@ -430,7 +431,7 @@ TEST(SummaryCapacityTest, ReachedTheMaxAndAStepWithoutPressure) {
 }
 
 TEST(SummaryCapacityTest, NoStepHeld) {
-  std::string md = renderSummary(testing::capacityResult(testing::noneHeld()));
+  std::string md = renderSummary(result::testing::capacityResult(result::testing::noneHeld()));
   std::string cap = section(md, "## Capacity\n", "## Headline\n");
   expectLines(
       cap, {
@@ -450,7 +451,7 @@ TEST(SummaryCapacityTest, NoStepHeld) {
 }
 
 TEST(SummaryCapacityTest, APlainRunHasNoCapacitySection) {
-  EXPECT_EQ(renderSummary(testing::sampleResult()).find("## Capacity"), std::string::npos);
+  EXPECT_EQ(renderSummary(result::testing::sampleResult()).find("## Capacity"), std::string::npos);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "sim/run/capacity_search.h"
 #include "test/support/scripted_transport.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using namespace std::chrono_literals;
@@ -64,8 +64,8 @@ class ScriptedTarget {
   }
 
  private:
-  static engine::DriverOptions driverOptions() {
-    engine::DriverOptions o;
+  static load::DriverOptions driverOptions() {
+    load::DriverOptions o;
     // The server's queue, not the driver's in-flight bound, should show.
     o.maxInFlight = 1'000'000;
     o.connections = 1000;
@@ -96,7 +96,7 @@ class ScriptedTarget {
   engine::VirtualSimulator sim_;
   FifoServer server_;
   ScriptedTransport transport_;
-  engine::OpenLoopDriver driver_;
+  load::OpenLoopDriver driver_;
   std::int64_t nodes_ = 0;
 };
 
@@ -112,15 +112,15 @@ scenario::CapacitySpec nodeSpec(int bisect) {
   s.max = 32000;
   s.hold = 30s;
   s.bisect = bisect;
-  s.gates = {scenario::parseGate("client_latency_p99{resource=leases,verb=PUT,measured_from=scheduled} <= 1s", "test",
-                                 "gates[0]")};
+  s.gates = {metrics::parseGate("client_latency_p99{resource=leases,verb=PUT,measured_from=scheduled} <= 1s", "test",
+                                "gates[0]")};
   return s;
 }
 
 // Searches against fresh scripted targets (one per runner call, as a live search
 // starts a fresh plane per bisection run), counting the calls.
-reports::CapacitySearch search(const scenario::CapacitySpec& spec, Duration service, Duration submitCost,
-                               int* calls = nullptr) {
+result::CapacitySearch search(const scenario::CapacitySpec& spec, Duration service, Duration submitCost,
+                              int* calls = nullptr) {
   StepRunner runner = [&](const std::vector<double>& values) {
     if (calls) ++*calls;
     ScriptedTarget target(service, submitCost);
@@ -129,7 +129,7 @@ reports::CapacitySearch search(const scenario::CapacitySpec& spec, Duration serv
   return searchCapacity(spec, runner, "classic", "index-node");
 }
 
-std::vector<double> valuesOf(const reports::CapacitySearch& s) {
+std::vector<double> valuesOf(const result::CapacitySearch& s) {
   std::vector<double> v;
   for (const auto& st : s.steps) v.push_back(st.value);
   return v;
@@ -143,7 +143,7 @@ TEST(CapacitySearch, StopsAtTheFirstStepPastTheServersKnownLimit) {
   EXPECT_EQ(valuesOf(s), (std::vector<double>{1000, 2000, 4000, 8000, 16000}));
   ASSERT_TRUE(s.held.has_value());
   EXPECT_EQ(*s.held, 8000);
-  EXPECT_EQ(s.limit, reports::CapacityLimit::kServer);
+  EXPECT_EQ(s.limit, result::CapacityLimit::kServer);
   EXPECT_NE(s.brokeBy.find("client_latency_p99"), std::string::npos) << s.brokeBy;
   for (std::size_t i = 0; i + 1 < s.steps.size(); ++i) EXPECT_TRUE(s.steps[i].held) << s.steps[i].value;
   EXPECT_FALSE(s.steps.back().held);
@@ -153,9 +153,9 @@ TEST(CapacitySearch, StopsAtTheFirstStepPastTheServersKnownLimit) {
   ASSERT_TRUE(f.value.has_value());
   EXPECT_EQ(*f.value, 8000);
   EXPECT_EQ(f.unit, "nodes");
-  auto gate = scenario::evaluateGate(scenario::parseGate("capacity{axis=node} >= 8000", "test", "g"), {&f, 1});
+  auto gate = metrics::evaluateGate(metrics::parseGate("capacity{axis=node} >= 8000", "test", "g"), {&f, 1});
   EXPECT_TRUE(gate.passed);
-  gate = scenario::evaluateGate(scenario::parseGate("capacity{axis=node} >= 9000", "test", "g"), {&f, 1});
+  gate = metrics::evaluateGate(metrics::parseGate("capacity{axis=node} >= 9000", "test", "g"), {&f, 1});
   EXPECT_FALSE(gate.passed);
 }
 
@@ -168,7 +168,7 @@ TEST(CapacitySearch, BisectionNarrowsTheLimitOnFreshTargets) {
   ASSERT_TRUE(s.held.has_value());
   EXPECT_EQ(*s.held, 9000);
   EXPECT_EQ(calls, 4);  // the ladder, then one fresh run per bisection value
-  EXPECT_EQ(s.limit, reports::CapacityLimit::kServer);
+  EXPECT_EQ(s.limit, result::CapacityLimit::kServer);
 }
 
 TEST(CapacitySearch, AGeneratorThatFallsBehindIsNotACapacity) {
@@ -176,7 +176,7 @@ TEST(CapacitySearch, AGeneratorThatFallsBehindIsNotACapacity) {
   // (4,000 nodes) but not 800; the server would have held far more.
   const auto s = search(nodeSpec(2), Duration{1us}, 2ms);
   EXPECT_EQ(valuesOf(s), (std::vector<double>{1000, 2000, 4000, 8000}));
-  EXPECT_EQ(s.limit, reports::CapacityLimit::kGenerator);
+  EXPECT_EQ(s.limit, result::CapacityLimit::kGenerator);
   EXPECT_TRUE(s.steps.back().generatorLimited);
   ASSERT_TRUE(s.held.has_value());
   EXPECT_EQ(*s.held, 4000);  // a lower bound, and said to be one
@@ -189,7 +189,7 @@ TEST(CapacitySearch, EveryStepHoldingMeansAtLeastTheMax) {
   spec.max = 6000;
   const auto s = search(spec, kService, Duration{0});
   EXPECT_EQ(valuesOf(s), (std::vector<double>{1000, 2000, 4000, 6000}));
-  EXPECT_EQ(s.limit, reports::CapacityLimit::kMaxReached);
+  EXPECT_EQ(s.limit, result::CapacityLimit::kMaxReached);
   const metrics::Figure f = capacityFigure(s);
   ASSERT_TRUE(f.value.has_value());
   EXPECT_EQ(*f.value, 6000);
@@ -212,12 +212,12 @@ TEST(CapacitySearch, ARunCutShortSaysWhyAndKeepsWhatHeld) {
   StepRunner runner = [&](const std::vector<double>& values) {
     StepsOutcome o;
     o.steps.push_back(judgeStep(values[0], 0, 30, {}, {}));  // no gates: held
-    o.stopped = reports::CapacityLimit::kInterrupted;
+    o.stopped = result::CapacityLimit::kInterrupted;
     o.detail = "interrupted";
     return o;
   };
   const auto s = searchCapacity(spec, runner, "classic", "x");
-  EXPECT_EQ(s.limit, reports::CapacityLimit::kInterrupted);
+  EXPECT_EQ(s.limit, result::CapacityLimit::kInterrupted);
   ASSERT_TRUE(s.held.has_value());
   EXPECT_EQ(*s.held, 1000);
   EXPECT_NE(s.detail.find("interrupted"), std::string::npos);
@@ -236,4 +236,4 @@ TEST(CapacityLadder, GrowsByTheFactorAndEndsAtTheMax) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -9,7 +9,7 @@
 
 #include "sim/engine/simulator_impl.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using namespace std::chrono_literals;
@@ -146,4 +146,4 @@ TEST(FaultInjectorVirtual, AReadinessAfterTheRunEndedIsNotCounted) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

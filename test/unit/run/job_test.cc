@@ -23,7 +23,7 @@
 #include "workloads/params.h"
 #include "workloads/templates.h"
 
-namespace cpscale::cli::testing {
+namespace cpscale::run::testing {
 namespace {
 
 namespace fs = std::filesystem;
@@ -397,4 +397,4 @@ TEST(JobManifests, YamlReadsBackAsTheManifests) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli::testing
+}  // namespace cpscale::run::testing

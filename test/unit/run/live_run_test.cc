@@ -25,7 +25,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/run/runner.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -180,7 +180,7 @@ class QuietApiserver : public kube::Transport {
 class QuietTarget final : public Target {
  public:
   engine::SimulatorMode mode() const override { return engine::SimulatorMode::kPaced; }
-  void open(reports::RunResult& r) override {
+  void open(result::RunResult& r) override {
     r.target.kind = "quiet";
     r.target.server = setup_.server();
   }
@@ -202,7 +202,7 @@ class QuietTarget final : public Target {
     return std::make_unique<Counted>(state);
   }
   void close() override { loadConnectionsAtClose = state.loadConnections.load(); }
-  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult&) override {
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const result::RunResult&) override {
     metrics::ScrapeTarget t;
     t.info.name = "kube-apiserver-0";
     t.info.role = metrics::TargetRole::kApiserver;
@@ -256,7 +256,7 @@ class LiveRunTest : public ::testing::Test {
   }
 };
 
-const metrics::Figure* figure(const reports::RunResult& r, const std::string& name, metrics::Window w,
+const metrics::Figure* figure(const result::RunResult& r, const std::string& name, metrics::Window w,
                               const metrics::Labels& labels = {}) {
   for (const auto& f : r.figures)
     if (f.name == name && f.window == w && f.labels == labels) return &f;
@@ -266,8 +266,8 @@ const metrics::Figure* figure(const reports::RunResult& r, const std::string& na
 TEST_F(LiveRunTest, TheRunsThreadsMeasureWhatTheWorkersSent) {
   QuietTarget target;
   scenario::Scenario sc = scenario("4s");
-  reports::RunResult r = executeRun(sc, options(), target);
-  EXPECT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  result::RunResult r = executeRun(sc, options(), target);
+  EXPECT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.exitCode, 0);
   ASSERT_FALSE(r.phases.empty());
   const auto steady = std::find_if(r.phases.begin(), r.phases.end(), [](const auto& p) { return p.name == "steady"; });
@@ -285,7 +285,7 @@ TEST_F(LiveRunTest, TheRunsThreadsMeasureWhatTheWorkersSent) {
   ASSERT_TRUE(served && served->value) << (served ? served->unavailableReason : "no write_qps{resource=leases}");
   EXPECT_GT(*served->value, 10);
   EXPECT_LT(*served->value, 30);
-  EXPECT_TRUE(fs::exists(dir_ / "out" / reports::kResultFile));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / result::kResultFile));
 }
 
 // The load's connections (its watch streams with them) are closed before the target
@@ -294,8 +294,8 @@ TEST_F(LiveRunTest, TheRunsThreadsMeasureWhatTheWorkersSent) {
 TEST_F(LiveRunTest, TheLoadsConnectionsAreClosedBeforeTheTargetStops) {
   QuietTarget target;
   scenario::Scenario sc = scenario("2s");
-  reports::RunResult r = executeRun(sc, options(), target);
-  EXPECT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  result::RunResult r = executeRun(sc, options(), target);
+  EXPECT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_GE(target.state.loadConnectionsOpened.load(), 2);  // one per worker
   EXPECT_EQ(target.loadConnectionsAtClose, 0);
 }
@@ -307,13 +307,13 @@ TEST_F(LiveRunTest, CtrlCCutsTheLiveWindowAndTheResultSaysSo) {
     std::this_thread::sleep_for(3s);
     setInterrupted(true);
   });
-  reports::RunResult r = executeRun(sc, options(), target);
+  result::RunResult r = executeRun(sc, options(), target);
   ctrlC.join();
-  EXPECT_EQ(r.status, reports::RunStatus::kInterrupted);
+  EXPECT_EQ(r.status, result::RunStatus::kInterrupted);
   EXPECT_NE(r.exitCode, 0);
   EXPECT_LT(r.measuredSeconds, 60);
-  EXPECT_TRUE(fs::exists(dir_ / "out" / reports::kResultFile));
+  EXPECT_TRUE(fs::exists(dir_ / "out" / result::kResultFile));
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -8,7 +8,7 @@
 #include "sim/run/run_progress.h"
 #include "test/support/fake_transport.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 kube::HttpRequest request(const char* method, engine::TimePoint intended) {
@@ -68,4 +68,4 @@ TEST(MetricsEndpoint, ServesTheLiveCountersInPrometheusText) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -12,7 +12,7 @@
 #include "test/support/fake_transport.h"
 #include "workloads/cleanup.h"
 
-namespace cpscale::cli::testing {
+namespace cpscale::run::testing {
 namespace {
 
 struct Client {
@@ -147,4 +147,4 @@ TEST(ShardResults, TheRunsCleanupLeavesTheResults) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli::testing
+}  // namespace cpscale::run::testing

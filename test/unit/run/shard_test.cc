@@ -12,7 +12,7 @@
 #include "test/support/configmap_server.h"
 #include "test/support/fake_transport.h"
 
-namespace cpscale::cli::testing {
+namespace cpscale::run::testing {
 namespace {
 
 // One shard's process: its own client on the shared server.
@@ -102,4 +102,4 @@ TEST(ShardMeeting, ShardZeroCleansUpOnceEveryShardIsDone) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli::testing
+}  // namespace cpscale::run::testing

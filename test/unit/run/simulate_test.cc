@@ -14,7 +14,7 @@
 #include "sim/metrics/figures.h"
 #include "sim/model/calibration.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 namespace fs = std::filesystem;
 
@@ -69,9 +69,9 @@ class SimulateTest : public ::testing::Test {
     return so;
   }
   static fs::path scenarioFile(const std::string& name) { return fs::path(CPSCALE_SOURCE_DIR) / "scenarios" / name; }
-  reports::RunResult simulate(std::vector<scenario::Override> sets, const std::string& out,
-                              const model::Calibration& cal = testCalibration(), std::optional<double> weight = {},
-                              double maxActors = 1500, const std::string& profile = "") {
+  result::RunResult simulate(std::vector<scenario::Override> sets, const std::string& out,
+                             const model::Calibration& cal = testCalibration(), std::optional<double> weight = {},
+                             double maxActors = 1500, const std::string& profile = "") {
     SimulateOptions so = options(out, profile);
     so.calibration = cal;
     so.weight = weight;
@@ -88,9 +88,9 @@ class SimulateTest : public ::testing::Test {
       EXPECT_EQ(e.field(), field);
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
     }
-    EXPECT_FALSE(fs::exists(so.run.outDir / reports::kResultFile));
+    EXPECT_FALSE(fs::exists(so.run.outDir / result::kResultFile));
   }
-  static double value(const reports::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
+  static double value(const result::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
     // The steady window's (setup has figures of the same names).
     std::vector<metrics::Figure> steady;
     for (const auto& f : r.figures)
@@ -103,7 +103,7 @@ class SimulateTest : public ::testing::Test {
     return *f->value;
   }
   // A figure of the whole run (the workloads' own: node lifecycle timings, retries).
-  static std::optional<double> runValue(const reports::RunResult& r, std::string_view name,
+  static std::optional<double> runValue(const result::RunResult& r, std::string_view name,
                                         const metrics::Labels& labels = {}) {
     std::vector<metrics::Figure> run;
     for (const auto& f : r.figures)
@@ -112,7 +112,7 @@ class SimulateTest : public ::testing::Test {
     if (f == nullptr || !f->available()) return std::nullopt;
     return *f->value;
   }
-  static std::string failedGates(const reports::RunResult& r) {
+  static std::string failedGates(const result::RunResult& r) {
     std::string out;
     for (const auto& g : r.gates)
       if (!g.passed) out += g.gate.text + ": " + (g.measured ? std::to_string(*g.measured) : g.reason) + "\n";
@@ -124,8 +124,8 @@ TEST_F(SimulateTest, SameSeedGivesTheSameResultBitForBit) {
   std::vector<scenario::Override> sets{{"workloads.fleet.count", "120"}, {"duration", "40s"}};
   auto a = simulate(sets, "a");
   auto b = simulate(sets, "b");
-  ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
-  auto ja = reports::toJson(a), jb = reports::toJson(b);
+  ASSERT_EQ(a.status, result::RunStatus::kCompleted) << a.statusDetail;
+  auto ja = result::toJson(a), jb = result::toJson(b);
   // Only where and when it ran differ.
   ja.erase("environment");
   jb.erase("environment");
@@ -133,7 +133,7 @@ TEST_F(SimulateTest, SameSeedGivesTheSameResultBitForBit) {
   // Another seed is another run.
   sets.push_back({"seed", "7"});
   auto c = simulate(sets, "c");
-  auto jc = reports::toJson(c);
+  auto jc = result::toJson(c);
   jc.erase("environment");
   EXPECT_NE(ja.dump(), jc.dump());
 }
@@ -146,9 +146,9 @@ TEST_F(SimulateTest, AnotherRunIdOfTheSameSeedMeasuresTheSame) {
   SimulateOptions so = options("other");
   so.run.runId = "other07";  // as long as "simtest": the same bytes per object
   auto b = simulateScenario(scenarioFile("node-bound.yaml"), sets, so);
-  ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
-  auto figures = [](const reports::RunResult& r) {
-    nlohmann::json j = reports::toJson(r);
+  ASSERT_EQ(a.status, result::RunStatus::kCompleted) << a.statusDetail;
+  auto figures = [](const result::RunResult& r) {
+    nlohmann::json j = result::toJson(r);
     return j["figures"].dump() + j["phases"].dump();
   };
   EXPECT_EQ(figures(a), figures(b));
@@ -159,13 +159,13 @@ TEST_F(SimulateTest, AnotherRunIdOfTheSameSeedMeasuresTheSame) {
 TEST_F(SimulateTest, TheWindowStartsNoEarlierThanAsked) {
   std::vector<scenario::Override> sets{{"workloads.fleet.count", "50"}, {"duration", "20s"}};
   const auto plain = simulate(sets, "plain");
-  const reports::Phase* early = reports::findPhase(plain, "steady");
+  const result::Phase* early = result::findPhase(plain, "steady");
   ASSERT_NE(early, nullptr);
   ASSERT_LT(early->startSeconds, 30);
   SimulateOptions so = options("late");
   so.run.earliestSteadyStart = engine::TimePoint{std::chrono::seconds(30)};
   const auto late = simulateScenario(scenarioFile("node-bound.yaml"), sets, so);
-  const reports::Phase* steady = reports::findPhase(late, "steady");
+  const result::Phase* steady = result::findPhase(late, "steady");
   ASSERT_NE(steady, nullptr);
   EXPECT_GE(steady->startSeconds, 30);
   EXPECT_LT(steady->startSeconds, 30.1);
@@ -175,13 +175,13 @@ TEST_F(SimulateTest, TheWindowStartsNoEarlierThanAsked) {
 TEST_F(SimulateTest, EveryFigureSaysItCameFromTheModel) {
   auto cal = testCalibration();
   auto r = simulate({{"workloads.fleet.count", "200"}, {"duration", "60s"}}, "m", cal);
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.target.kind, "model");
   ASSERT_FALSE(r.figures.empty());
   for (const auto& f : r.figures) EXPECT_EQ(f.source, metrics::Source::kModel) << f.name;
   // The steady window is a window of the run, after setup, as live.
-  ASSERT_NE(reports::findPhase(r, "steady"), nullptr);
-  EXPECT_TRUE(reports::findPhase(r, "steady")->complete);
+  ASSERT_NE(result::findPhase(r, "steady"), nullptr);
+  EXPECT_TRUE(result::findPhase(r, "steady")->complete);
   // 200 kubelets renewing every leaseDurationSeconds/4 = 10 s: 20 lease PUTs a second.
   EXPECT_NEAR(value(r, "write_qps", {{"resource", "leases"}, {"verb", "PUT"}}), 20.0, 1.0);
   EXPECT_GT(value(r, "lease_write_share"), 0.5);
@@ -194,7 +194,7 @@ TEST_F(SimulateTest, EveryFigureSaysItCameFromTheModel) {
 TEST_F(SimulateTest, SampledActorsCountTheirWeight) {
   // 3,000 nodes with at most 1,000 simulated: weight 3, and still 300 lease PUTs a second.
   auto r = simulate({{"workloads.fleet.count", "3000"}, {"duration", "60s"}}, "s", testCalibration(), {}, 1000);
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.model.value("weight", 0.0), 3.0);
   EXPECT_EQ(r.model["sampledKnobs"].value("workloads.fleet.count", std::string()), "1000");
   EXPECT_NEAR(value(r, "write_qps", {{"resource", "leases"}, {"verb", "PUT"}}), 300.0, 15.0);
@@ -221,7 +221,7 @@ TEST_F(SimulateTest, CapacitySearchOnTheModelStopsWhereTheHostSaturates) {
   EXPECT_FALSE(search.steps[2].held);
   ASSERT_TRUE(search.held.has_value());
   EXPECT_EQ(*search.held, 1200);
-  EXPECT_EQ(search.limit, reports::CapacityLimit::kServer);
+  EXPECT_EQ(search.limit, result::CapacityLimit::kServer);
   EXPECT_NE(search.brokeBy.find("client_latency_p99"), std::string::npos) << search.brokeBy;
 }
 
@@ -237,7 +237,7 @@ TEST_F(SimulateTest, ASaturatedPlaneStillReportsItsFiguresAndAnOffPlaneGenerator
   auto r = simulateScenario(
       scenarioFile("node-bound.yaml"),
       {{"workloads.fleet.count", "3000"}, {"workloads.fleet.registrationQps", "3000"}, {"duration", "120s"}}, so);
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   // Every scrape of the members was answered, so the server's figures are there.
   EXPECT_GT(value(r, "write_qps"), 0);
   EXPECT_GT(value(r, "lease_write_share"), 0.5);
@@ -302,8 +302,8 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
   fat.heapPerObject = model::Param::fixed(20000);
   auto a = simulate(sets, "live", testCalibration());
   auto b = simulate(sets, "model", fat);
-  ASSERT_EQ(a.status, reports::RunStatus::kCompleted) << a.statusDetail;
-  ASSERT_EQ(b.status, reports::RunStatus::kCompleted) << b.statusDetail;
+  ASSERT_EQ(a.status, result::RunStatus::kCompleted) << a.statusDetail;
+  ASSERT_EQ(b.status, result::RunStatus::kCompleted) << b.statusDetail;
   auto entries = calibration::compareLiveAndModel(a, b, 1.0);
   const model::ValidationEntry* writes = nullptr;
   const model::ValidationEntry* heap = nullptr;
@@ -328,7 +328,7 @@ TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) 
   auto c = simulate(sets, "validated", validated);
   EXPECT_NEAR(c.model.value("maxValidationError", 0.0), heap->relativeError, 1e-12);
   EXPECT_NE(reports::modelLine(c).find("measured error against live runs up to"), std::string::npos);
-  std::ifstream html(dir_ / "validated" / reports::kHtmlFile);
+  std::ifstream html(dir_ / "validated" / result::kHtmlFile);
   std::string page((std::istreambuf_iterator<char>(html)), std::istreambuf_iterator<char>());
   EXPECT_NE(page.find("<table class=\"validation\">"), std::string::npos);
   EXPECT_NE(page.find("<tr class=\"bad\"><td>apiserver_heap_inuse_after_gc_bytes"), std::string::npos);
@@ -344,7 +344,7 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
     SimulateOptions so = options("realistic-" + profile, profile);
     so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
     const auto r = simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
-    ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << profile << ": " << r.statusDetail;
+    ASSERT_EQ(r.status, result::RunStatus::kCompleted) << profile << ": " << r.statusDetail;
     EXPECT_EQ(r.exitCode, 0) << profile << ":\n" << failedGates(r);
     // Every node seen not Ready was one that failed, and is Ready again at the end.
     EXPECT_EQ(r.workloads.at(0).summary["nodeLifecycle"].value("notReadyUnexpected", -1), 0) << profile;
@@ -368,7 +368,7 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   SimulateOptions so = options("realistic-apiserver-only", "apiserver-only.yaml");
   so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
   const auto r = simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_FALSE(runValue(r, "node_not_ready_seconds_max", fleet).has_value());
   EXPECT_EQ(runValue(r, "node_not_ready_transitions", fleet), 0);
   EXPECT_NE(r.exitCode, 0);
@@ -388,7 +388,7 @@ TEST_F(SimulateTest, ALeaseTierWritesAThirdOfTheRenewalsAndTheControllerStillJud
     return simulateScenario(scenarioFile("node-bound-realistic.yaml"), {}, so);
   };
   const auto direct = run(false), tiered = run(true);
-  ASSERT_EQ(tiered.status, reports::RunStatus::kCompleted) << tiered.statusDetail;
+  ASSERT_EQ(tiered.status, result::RunStatus::kCompleted) << tiered.statusDetail;
   // Every gate holds but the lease share's: the tier takes the renewals off the plane.
   const std::string failed = failedGates(tiered);
   EXPECT_EQ(failed.rfind("lease_write_share >= 0.5: ", 0), 0u) << failed;
@@ -425,21 +425,21 @@ class SimulateFaultsTest : public SimulateTest, public ::testing::WithParamInter
 TEST_P(SimulateFaultsTest, TheFaultRehearsalRunsOnTheModelAndPassesItsGates) {
   const std::string profile = GetParam();
   const auto r = simulateScenario(scenarioFile("fault-rehearsal.yaml"), {}, options("faults-" + profile, profile));
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.exitCode, 0);
   ASSERT_EQ(r.gates.size(), 2u);
   for (const auto& g : r.gates) EXPECT_TRUE(g.passed) << g.gate.text << ": " << g.reason;
 
-  const reports::Phase* steady = reports::findPhase(r, "steady");
+  const result::Phase* steady = result::findPhase(r, "steady");
   ASSERT_NE(steady, nullptr);
-  std::map<std::string, const reports::Incident*> faults;
+  std::map<std::string, const result::Incident*> faults;
   for (const auto& i : r.incidents)
     if (i.kind == "fault") faults[i.member] = &i;
   ASSERT_EQ(faults.size(), 2u);
-  const reports::Incident& kill = *faults.at("kube-apiserver-0");
+  const result::Incident& kill = *faults.at("kube-apiserver-0");
   EXPECT_DOUBLE_EQ(kill.atSeconds, steady->startSeconds + 10);
   EXPECT_DOUBLE_EQ(*kill.untilSeconds, steady->startSeconds + 20.5);
-  const reports::Incident& stop = *faults.at("etcd-main");
+  const result::Incident& stop = *faults.at("etcd-main");
   EXPECT_DOUBLE_EQ(stop.atSeconds, steady->startSeconds + 40);
   EXPECT_DOUBLE_EQ(*stop.untilSeconds, steady->startSeconds + 44);
 
@@ -482,11 +482,11 @@ INSTANTIATE_TEST_SUITE_P(Profiles, SimulateFaultsTest, ::testing::Values("classi
 class UntouchableTarget final : public Target {
  public:
   engine::SimulatorMode mode() const override { return engine::SimulatorMode::kPaced; }
-  void open(reports::RunResult&) override { throw std::logic_error("opened"); }
+  void open(result::RunResult&) override { throw std::logic_error("opened"); }
   kube::Transport& setupTransport() override { throw std::logic_error("setup transport"); }
   engine::Clock& setupClock() override { throw std::logic_error("setup clock"); }
   kube::TransportPtr loadTransport(const scenario::Scenario&) override { throw std::logic_error("load transport"); }
-  std::vector<metrics::ScrapeTarget> scrapeTargets(const reports::RunResult&) override {
+  std::vector<metrics::ScrapeTarget> scrapeTargets(const result::RunResult&) override {
     throw std::logic_error("scrape targets");
   }
 };
@@ -504,7 +504,7 @@ TEST_F(SimulateTest, FaultsAreRefusedOnAClusterBeforeAnythingStarts) {
     EXPECT_EQ(e.field(), "faults[0]");
     EXPECT_NE(std::string(e.what()).find("cluster"), std::string::npos) << e.what();
   }
-  EXPECT_FALSE(fs::exists(ro.outDir / reports::kResultFile));
+  EXPECT_FALSE(fs::exists(ro.outDir / result::kResultFile));
 }
 
 // With API Priority and Fairness off the model has kube-apiserver's max-in-flight
@@ -516,7 +516,7 @@ TEST_F(SimulateTest, TheMaxInFlightFilterAnswersTheOverloadWith429) {
   SimulateOptions so = options("overload", "overload.yaml");
   so.calibration = calibration::readCalibration(calibration::defaultCalibrationPath());
   const auto r = simulateScenario(scenarioFile("overload.yaml"), {}, so);
-  ASSERT_EQ(r.status, reports::RunStatus::kCompleted) << r.statusDetail;
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
   EXPECT_EQ(r.exitCode, 0) << failedGates(r);
   EXPECT_GT(value(r, "client_retries", {{"reason", "429"}}), 0);
   EXPECT_GT(value(r, "rejected_write_requests", {{"code", "429"}}), 0);
@@ -525,7 +525,7 @@ TEST_F(SimulateTest, TheMaxInFlightFilterAnswersTheOverloadWith429) {
   SimulateOptions classic = options("overload-classic", "classic.yaml");
   classic.calibration = so.calibration;
   const auto c = simulateScenario(scenarioFile("overload.yaml"), {}, classic);
-  ASSERT_EQ(c.status, reports::RunStatus::kCompleted) << c.statusDetail;
+  ASSERT_EQ(c.status, result::RunStatus::kCompleted) << c.statusDetail;
   std::vector<metrics::Figure> steady;
   for (const auto& f : c.figures)
     if (f.window == metrics::Window::kSteady) steady.push_back(f);
@@ -550,4 +550,4 @@ TEST_F(SimulateTest, AdmissionLimitsUnderPriorityAndFairnessAreRefusedOnTheModel
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

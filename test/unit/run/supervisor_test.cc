@@ -13,7 +13,7 @@
 
 #include "sim/engine/simulator_impl.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using namespace std::chrono_literals;
@@ -378,4 +378,4 @@ TEST_F(SupervisorTest, StageNamesFollowTheLadder) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 std::vector<std::string> localhostOnly(const std::string& host) {
@@ -107,4 +107,4 @@ TEST(TargetCheckTest, TheDefaultResolverFindsLocalhostOnLoopback) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -8,7 +8,7 @@
 
 #include "workloads/workload.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 
 using nlohmann::json;
@@ -43,7 +43,7 @@ TEST(MergeSummary, NumbersAddFlagsAndArraysConcatenateObjectsMergeByTheSameRules
   EXPECT_EQ(lc["watch"]["lists"], 3);
 }
 
-reports::WorkloadSummary fleet(double failed, double returned, json lifecycle) {
+result::WorkloadSummary fleet(double failed, double returned, json lifecycle) {
   if (!lifecycle.contains("watchStreams")) lifecycle["watchStreams"] = 2;
   return {"kubelets", "fleet", {{"nodesFailed", failed}, {"nodesReturned", returned}, {"nodeLifecycle", lifecycle}}};
 }
@@ -55,13 +55,13 @@ const metrics::Figure& figure(const std::vector<metrics::Figure>& fs, const char
 }
 
 TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
-  std::vector<reports::WorkloadSummary> ws{{"churn", "sessions", {{"sessionsCreated", 10}}},
-                                           fleet(5, 5,
-                                                 {{"notReadyTransitions", 5},
-                                                  {"readyTransitions", 4},
-                                                  {"notReadyAtEnd", 1},
-                                                  {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}},
-                                                  {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
+  std::vector<result::WorkloadSummary> ws{{"churn", "sessions", {{"sessionsCreated", 10}}},
+                                          fleet(5, 5,
+                                                {{"notReadyTransitions", 5},
+                                                 {"readyTransitions", 4},
+                                                 {"notReadyAtEnd", 1},
+                                                 {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}},
+                                                 {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
   auto fs = workloadFigures(ws);
   // The churn workload's one (session_write_failures), the fleet's two renewal counts
   // and its seven lifecycle figures.
@@ -86,12 +86,12 @@ TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
 }
 
 TEST(WorkloadFigures, WithoutFailuresTheSecondsAreUnavailable) {
-  std::vector<reports::WorkloadSummary> ws{fleet(0, 0,
-                                                 {{"notReadyTransitions", 0},
-                                                  {"readyTransitions", 0},
-                                                  {"notReadyAtEnd", 0},
-                                                  {"notReadySeconds", json::array()},
-                                                  {"readyAgainSeconds", json::array()}})};
+  std::vector<result::WorkloadSummary> ws{fleet(0, 0,
+                                                {{"notReadyTransitions", 0},
+                                                 {"readyTransitions", 0},
+                                                 {"notReadyAtEnd", 0},
+                                                 {"notReadySeconds", json::array()},
+                                                 {"readyAgainSeconds", json::array()}})};
   auto fs = workloadFigures(ws);
   for (const char* n : {"node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_again_seconds_p50",
                         "node_ready_again_seconds_max"}) {
@@ -103,12 +103,12 @@ TEST(WorkloadFigures, WithoutFailuresTheSecondsAreUnavailable) {
 }
 
 TEST(WorkloadFigures, FailuresWithoutAnyNotReadySeenPointAtTheMissingController) {
-  std::vector<reports::WorkloadSummary> ws{fleet(3, 3,
-                                                 {{"notReadyTransitions", 0},
-                                                  {"readyTransitions", 0},
-                                                  {"notReadyAtEnd", 0},
-                                                  {"notReadySeconds", json::array()},
-                                                  {"readyAgainSeconds", json::array()}})};
+  std::vector<result::WorkloadSummary> ws{fleet(3, 3,
+                                                {{"notReadyTransitions", 0},
+                                                 {"readyTransitions", 0},
+                                                 {"notReadyAtEnd", 0},
+                                                 {"notReadySeconds", json::array()},
+                                                 {"readyAgainSeconds", json::array()}})};
   auto fs = workloadFigures(ws);
   EXPECT_EQ(figure(fs, "node_not_ready_transitions").value, 0);
   for (const char* n : {"node_not_ready_seconds_p50", "node_ready_again_seconds_max"}) {
@@ -117,7 +117,7 @@ TEST(WorkloadFigures, FailuresWithoutAnyNotReadySeenPointAtTheMissingController)
 }
 
 TEST(WorkloadFigures, NotReadySeenButNoReturnLeavesOnlyTheReadyAgainUnavailable) {
-  std::vector<reports::WorkloadSummary> ws{fleet(
+  std::vector<result::WorkloadSummary> ws{fleet(
       2, 0,
       {{"notReadyTransitions", 2}, {"readyTransitions", 0}, {"notReadyAtEnd", 2}, {"notReadySeconds", {50.0, 51.0}}})};
   auto fs = workloadFigures(ws);
@@ -127,7 +127,7 @@ TEST(WorkloadFigures, NotReadySeenButNoReturnLeavesOnlyTheReadyAgainUnavailable)
 }
 
 TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
-  std::vector<reports::WorkloadSummary> ws{
+  std::vector<result::WorkloadSummary> ws{
       fleet(2, 0, {{"watchStreams", 0}, {"notReadyTransitions", 0}, {"watchLastError", "GET nodes: 403 Forbidden"}})};
   auto fs = workloadFigures(ws);
   // The renewals are counted whatever the watch did; the lifecycle figures are not.
@@ -140,7 +140,7 @@ TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
 }
 
 TEST(WorkloadFigures, RenewalsMissedAreTheFailedAndTheNeverSent) {
-  std::vector<reports::WorkloadSummary> ws{fleet(0, 0, {})};
+  std::vector<result::WorkloadSummary> ws{fleet(0, 0, {})};
   ws[0].summary["leaseRenewals"] = 1800;
   ws[0].summary["leaseRenewalFailures"] = 3;
   ws[0].summary["leaseRenewalsSkipped"] = 2;
@@ -150,7 +150,7 @@ TEST(WorkloadFigures, RenewalsMissedAreTheFailedAndTheNeverSent) {
 }
 
 TEST(WorkloadFigures, ADormantPopulationCountsWhatItWasAskedAgainstWhatItMade) {
-  std::vector<reports::WorkloadSummary> ws{
+  std::vector<result::WorkloadSummary> ws{
       {"dormant", "platform", {{"objects", 3100}, {"created", 3098}, {"watchers", 20}, {"watchersSynced", 19}}},
       {"dormant", "quiet", {{"objects", 10}, {"created", 10}, {"watchers", 0}, {"watchersSynced", 0}}},
       {"churn", "sessions", {{"createFailures", 1}, {"writeFailures", 4}}},
@@ -176,7 +176,7 @@ TEST(WorkloadFigures, ADormantPopulationCountsWhatItWasAskedAgainstWhatItMade) {
 // The figures each kind reports are exactly the ones a gate may name for it (the list
 // the scenario's gates are checked against at load).
 TEST(WorkloadFigures, EachKindReportsExactlyItsOwnFigures) {
-  std::vector<reports::WorkloadSummary> ws{
+  std::vector<result::WorkloadSummary> ws{
       fleet(5, 5,
             {{"notReadyTransitions", 5},
              {"readyTransitions", 4},
@@ -202,4 +202,4 @@ TEST(WorkloadFigures, EachKindReportsExactlyItsOwnFigures) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

@@ -21,7 +21,7 @@
 #include "workloads/kind.h"
 #include "workloads/setup.h"
 
-namespace cpscale::cli {
+namespace cpscale::run {
 namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -160,7 +160,7 @@ TEST_F(WorkloadKindTest, UnknownKindsAreListedWithTheRegisteredOne) {
 }
 
 TEST_F(WorkloadKindTest, ItsFiguresComeFromItsSummaryAndAMissingNumberIsUnavailableNotZero) {
-  std::vector<reports::WorkloadSummary> ws{{"beacons", "pings", {{"writes", 7}}}, {"beacons", "quiet", json::object()}};
+  std::vector<result::WorkloadSummary> ws{{"beacons", "pings", {{"writes", 7}}}, {"beacons", "quiet", json::object()}};
   const auto fs = workloadFigures(ws);
   const auto* pings = metrics::findFigure(fs, "beacon_writes", metrics::sortedLabels({{"workload", "pings"}}));
   ASSERT_NE(pings, nullptr);
@@ -178,7 +178,7 @@ TEST_F(WorkloadKindTest, TheJobsRoleGrantsWhatTheKindSaysAndTheHeadlineShowsItsA
   const auto rules = runRules(s.workloads);
   EXPECT_TRUE(kube::allows(rules, kube::requestAttributes("POST", "/api/v1/namespaces/x/configmaps")));
   EXPECT_FALSE(kube::allows(rules, kube::requestAttributes("POST", "/api/v1/namespaces/x/pods")));
-  reports::RunResult r;
+  result::RunResult r;
   r.workloads.push_back({"beacons", "beacons", json::object()});
   EXPECT_EQ(reports::axesOfRun(r), std::vector<reports::Axis>{reports::Axis::kState});
 }
@@ -190,7 +190,7 @@ TEST_F(WorkloadKindTest, TheModelRunsItInVirtualTime) {
   so.run.runId = "kindtest";
   so.run.outDir = dir_ / "out";
   so.run.progress = false;
-  const reports::RunResult r = simulateScenario(file, {}, so);
+  const result::RunResult r = simulateScenario(file, {}, so);
   const auto* writes =
       metrics::findFigure(r.figures, "beacon_writes", metrics::sortedLabels({{"workload", "beacons"}}));
   ASSERT_NE(writes, nullptr);
@@ -203,4 +203,4 @@ TEST_F(WorkloadKindTest, TheModelRunsItInVirtualTime) {
 }
 
 }  // namespace
-}  // namespace cpscale::cli
+}  // namespace cpscale::run

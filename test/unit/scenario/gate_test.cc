@@ -4,10 +4,8 @@
 
 #include "sim/common/error.h"
 
-namespace cpscale::scenario {
+namespace cpscale::metrics {
 namespace {
-using metrics::Figure;
-using metrics::Source;
 
 Gate gate(const std::string& text) { return parseGate(text, "s.yaml:9", "gates[0]"); }
 
@@ -208,7 +206,7 @@ TEST(GateTest, BooleanGate) {
 TEST(GateTest, ReadsTheSteadyWindowUnlessAnotherIsNamed) {
   auto fs = figures();
   Figure setup = Figure::measured("write_qps", {}, 900, "1/s", Source::kApiserver);
-  setup.window = metrics::Window::kSetup;
+  setup.window = Window::kSetup;
   fs.insert(fs.begin(), setup);  // first, so a window-blind lookup would find it
   auto steady = evaluateGate(gate("write_qps <= 200"), fs);
   EXPECT_TRUE(steady.passed) << steady.reason;
@@ -222,4 +220,4 @@ TEST(GateTest, ReadsTheSteadyWindowUnlessAnotherIsNamed) {
 }
 
 }  // namespace
-}  // namespace cpscale::scenario
+}  // namespace cpscale::metrics

@@ -207,7 +207,7 @@ targets:
   constexpr std::size_t kWorkers = 3;
   std::vector<kube::FakeTransport*> transports(kWorkers);
   std::vector<Harness> answers(kWorkers);  // only their default answers
-  engine::WorkerPool pool({.workers = kWorkers, .seed = 42}, [&](engine::Worker& w) -> kube::TransportPtr {
+  load::WorkerPool pool({.workers = kWorkers, .seed = 42}, [&](load::Worker& w) -> kube::TransportPtr {
     auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
     t->setLatency(std::chrono::milliseconds(40 * (w.index() + 1)));  // slower, and unequal
     Harness* a = &answers[w.index()];
@@ -219,7 +219,7 @@ targets:
   std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
   std::uint64_t started = 0;
   pool.run(
-      [&](engine::Worker& w) {
+      [&](load::Worker& w) {
         apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
         WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
         instances[w.index()] = wl->start(ctx);
@@ -491,7 +491,7 @@ TEST(Dormant, PopulationStoppedBeforeItsLastCreateIsIncompleteAndNotSetUp) {
 TEST(Dormant, SeveralWorkersEachCreateTheirShareOfAKindBeforeTheNext) {
   constexpr std::size_t kWorkers = 3;
   std::vector<kube::FakeTransport*> transports(kWorkers);
-  engine::WorkerPool pool({.workers = kWorkers, .seed = 5}, [&](engine::Worker& w) -> kube::TransportPtr {
+  load::WorkerPool pool({.workers = kWorkers, .seed = 5}, [&](load::Worker& w) -> kube::TransportPtr {
     auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
     t->setLatency(1ms);
     t->setHandler([](const kube::HttpRequest& r) { return jsonResponse(201, json::parse(r.body)); });
@@ -504,7 +504,7 @@ TEST(Dormant, SeveralWorkersEachCreateTheirShareOfAKindBeforeTheNext) {
   std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
   std::vector<std::unique_ptr<WorkloadInstance>> instances(kWorkers);
   pool.run(
-      [&](engine::Worker& w) {
+      [&](load::Worker& w) {
         apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
         WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
         ctx.phases = &phases;

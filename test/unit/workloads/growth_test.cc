@@ -176,10 +176,10 @@ TEST(KubeletGrowth, ChurnStaysWithTheBaseAndReachesTheGrownNodes) {
 TEST(KubeletGrowth, GrowsOnEveryWorkerWithOneWatchEach) {
   constexpr std::size_t kWorkers = 2;
   std::vector<kube::FakeTransport*> transports(kWorkers);
-  engine::WorkerOptions wo;
+  load::WorkerOptions wo;
   wo.workers = kWorkers;
   wo.seed = 5;
-  engine::WorkerPool pool(wo, [&](engine::Worker& w) -> kube::TransportPtr {
+  load::WorkerPool pool(wo, [&](load::Worker& w) -> kube::TransportPtr {
     auto t = std::make_unique<kube::FakeTransport>(static_cast<engine::Scheduler&>(w.simulator()));
     t->setLatency(1ms);
     t->setStreamHandler([](const kube::HttpRequest&) -> std::optional<kube::HttpResponse> { return std::nullopt; });
@@ -199,7 +199,7 @@ TEST(KubeletGrowth, GrowsOnEveryWorkerWithOneWatchEach) {
   std::vector<std::unique_ptr<kube::ApiClient>> apis(kWorkers);
   std::vector<std::unique_ptr<WorkloadInstance>> instances(2 * kWorkers);
   pool.run(
-      [&](engine::Worker& w) {
+      [&](load::Worker& w) {
         apis[w.index()] = std::make_unique<kube::ApiClient>(*w.driver(), w.simulator().clock(), w.simulator());
         WorkloadContext ctx{w.simulator(), *apis[w.index()], "t1", 42, &w};
         ctx.phases = &phases;
