@@ -77,8 +77,8 @@ debian-deps:
 
 # CMAKE_ARGS: more options for a new build dir (CI: -DCPSCALE_DEBUG_INFO=OFF
 # -DCPSCALE_WERROR=ON). A build dir first configured by `make run` has no tests (their
-# packages may be missing); `make build` and `make test` turn them on in the same dir,
-# which keeps every object already compiled.
+# packages may be missing) and no debug info; `make build` and `make test` turn the
+# tests on in the same dir, which keeps every object already compiled.
 CMAKE_ARGS ?=
 BUILD_TESTS ?= ON
 $(BUILD_DIR)/build.ninja: CMakeLists.txt
@@ -89,8 +89,11 @@ build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The binary alone (and the libraries it links): what run, up and down need; no tests.
+# A build dir it configures has no debug info either (a quarter less compile time on the
+# way to the first run); CMAKE_ARGS=-DCPSCALE_DEBUG_INFO=ON asks for it.
 build-cpscale: run-deps
-	@[ -f $(BUILD_DIR)/build.ninja ] || $(MAKE) --no-print-directory $(BUILD_DIR)/build.ninja BUILD_TESTS=OFF
+	@[ -f $(BUILD_DIR)/build.ninja ] || \
+	  $(MAKE) --no-print-directory $(BUILD_DIR)/build.ninja BUILD_TESTS=OFF CMAKE_ARGS="-DCPSCALE_DEBUG_INFO=OFF $(CMAKE_ARGS)"
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target cpscale
 
 control-plane: deps
