@@ -10,7 +10,7 @@
 #include <functional>
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/engine/random.h"
 #include "sim/engine/scheduler.h"

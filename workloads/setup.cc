@@ -1,5 +1,7 @@
 #include "workloads/setup.h"
 
+#include <nlohmann/json.hpp>
+
 #include "sim/common/error.h"
 #include "workloads/params.h"
 

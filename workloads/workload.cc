@@ -6,6 +6,8 @@
 #include <cmath>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/common/error.h"
 
 #include "workloads/params.h"

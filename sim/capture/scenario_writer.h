@@ -3,7 +3,7 @@
 // it holds at rest. Each field carries a comment saying where its number came from.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 

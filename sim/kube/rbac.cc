@@ -4,6 +4,8 @@
 #include <cctype>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 namespace cpscale::kube {
 namespace {
 

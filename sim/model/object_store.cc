@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/kube/base64.h"
 #include "sim/model/json_text.h"
 

@@ -42,7 +42,7 @@
 #include <vector>
 
 #include <boost/intrusive/list.hpp>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/engine/clock.h"
 #include "sim/engine/random.h"

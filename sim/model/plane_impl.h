@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/engine/random.h"
 #include "sim/engine/scheduler.h"

@@ -3,6 +3,8 @@
 #include <array>
 #include <string>
 
+#include "sim/result/json_io.h"
+
 namespace cpscale::result {
 
 using jsonio::Reader;

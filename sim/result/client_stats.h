@@ -3,12 +3,15 @@
 // is the histogram of every shard's samples together, not an average of percentiles.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/load/request_stats.h"
-#include "sim/result/json_io.h"
 
 namespace cpscale::result {
+
+namespace jsonio {
+class Reader;
+}  // namespace jsonio
 
 nlohmann::json histogramJson(const engine::HdrHistogram& h);
 engine::HdrHistogram histogramFromJson(const jsonio::Reader& r);

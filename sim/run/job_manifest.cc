@@ -4,6 +4,8 @@
 #include <cctype>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/common/duration.h"
 #include "sim/run/shard.h"
 #include "workloads/cleanup.h"

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "workloads/kind.h"
 
 namespace cpscale::run {

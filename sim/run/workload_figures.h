@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/metrics/figures.h"
 #include "sim/result/result.h"

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/model/object_store.h"
 #include "sim/model/selectors.h"

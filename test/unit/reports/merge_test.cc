@@ -12,6 +12,7 @@
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/gate.h"
 #include "sim/result/client_stats.h"
+#include "sim/result/json_io.h"
 
 namespace cpscale::reports::testing {
 namespace {
