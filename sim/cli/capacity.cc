@@ -92,7 +92,7 @@ int capacity(const Args& args) {
     scoped.push_back({o.path.substr(0, colon), {o.path.substr(colon + 1), o.value}});
     return true;
   });
-  std::vector<run::IndexScenario> plans;
+  std::vector<scenario::Scenario> probes;
   for (const auto& path : r["scenario"].as<std::vector<std::string>>()) {
     const std::string name = scenario::loadScenario(path, overrides).name;
     std::vector<scenario::Override> own = overrides;
@@ -102,15 +102,15 @@ int capacity(const Args& args) {
     if (!probe.capacity)
       throw ConfigError(path, "capacity",
                         "the scenario has no capacity: block (add one, or give --axis KNOB --start N --max N)");
-    plans.push_back({path, std::move(own), std::move(probe)});
+    probes.push_back(std::move(probe));
   }
   for (const auto& [scope, o] : scoped)
-    if (std::none_of(plans.begin(), plans.end(), [&](const run::IndexScenario& p) { return p.probe.name == scope; }))
+    if (std::none_of(probes.begin(), probes.end(), [&](const scenario::Scenario& p) { return p.name == scope; }))
       throw ConfigError("command line", "--set",
                         "'" + scope + ":" + o.path + "' names no scenario given (by its name:)");
   const std::vector<controlplane::Profile> profiles = loadProfiles(r);
-  for (const auto& plan : plans)
-    for (const auto& profile : profiles) scenario::checkGatesOnProfile(plan.probe, profile);
+  for (const auto& probe : probes)
+    for (const auto& profile : profiles) scenario::checkGatesOnProfile(probe, profile);
 
   const bool projected = r.count("model") > 0;
   for (const char* flag : {"dedicated-cores", "calibration", "max-actors"})
@@ -147,7 +147,7 @@ int capacity(const Args& args) {
   if (projected) io.model = model;
   io.runOptions = [&](const controlplane::Profile& profile) { return runOptions(r, cluster, profile, binDir); };
   installInterruptHandlers();
-  const run::IndexOutcome index = run::buildCapacityIndex(plans, profiles, io, std::cout);
+  const run::IndexOutcome index = run::buildCapacityIndex(probes, profiles, io, std::cout);
   std::cout << "\n"
             << reports::renderCapacityIndexMarkdown(index.index)
             << "\nIndex: " << (out / result::kCapacityIndexFile).string() << " (and capacity.md, capacity.html)\n";

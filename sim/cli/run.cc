@@ -166,8 +166,9 @@ int run(const Args& args) {
   std::vector<result::RunResult> results;
   int worst = 0;
   for (std::size_t i = 0; i < profiles.size(); ++i) {
-    // Each profile gets its own freshly built workloads (they hold per-run state).
-    scenario::Scenario sc = i == 0 ? std::move(probe) : scenario::loadScenario(scenarioPath, overrides);
+    // Each profile gets its own freshly built workloads (they hold per-run state), from
+    // the scenario as parsed once.
+    scenario::Scenario sc = i + 1 == profiles.size() ? std::move(probe) : scenario::vary(probe, {});
     run::RunOptions ro = runOptions(r, cluster, profiles[i], binDir);
     ro.runId = profiles.size() > 1 ? runId + "-" + std::to_string(i + 1) : runId;
     ro.outDir = profiles.size() > 1 ? out / profiles[i].name : out;

@@ -81,25 +81,23 @@ int simulate(const Args& args) {
   so.run.outDir = r.count("out") ? fs::path(r["out"].as<std::string>()) : fs::path("runs") / runId;
   so.run.progress = r.count("quiet") == 0;
 
-  {
-    const scenario::Scenario probe = scenario::loadScenario(r["scenario"].as<std::string>(), overrides);
-    // One simulation cannot judge what only a capacity search finds, nor a gate the
-    // profile's plane can never produce.
-    if (!r.count("capacity")) scenario::refuseCapacityGatesOutsideASearch(probe);
-    scenario::checkGatesOnProfile(probe, so.profile);
-  }
+  const scenario::Scenario probe = scenario::loadScenario(r["scenario"].as<std::string>(), overrides);
+  // One simulation cannot judge what only a capacity search finds, nor a gate the
+  // profile's plane can never produce.
+  if (!r.count("capacity")) scenario::refuseCapacityGatesOutsideASearch(probe);
+  scenario::checkGatesOnProfile(probe, so.profile);
   printCalibration(so.calibration, std::cerr);
   installInterruptHandlers();
   const auto started = std::chrono::steady_clock::now();
   if (r.count("capacity")) {
-    result::CapacitySearch search = run::simulateCapacity(r["scenario"].as<std::string>(), overrides, so);
+    result::CapacitySearch search = run::simulateCapacity(probe, so);
     for (const auto& s : search.steps)
       std::cout << search.knob << "=" << reports::formatKnobValue(s.value, search.unit) << ": "
                 << (s.held ? "held" : "did not hold: " + s.brokeBy) << "\n";
     std::cout << search.detail << "\nSteps' results under " << so.run.outDir.string() << "\n";
     return search.held ? 0 : static_cast<int>(ExitCode::kGateFailed);
   }
-  result::RunResult res = run::simulateScenario(r["scenario"].as<std::string>(), overrides, so);
+  result::RunResult res = run::simulateScenario(probe, so);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const std::string summary = reports::renderTerminalSummary(res);
   std::cout << summary << "\n";

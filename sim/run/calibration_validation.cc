@@ -4,6 +4,7 @@
 
 #include "sim/common/error.h"
 #include "sim/run/capacity_search.h"
+#include "sim/run/capacity_step.h"
 #include "sim/run/runner.h"
 #include "sim/run/simulate.h"
 
@@ -56,7 +57,8 @@ std::vector<model::ValidationEntry> validateCase(const ValidationRun& v, const c
   if (const result::Phase* steady = result::findPhase(live, "steady"))
     so.run.earliestSteadyStart = engine::TimePoint{
         std::chrono::duration_cast<engine::Duration>(std::chrono::duration<double>(steady->startSeconds))};
-  result::RunResult modelled = simulateScenario(file, c.overrides, so);
+  // The same scenario (the model's run varies it afresh: the live run's workloads are spent).
+  result::RunResult modelled = simulateScenario(sc, so);
   for (auto e : calibration::compareLiveAndModel(live, modelled)) {
     e.figure = name + ": " + e.figure;
     out.push_back(std::move(e));
@@ -69,13 +71,10 @@ std::vector<model::ValidationEntry> validateCase(const ValidationRun& v, const c
 model::ValidationEntry validateCrossing(const ValidationRun& v, const calibration::CrossingCase& crossing) {
   const std::filesystem::path file = std::filesystem::path(CPSCALE_SOURCE_DIR) / "scenarios" / crossing.scenario;
   const scenario::Scenario probe = scenario::loadScenario(file, crossing.overrides);
-  const scenario::CapacitySpec spec = *probe.capacity;
+  const scenario::CapacitySpec& spec = *probe.capacity;
   int runs = 0, bisection = 0;
   bool ladderRan = false;
   StepRunner live = [&](const std::vector<double>& values) {
-    std::vector<scenario::Override> ov = crossing.overrides;
-    ov.push_back({spec.knob, knobText(values.front())});
-    scenario::Scenario sc = scenario::loadScenario(file, ov);
     RunOptions ro;
     ro.runId = v.runId + "-c" + std::to_string(++runs);
     ro.outDir = v.dir / "crossing" / "live" / (ladderRan ? "bisect-" + std::to_string(++bisection) : "ladder");
@@ -84,16 +83,8 @@ model::ValidationEntry validateCrossing(const ValidationRun& v, const calibratio
     ro.binDir = v.binDir;
     ro.progress = v.progress;
     ro.placement = v.placement;
-    ro.capacity = &spec;
-    ro.steps = values;
     ro.cleanup = false;  // as above: the search's plane goes with its data
-    result::RunResult res = executeRun(sc, ro);
-    StepsOutcome o;
-    if (res.capacity) o.steps = res.capacity->steps;
-    if (res.status == result::RunStatus::kInterrupted) o.stopped = result::CapacityLimit::kInterrupted;
-    if (res.status == result::RunStatus::kFailed) o.stopped = result::CapacityLimit::kFailed;
-    o.detail = res.statusDetail;
-    return o;
+    return stepsOf(runGrowing(probe, values, ro), values.front(), spec);
   };
   result::CapacitySearch liveSearch = searchCapacity(spec, live, v.profile.name, probe.name);
   SimulateOptions so;
@@ -103,7 +94,7 @@ model::ValidationEntry validateCrossing(const ValidationRun& v, const calibratio
   so.run.runId = v.runId + "-cm";
   so.run.outDir = v.dir / "crossing" / "model";
   so.run.progress = false;
-  result::CapacitySearch modelSearch = simulateCapacity(file, crossing.overrides, so);
+  result::CapacitySearch modelSearch = simulateCapacity(probe, so);
   if (!liveSearch.held || !modelSearch.held)
     throw UnavailableError("validation: the lease latency crossing was not found (live: " + liveSearch.detail +
                            "; model: " + modelSearch.detail + ")");

@@ -10,6 +10,7 @@
 #include "sim/common/duration.h"
 #include "sim/common/interrupt.h"
 #include "sim/run/capacity_search.h"
+#include "sim/run/capacity_step.h"
 #include "sim/run/host_info.h"
 
 namespace cpscale::run {
@@ -41,51 +42,44 @@ class IndexBuilder {
   IndexBuilder(const IndexOptions& o, std::ostream& out) : o_(o), out_(out) {}
 
   // Each step a fresh simulation (simulateCapacity), its result under step-<value>/.
-  result::CapacitySearch projected(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
+  result::CapacitySearch projected(const scenario::Scenario& probe, const controlplane::Profile& profile,
+                                   const fs::path& dir) {
     SimulateOptions so = *o_.model;
     so.profile = profile;
     so.run.runId = o_.runId + "-" + std::to_string(++runs_);
     so.run.outDir = dir;
     so.run.progress = false;
-    if (o_.progress) std::cerr << "cpscale capacity: projecting " << sc.probe.name << " on " << profile.name << "\n";
-    result::CapacitySearch search = simulateCapacity(sc.path, sc.overrides, so);
+    if (o_.progress) std::cerr << "cpscale capacity: projecting " << probe.name << " on " << profile.name << "\n";
+    result::CapacitySearch search = simulateCapacity(probe, so);
     if (search.held)
       search.resultFile =
           (fs::path(dir.filename()) / ("step-" + knobText(*search.held)) / result::kResultFile).string();
     exitCode_ = std::max(exitCode_, stopped(search) ? static_cast<int>(ExitCode::kUnavailable) : 0);
-    out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n";
+    out_ << probe.name << " on " << profile.name << ": " << search.detail << "\n";
     return search;
   }
 
   // One run per call of the search: the ladder grows in place; each bisection value is a
   // run of its own on a fresh plane. The ladder run's result is the search's document.
-  result::CapacitySearch live(const IndexScenario& sc, const controlplane::Profile& profile, const fs::path& dir) {
-    const scenario::CapacitySpec spec = *sc.probe.capacity;
+  result::CapacitySearch live(const scenario::Scenario& probe, const controlplane::Profile& profile,
+                              const fs::path& dir) {
+    const scenario::CapacitySpec& spec = *probe.capacity;
     std::optional<result::RunResult> ladderResult;
     int bisection = 0;
     StepRunner runSteps = [&](const std::vector<double>& values) {
-      std::vector<scenario::Override> ov = sc.overrides;
-      ov.push_back({spec.knob, knobText(values.front())});
-      scenario::Scenario s = scenario::loadScenario(sc.path, ov);
       RunOptions ro = o_.runOptions(profile);
       ro.runId = o_.runId + "-" + std::to_string(++runs_);
       ro.outDir = ladderResult ? dir / ("bisect-" + std::to_string(++bisection)) : dir;
-      ro.capacity = &spec;
-      ro.steps = values;
       if (ro.progress)
-        std::cerr << "cpscale capacity: " << sc.probe.name << " on " << profile.name << ": " << spec.knob << " "
+        std::cerr << "cpscale capacity: " << probe.name << " on " << profile.name << ": " << spec.knob << " "
                   << knobText(values.front()) << (values.size() > 1 ? " .. " + knobText(values.back()) : std::string())
                   << "\n";
-      result::RunResult res = executeRun(s, ro);
-      StepsOutcome o;
-      if (res.capacity) o.steps = res.capacity->steps;
-      if (res.status == result::RunStatus::kInterrupted) o.stopped = result::CapacityLimit::kInterrupted;
-      if (res.status == result::RunStatus::kFailed) o.stopped = result::CapacityLimit::kFailed;
-      o.detail = res.statusDetail;
+      result::RunResult res = runGrowing(probe, values, ro);
+      StepsOutcome o = stepsOf(res, values.front(), spec);
       if (!ladderResult) ladderResult = std::move(res);
       return o;
     };
-    result::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, sc.probe.name);
+    result::CapacitySearch search = searchCapacity(spec, runSteps, profile.name, probe.name);
     search.resultFile = (fs::path(dir.filename()) / result::kResultFile).string();
 
     // Every step (bisection steps too), the capacity figure, and the scenario's gates
@@ -94,13 +88,13 @@ class IndexBuilder {
     res.capacity = search;
     res.figures.insert(res.figures.begin(), capacityFigure(search));
     res.gates.clear();
-    for (const auto& g : sc.probe.gates) res.gates.push_back(metrics::evaluateGate(g, res.figures));
+    for (const auto& g : probe.gates) res.gates.push_back(metrics::evaluateGate(g, res.figures));
     res.exitCode = gatesExitCode(res.gates, stopped(search));
     reports::writeRunOutputs(res, dir);
     if (kubernetesVersion_.empty()) kubernetesVersion_ = res.target.kubernetesVersion;
     if (etcdVersion_.empty()) etcdVersion_ = res.target.etcdVersion;
     exitCode_ = std::max(exitCode_, res.exitCode);
-    out_ << sc.probe.name << " on " << profile.name << ": " << search.detail << "\n"
+    out_ << probe.name << " on " << profile.name << ": " << search.detail << "\n"
          << "  " << (dir / result::kHtmlFile).string() << "\n";
     return search;
   }
@@ -119,7 +113,7 @@ class IndexBuilder {
 
 }  // namespace
 
-IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
+IndexOutcome buildCapacityIndex(const std::vector<scenario::Scenario>& probes,
                                 const std::vector<controlplane::Profile>& profiles, const IndexOptions& options,
                                 std::ostream& out) {
   IndexOutcome outcome;
@@ -130,12 +124,12 @@ IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
   index.machine = machineDescription();
   index.measuredAt = utcNowRfc3339();
   IndexBuilder builder(options, out);
-  for (const IndexScenario& sc : scenarios)
+  for (const scenario::Scenario& probe : probes)
     for (const auto& profile : profiles) {
       if (interrupted()) break;
-      const fs::path dir = options.out / (sc.probe.name + "-" + profile.name);
-      index.searches.push_back(
-          result::indexEntry(options.model ? builder.projected(sc, profile, dir) : builder.live(sc, profile, dir)));
+      const fs::path dir = options.out / (probe.name + "-" + profile.name);
+      index.searches.push_back(result::indexEntry(options.model ? builder.projected(probe, profile, dir)
+                                                                : builder.live(probe, profile, dir)));
     }
   if (options.model) {
     index.kubernetesVersion = options.model->calibration.kubernetesVersion;

@@ -19,12 +19,6 @@
 
 namespace cpscale::run {
 
-struct IndexScenario {
-  std::string path;
-  std::vector<scenario::Override> overrides;  // the command line's, and those scoped to it
-  scenario::Scenario probe;                   // loaded with `overrides`; has a capacity block
-};
-
 struct IndexOptions {
   std::string runId;  // each search's runs are <runId>-<n>
   std::filesystem::path out;
@@ -41,9 +35,10 @@ struct IndexOutcome {
   int exitCode = 0;  // the worst of the searches'
 };
 
-// Every search in turn (none starts after Ctrl-C), one line per search on `out`; each
-// search's results under options.out/<scenario>-<profile>/, and the index beside them.
-IndexOutcome buildCapacityIndex(const std::vector<IndexScenario>& scenarios,
+// Every search in turn, each probe (a scenario with a capacity block) on each profile
+// (none starts after Ctrl-C), one line per search on `out`; each search's results under
+// options.out/<scenario>-<profile>/, and the index beside them.
+IndexOutcome buildCapacityIndex(const std::vector<scenario::Scenario>& probes,
                                 const std::vector<controlplane::Profile>& profiles, const IndexOptions& options,
                                 std::ostream& out);
 

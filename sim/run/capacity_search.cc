@@ -139,13 +139,6 @@ result::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const 
   return s;
 }
 
-std::string knobText(double v) {
-  std::ostringstream os;
-  os.precision(15);
-  os << v;
-  return os.str();
-}
-
 metrics::Figure capacityFigure(const result::CapacitySearch& s) {
   metrics::Labels labels = metrics::sortedLabels({{"axis", s.axis}, {"knob", s.knob}});
   if (!s.held) {

@@ -43,8 +43,7 @@ using StepRunner = std::function<StepsOutcome(const std::vector<double>& values)
 result::CapacitySearch searchCapacity(const scenario::CapacitySpec& spec, const StepRunner& run,
                                       const std::string& profile, const std::string& scenario, bool whole = true);
 
-// A knob value as --set takes it and phase names show it: "1200", "2.5", "1000000".
-std::string knobText(double v);
+using scenario::knobText;
 
 // capacity{axis, knob} (the knob's unit): the largest value that held; unavailable,
 // with the reason, when none did or the search could not tell (generator-limited first

@@ -11,6 +11,7 @@
 #include "sim/engine/simulator_impl.h"
 #include "sim/model/model_plane.h"
 #include "sim/run/capacity_search.h"
+#include "sim/run/capacity_step.h"
 
 namespace cpscale::run {
 
@@ -205,50 +206,30 @@ double samplingWeight(const scenario::Scenario& sc, double maxActors) {
   return std::ceil(largest / maxActors);
 }
 
-std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& sc, double weight) {
-  std::vector<scenario::Override> out;
+scenario::Variation sampledVariation(const scenario::Scenario& sc, double weight) {
+  scenario::Variation out;
   if (weight <= 1) return out;
-  for (const auto& [path, v] : extensiveKnobs(sc)) {
-    const double scaled = std::max(1.0, std::round(v / weight));
-    char text[64];
-    std::snprintf(text, sizeof text, "%.0f", scaled);
-    out.push_back({path, text});
-  }
+  for (const auto& [path, v] : extensiveKnobs(sc)) out.setKnob(path, std::max(1.0, std::round(v / weight)));
   return out;
 }
 
-result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
-                                        const std::vector<scenario::Override>& overrides,
-                                        const SimulateOptions& options) {
-  const scenario::Scenario probe = scenario::loadScenario(scenarioPath, overrides);
-  if (!probe.capacity) throw ConfigError(scenarioPath.string(), "capacity", "the scenario has no capacity block");
-  const scenario::CapacitySpec spec = *probe.capacity;
+result::CapacitySearch simulateCapacity(const scenario::Scenario& probe, const SimulateOptions& options) {
+  if (!probe.capacity) throw ConfigError(probe.source, "capacity", "the scenario has no capacity block");
+  const scenario::CapacitySpec& spec = *probe.capacity;
   int runs = 0;
   StepRunner runSteps = [&](const std::vector<double>& values) {
     StepsOutcome o;
     for (double v : values) {
-      std::vector<scenario::Override> ov = overrides;
-      ov.push_back({spec.knob, knobText(v)});
-      ov.push_back({"duration", knobText(std::chrono::duration<double>(spec.hold).count()) + "s"});
-      // A live step waits up to `settle` for the controller-manager to work off what the
-      // growth created (the model has none to wait for), then the warmup: the same time
-      // for the registration's backlog to drain before the window.
-      ov.push_back({"warmup", knobText(std::chrono::duration<double>(spec.settle + probe.warmup).count()) + "s"});
       SimulateOptions so = options;
       so.run.runId = options.run.runId + "-" + std::to_string(++runs);
       so.run.outDir = options.run.outDir / ("step-" + knobText(v));
-      result::RunResult r = simulateScenario(scenarioPath, ov, so);
-      if (r.status != result::RunStatus::kCompleted) {
-        o.stopped = r.status == result::RunStatus::kInterrupted ? result::CapacityLimit::kInterrupted
-                                                                : result::CapacityLimit::kFailed;
-        o.detail = r.statusDetail;
+      StepsOutcome one = stepsOf(simulateScenario(stepScenario(probe, v, StepRun::kAlone), so), v, spec);
+      o.steps.insert(o.steps.end(), one.steps.begin(), one.steps.end());
+      if (one.stopped) {
+        o.stopped = one.stopped;
+        o.detail = one.detail;
         break;
       }
-      std::vector<metrics::Figure> steady;
-      for (const auto& f : r.figures)
-        if (f.window == metrics::Window::kSteady) steady.push_back(f);
-      const result::Phase* w = result::findPhase(r, "steady");
-      o.steps.push_back(judgeStep(v, w ? w->startSeconds : 0, w ? w->endSeconds : 0, std::move(steady), spec.gates));
       if (!o.steps.back().held) break;
     }
     return o;
@@ -256,14 +237,22 @@ result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPat
   return searchCapacity(spec, runSteps, options.profile.name, probe.name);
 }
 
+result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
+                                        const std::vector<scenario::Override>& overrides,
+                                        const SimulateOptions& options) {
+  return simulateCapacity(scenario::loadScenario(scenarioPath, overrides), options);
+}
+
 result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
                                    const std::vector<scenario::Override>& overrides, const SimulateOptions& options) {
-  scenario::Scenario full = scenario::loadScenario(scenarioPath, overrides);
+  return simulateScenario(scenario::loadScenario(scenarioPath, overrides), options);
+}
+
+result::RunResult simulateScenario(const scenario::Scenario& full, const SimulateOptions& options) {
   double weight = options.weight.value_or(samplingWeight(full, options.maxActors));
   if (weight < 1) throw ConfigError("command line", "--sample", "must be at least 1");
-  std::vector<scenario::Override> all = overrides;
-  for (auto& o : sampledOverrides(full, weight)) all.push_back(std::move(o));
-  scenario::Scenario sc = scenario::loadScenario(scenarioPath, all);
+  const scenario::Variation sampling = sampledVariation(full, weight);
+  scenario::Scenario sc = scenario::vary(full, sampling);
   // What the user asked for is the scenario the result describes; the sampled knobs
   // are in result.model.
   sc.effective = full.effective;
@@ -337,7 +326,7 @@ result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
          "after it went down, etcd killed for 5 s after 5.9 s)"}};
   }
   nlohmann::json sampled = nlohmann::json::object();
-  for (const auto& o : sampledOverrides(full, weight)) sampled[o.path] = o.value;
+  for (const auto& [path, v] : sampling.knobs) sampled[path] = knobText(v);
   if (!sampled.empty()) m["sampledKnobs"] = sampled;
   if (const auto worst = calibration::maxValidationError(cal)) {
     m["validation"] = calibration::validationJson(cal.validation);

@@ -42,22 +42,29 @@ std::vector<std::pair<std::string, double>> extensiveKnobs(const scenario::Scena
 // 1 when every extensive knob is at most maxActors, else the smallest whole weight
 // that brings the largest under it.
 double samplingWeight(const scenario::Scenario& scenario, double maxActors);
-// The --set overrides that divide each extensive knob by `weight` (rounded, at least 1).
-std::vector<scenario::Override> sampledOverrides(const scenario::Scenario& scenario, double weight);
+// The variation that divides each extensive knob by `weight` (rounded, at least 1); none
+// at weight 1.
+scenario::Variation sampledVariation(const scenario::Scenario& scenario, double weight);
 
 // The model target for a profile and calibration; `weight`: what the load's requests count.
 std::unique_ptr<Target> modelTarget(const controlplane::Profile& profile, const model::Calibration& calibration,
                                     double weight, std::uint64_t seed);
 
-// Loads the scenario (with `overrides`, then the sampling's), runs it on the model and
-// writes the result and reports to options.run.outDir. result.model says which
-// calibration and sampling were used. Throws ConfigError for bad input.
-result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
-                                   const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
+// Runs the scenario, varied by the sampling, on the model and writes the result and
+// reports to options.run.outDir. result.model says which calibration and sampling were
+// used (the scenario the result describes is the one given). Throws ConfigError for bad
+// input.
+result::RunResult simulateScenario(const scenario::Scenario& scenario, const SimulateOptions& options);
 
 // A capacity search on the model: the scenario's `capacity:` ladder (with bisection),
 // each value a fresh simulation whose steady window is the spec's hold, judged by the
-// spec's gates (judgeStep) as live steps are.
+// spec's gates (judgeStep) as live steps are (capacity_step.h). Each step's result is
+// under options.run.outDir/step-<value>/, its run id options.run.runId-<n>.
+result::CapacitySearch simulateCapacity(const scenario::Scenario& probe, const SimulateOptions& options);
+
+// The same, the scenario loaded once from a file with `overrides`.
+result::RunResult simulateScenario(const std::filesystem::path& scenarioPath,
+                                   const std::vector<scenario::Override>& overrides, const SimulateOptions& options);
 result::CapacitySearch simulateCapacity(const std::filesystem::path& scenarioPath,
                                         const std::vector<scenario::Override>& overrides,
                                         const SimulateOptions& options);

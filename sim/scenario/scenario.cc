@@ -4,8 +4,10 @@
 #include <climits>
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
@@ -14,7 +16,21 @@
 #include "workloads/kind.h"
 
 namespace cpscale::scenario {
+
+// The file's text, read once, and the changes made to its tree before validation, in
+// order: the --set overrides, then each variation's (whose errors name the scenario's
+// file instead of --set).
+struct Scenario::Parsed {
+  struct Edit {
+    Override o;
+    std::string origin;
+  };
+  std::string text;
+  std::vector<Edit> edits;
+};
+
 namespace {
+using Edit = Scenario::Parsed::Edit;
 
 std::vector<std::string> splitPath(const std::string& path) {
   // "workloads[0].count" -> {"workloads", "[0]", "count"}
@@ -39,18 +55,20 @@ std::vector<std::string> splitPath(const std::string& path) {
 }
 
 // The value of --set path=value, parsed as YAML ("[1, 2]", "{a: 1}", "5s").
-YAML::Node overrideValue(const Override& o) {
+YAML::Node overrideValue(const Edit& e) {
   try {
-    return YAML::Load(o.value);
-  } catch (const YAML::Exception& e) {
-    std::string at = e.mark.line >= 0 ? " (at column " + std::to_string(e.mark.column + 1) + ")" : "";
-    throw ConfigError("--set", o.path, "value '" + o.value + "' is not valid YAML: " + e.msg + at);
+    return YAML::Load(e.o.value);
+  } catch (const YAML::Exception& x) {
+    std::string at = x.mark.line >= 0 ? " (at column " + std::to_string(x.mark.column + 1) + ")" : "";
+    throw ConfigError(e.origin, e.o.path, "value '" + e.o.value + "' is not valid YAML: " + x.msg + at);
   }
 }
 
-void applyOverride(YAML::Node root, const Override& o) {
+void applyOverride(YAML::Node root, const Edit& edit) {
+  const Override& o = edit.o;
+  auto fail = [&](const std::string& what) { return ConfigError(edit.origin, o.path, what); };
   auto segments = splitPath(o.path);
-  if (segments.empty()) throw ConfigError("--set", o.path, "empty path");
+  if (segments.empty()) throw fail("empty path");
   YAML::Node node = root;
   std::string walked;
   for (std::size_t i = 0; i < segments.size(); ++i) {
@@ -58,17 +76,16 @@ void applyOverride(YAML::Node root, const Override& o) {
     bool last = i + 1 == segments.size();
     YAML::Node next;
     if (seg.front() == '[') {
-      if (!node.IsSequence()) throw ConfigError("--set", o.path, "'" + walked + "' is not a list");
+      if (!node.IsSequence()) throw fail("'" + walked + "' is not a list");
       std::size_t idx;
       try {
         idx = std::stoul(seg.substr(1, seg.size() - 2));
       } catch (...) {
-        throw ConfigError("--set", o.path, "bad list index " + seg);
+        throw fail("bad list index " + seg);
       }
-      if (idx >= node.size())
-        throw ConfigError("--set", o.path, "'" + walked + "' has " + std::to_string(node.size()) + " items, no " + seg);
+      if (idx >= node.size()) throw fail("'" + walked + "' has " + std::to_string(node.size()) + " items, no " + seg);
       if (last) {
-        node[idx] = overrideValue(o);
+        node[idx] = overrideValue(edit);
         return;
       }
       next = node[idx];
@@ -86,21 +103,19 @@ void applyOverride(YAML::Node root, const Override& o) {
       if (!found) {
         for (std::size_t k = 0; k < node.size(); ++k)
           if (node[k].IsMap() && node[k]["name"]) names += (names.empty() ? "" : ", ") + node[k]["name"].Scalar();
-        throw ConfigError(
-            "--set", o.path,
-            "no item named '" + seg + "' in '" + walked + "'" + (names.empty() ? "" : " (names: " + names + ")"));
+        throw fail("no item named '" + seg + "' in '" + walked + "'" +
+                   (names.empty() ? "" : " (names: " + names + ")"));
       }
     } else {
-      if (!node.IsMap() && !(node.IsNull() || !node.IsDefined()))
-        throw ConfigError("--set", o.path, "'" + walked + "' is not a map");
+      if (!node.IsMap() && !(node.IsNull() || !node.IsDefined())) throw fail("'" + walked + "' is not a map");
       if (last) {
-        node[seg] = overrideValue(o);
+        node[seg] = overrideValue(edit);
         return;
       }
       if (!node[seg]) node[seg] = YAML::Node(YAML::NodeType::Map);
       next = node[seg];
     }
-    if (last) throw ConfigError("--set", o.path, "names a whole list item; set one of its fields instead");
+    if (last) throw fail("names a whole list item; set one of its fields instead");
     walked += (walked.empty() || seg.front() == '[' ? "" : ".") + seg;
     node.reset(next);
   }
@@ -248,18 +263,14 @@ std::vector<FaultSpec> readFaults(const YamlField& f, const Scenario& s) {
   return out;
 }
 
-}  // namespace
-
-std::string_view toString(FaultSpec::Action a) { return a == FaultSpec::Action::kKill ? "kill" : "stop"; }
-
-Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides) {
-  // Parse, apply overrides to the tree, then validate: an override is checked exactly
-  // like the file's own fields.
-  YamlField parsed = loadYamlString(readAll(path), path.string());
+// Parse, apply the edits to the tree, then validate: an edit is checked exactly like the
+// file's own fields.
+Scenario parseScenario(std::shared_ptr<const Scenario::Parsed> from, const std::string& source) {
+  YamlField parsed = loadYamlString(from->text, source);
   YAML::Node root = parsed.node();
   if (!root.IsMap()) throw parsed.error("a scenario file must be a map");
-  for (const auto& o : overrides) applyOverride(root, o);
-  YamlField top(root, path.string(), "");
+  for (const auto& e : from->edits) applyOverride(root, e);
+  YamlField top(root, source, "");
 
   top.expectMap({"apiVersion", "kind", "name", "description", "duration", "seed", "workers", "scrapeInterval", "driver",
                  "drain", "setupTimeout", "warmup", "workloads", "gates", "capacity", "faults"});
@@ -269,7 +280,8 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
     throw f->error("expected kind Scenario, found '" + f->asString() + "'");
 
   Scenario s;
-  s.source = path.string();
+  s.source = source;
+  s.parsed = std::move(from);
   s.name = top.require("name").asString();
   if (auto f = top.get("description")) s.description = f->asString();
   s.duration = asDuration(top.require("duration"));
@@ -324,6 +336,54 @@ Scenario loadScenario(const std::filesystem::path& path, const std::vector<Overr
   checkGatesCanBeJudged(s);
   s.effective = yamlToJson(root);
   return s;
+}
+
+}  // namespace
+
+std::string_view toString(FaultSpec::Action a) { return a == FaultSpec::Action::kKill ? "kill" : "stop"; }
+
+Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides) {
+  auto parsed = std::make_shared<Scenario::Parsed>();
+  parsed->text = readAll(path);
+  for (const auto& o : overrides) parsed->edits.push_back({o, "--set"});
+  return parseScenario(std::move(parsed), path.string());
+}
+
+Variation& Variation::setKnob(std::string path, double value) {
+  knobs.emplace_back(std::move(path), value);
+  return *this;
+}
+
+Variation& Variation::setDuration(engine::Duration d) {
+  duration = d;
+  return *this;
+}
+
+Variation& Variation::setWarmup(engine::Duration d) {
+  warmup = d;
+  return *this;
+}
+
+Scenario vary(const Scenario& base, const Variation& variation) {
+  if (!base.parsed) throw std::logic_error("scenario '" + base.name + "' was not parsed from a file: it cannot vary");
+  auto parsed = std::make_shared<Scenario::Parsed>(*base.parsed);
+  // Onto the tree as the file would say it (counts whole, durations in seconds), so that
+  // the result records a step's or a sample's values as a --set of them would.
+  auto edit = [&](std::string path, std::string text) {
+    parsed->edits.push_back({{std::move(path), std::move(text)}, base.source});
+  };
+  for (const auto& [path, value] : variation.knobs) edit(path, knobText(value));
+  auto seconds = [](engine::Duration d) { return knobText(std::chrono::duration<double>(d).count()) + "s"; };
+  if (variation.duration) edit("duration", seconds(*variation.duration));
+  if (variation.warmup) edit("warmup", seconds(*variation.warmup));
+  return parseScenario(std::move(parsed), base.source);
+}
+
+std::string knobText(double v) {
+  std::ostringstream os;
+  os.precision(15);
+  os << v;
+  return os.str();
 }
 
 std::string axisOfKind(const std::string& kind) {

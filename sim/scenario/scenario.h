@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -122,9 +123,33 @@ struct Scenario {
   std::vector<FaultSpec> faults;
   // The scenario after overrides, as the result document records it.
   nlohmann::json effective;
+  // What it was parsed from (the file's text and the overrides applied to its tree), for
+  // vary() to parse again without reading the file; null for a scenario built in code.
+  struct Parsed;
+  std::shared_ptr<const Parsed> parsed;
 };
 
 Scenario loadScenario(const std::filesystem::path& path, const std::vector<Override>& overrides = {});
+
+// A change to a parsed scenario in its own types: knob values as numbers, durations as
+// durations. What a capacity step and the model's sampling vary; text overrides are
+// for what comes as text (the command line's --set, a calibration's cases).
+struct Variation {
+  std::vector<std::pair<std::string, double>> knobs;  // a path as --set names it, its value
+  std::optional<engine::Duration> duration;
+  std::optional<engine::Duration> warmup;
+  Variation& setKnob(std::string path, double value);
+  Variation& setDuration(engine::Duration d);
+  Variation& setWarmup(engine::Duration d);
+};
+
+// `base` varied: its file's text (read when it was loaded, not again) with its overrides
+// and then the variation applied, validated as the file is. A path the scenario does not
+// have is a ConfigError naming the scenario's file and the path; `base` is unchanged.
+Scenario vary(const Scenario& base, const Variation& variation);
+
+// A knob value as --set takes it and phase names show it: "1200", "2.5", "1000000".
+std::string knobText(double v);
 
 // The YAML tree as JSON (scalars that read as numbers or booleans become those).
 nlohmann::json yamlToJson(const YAML::Node& node);

@@ -287,11 +287,12 @@ TEST_F(SimulateTest, SamplingDividesEveryExtensiveKnob) {
                                    {{"workloads.fleet.count", "100000"}});
   EXPECT_EQ(samplingWeight(sc, 1500), 67);
   EXPECT_EQ(samplingWeight(sc, 200000), 1);
-  auto o = sampledOverrides(sc, 100);
-  ASSERT_EQ(o.size(), 1u);
-  EXPECT_EQ(o[0].path, "workloads.fleet.count");
-  EXPECT_EQ(o[0].value, "1000");
-  EXPECT_TRUE(sampledOverrides(sc, 1).empty());
+  auto o = sampledVariation(sc, 100);
+  ASSERT_EQ(o.knobs.size(), 1u);
+  EXPECT_EQ(o.knobs[0].first, "workloads.fleet.count");
+  EXPECT_EQ(o.knobs[0].second, 1000);
+  EXPECT_FALSE(o.duration || o.warmup);
+  EXPECT_TRUE(sampledVariation(sc, 1).knobs.empty());
 }
 
 TEST_F(SimulateTest, ValidationComparesSteadyFiguresAndFlagsThosePastTolerance) {

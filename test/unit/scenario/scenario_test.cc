@@ -149,6 +149,76 @@ TEST_F(ScenarioTest, OverridesAreValidatedLikeTheFile) {
   EXPECT_THROW(parseOverride("novalue"), ConfigError);
 }
 
+// A variation of a parsed scenario changes what it sets, keeps the rest (the user's
+// --set included) and leaves the scenario it varies as it was, without the file.
+TEST_F(ScenarioTest, AVariationChangesWhatItSetsAndNotTheBase) {
+  const fs::path file = write(kMinimal);
+  const Scenario base = loadScenario(file, {parseOverride("seed=7")});
+  fs::remove(file);  // not read again
+  const Scenario v = vary(base, Variation()
+                                    .setKnob("workloads.fleet.count", 500)
+                                    .setDuration(std::chrono::minutes(2))
+                                    .setWarmup(std::chrono::milliseconds(45500)));
+  EXPECT_EQ(v.effective["workloads"][0]["count"], 500);
+  EXPECT_EQ(v.duration, std::chrono::minutes(2));
+  EXPECT_EQ(v.warmup, std::chrono::milliseconds(45500));
+  EXPECT_EQ(v.effective["duration"], "120s");
+  EXPECT_EQ(v.effective["warmup"], "45.5s");
+  EXPECT_EQ(v.seed, 7u);
+  EXPECT_EQ(v.source, base.source);
+  ASSERT_EQ(v.workloads.size(), 1u);
+  EXPECT_NE(v.workloads[0].get(), base.workloads[0].get());  // workloads of its own
+  // Nothing else moved.
+  nlohmann::json rest = v.effective, was = base.effective;
+  for (auto* j : {&rest, &was})
+    for (const char* key : {"workloads", "duration", "warmup"}) j->erase(key);
+  EXPECT_EQ(rest, was);
+  EXPECT_EQ(rest["workloads"], nullptr);
+  // The base is as it was.
+  EXPECT_EQ(base.effective["workloads"][0]["count"], 10);
+  EXPECT_EQ(base.duration, std::chrono::seconds(30));
+  EXPECT_EQ(base.warmup, std::chrono::seconds(0));
+  // A variation of a variation keeps the first's; a file rewritten since is not read.
+  std::ofstream(file) << "name: other\n";
+  const Scenario w = vary(v, Variation().setKnob("workloads[0].count", 42));
+  EXPECT_EQ(w.name, "t");
+  EXPECT_EQ(w.effective["workloads"][0]["count"], 42);
+  EXPECT_EQ(w.duration, std::chrono::minutes(2));
+  EXPECT_EQ(vary(base, {}).effective, base.effective);
+}
+
+TEST_F(ScenarioTest, AVariationIsValidatedNamingTheFileLineAndField) {
+  const Scenario base = loadScenario(write(kMinimal));
+  auto errorOfVariation = [&](const Variation& v) -> std::string {
+    try {
+      vary(base, v);
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = errorOfVariation(Variation().setKnob("workloads.nofleet.count", 5));
+  EXPECT_NE(e.find(base.source + ": field 'workloads.nofleet.count': no item named 'nofleet'"), std::string::npos) << e;
+  e = errorOfVariation(Variation().setKnob("workloads.fleet.cnt", 5));
+  EXPECT_NE(e.find("field 'workloads[0].cnt': unknown field"), std::string::npos) << e;
+  e = errorOfVariation(Variation().setKnob("workloads.fleet.count", 2.5));
+  EXPECT_NE(e.find("field 'workloads[0].count'"), std::string::npos) << e;
+  // A fault outside the varied window is named at its line in the file.
+  const Scenario faulty =
+      loadScenario(write("name: t\nduration: 60s\nworkloads:\n  - kind: kubelets\n    count: 1\nfaults:\n"
+                         "  - kill: kube-apiserver-0\n    at: 20s\n"));
+  try {
+    vary(faulty, Variation().setDuration(std::chrono::seconds(10)));
+    ADD_FAILURE() << "a fault at 20s of a 10s window";
+  } catch (const ConfigError& x) {
+    EXPECT_NE(std::string(x.what()).find(".yaml:8: field 'faults[0].at': is not inside the steady window"),
+              std::string::npos)
+        << x.what();
+  }
+  // One built in code was parsed from nothing.
+  EXPECT_THROW(vary(Scenario{}, {}), std::logic_error);
+}
+
 TEST_F(ScenarioTest, ErrorsNameFileLineAndField) {
   std::string e = errorOf("name: t\nduration: 10\nworkloads: []\n");
   EXPECT_NE(e.find("ErrorsNameFileLineAndField.yaml:2: field 'duration'"), std::string::npos) << e;
