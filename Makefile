@@ -103,12 +103,15 @@ control-plane: deps
 # stopped by cpscale itself). Scale it with RUN_ARGS="--set workloads.fleet.count=2000".
 SCENARIO ?= scenarios/node-bound.yaml
 RUN_ARGS ?=
-# On a fresh machine the upstream build (module download, then Go) runs beside the C++
-# build instead of after it; its output goes to $(BUILD_DIR)/control-plane.log.
-run: run-deps
+# On a fresh machine the upstream build (module download, then Go) runs beside the
+# package installs and the C++ build instead of after them (it needs only Go); its
+# output goes to $(BUILD_DIR)/control-plane.log. In a session of its own, so that a
+# failed C++ build stops all of it (go and its compilers too).
+run:
+	$(GO_CHECK)
 	@mkdir -p $(BUILD_DIR); log=$(BUILD_DIR)/control-plane.log; \
-	$(UPSTREAM_BUILD) > $$log 2>&1 & up=$$!; \
-	$(MAKE) --no-print-directory build-cpscale || { kill $$up 2>/dev/null; exit 1; }; \
+	setsid $(UPSTREAM_BUILD) > $$log 2>&1 & up=$$!; \
+	$(MAKE) --no-print-directory build-cpscale || { kill -- -$$up 2>/dev/null; exit 1; }; \
 	if kill -0 $$up 2>/dev/null; then echo "make run: waiting for the control plane's build ($$log)"; fi; \
 	wait $$up || { echo "make run: building the control plane failed ($$log):"; tail -n 30 $$log; exit 1; }; \
 	CPSCALE_BIN_DIR="$$(tail -n 1 $$log)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
