@@ -10,7 +10,7 @@ namespace {
 // Sessions: created, status written, suspended and resumed, deleted; the CRD installed
 // and waited for (until a LIST of it succeeds); ConfigMaps and Events when it writes
 // them.
-void grant(const Workload& w, kube::RuleSet& g) {
+void grantChurn(const Workload& w, kube::RuleSet& g) {
   namespace gvr = kube::gvr;
   g.add(gvr::kNamespaces, {"create"});
   g.add(gvr::kCustomResourceDefinitions, {"create", "get"});
@@ -34,7 +34,7 @@ const WorkloadKind& churnKind() {
       .read = [](const YamlField& spec) -> WorkloadPtr {
         return std::make_unique<ChurnWorkload>(ChurnParams::read(spec));
       },
-      .grant = grant,
+      .grant = grantChurn,
       // Session creations and writes that failed for good (after the client's retries).
       .figures =
           [](SummaryFigures& f) {

@@ -11,7 +11,7 @@ namespace {
 
 // Objects of every kind created and patched; watchers list and watch the CRD kinds; Roles
 // granting what the role's holder does not hold, and bindings to them.
-void grant(const Workload& w, kube::RuleSet& g) {
+void grantDormant(const Workload& w, kube::RuleSet& g) {
   namespace gvr = kube::gvr;
   g.add(gvr::kNamespaces, {"create"});
   g.add(gvr::kCustomResourceDefinitions, {"create", "get"});
@@ -31,7 +31,7 @@ SummaryNumber minus(const SummaryNumber& a, const SummaryNumber& b) {
 // Its own account: what it was asked to create against what it created, and its watchers
 // against those that hold their first list, and what they received (ADDED, MODIFIED,
 // DELETED; a sharded watcher gets its range's events only).
-void figures(SummaryFigures& f) {
+void dormantFigures(SummaryFigures& f) {
   const SummaryNumber asked = f.number("objects"), created = f.number("created");
   f.add("dormant_objects", asked);
   f.add("dormant_objects_created", created);
@@ -65,8 +65,8 @@ const WorkloadKind& dormantKind() {
       .read = [](const YamlField& spec) -> WorkloadPtr {
         return std::make_unique<DormantWorkload>(DormantParams::read(spec));
       },
-      .grant = grant,
-      .figures = figures,
+      .grant = grantDormant,
+      .figures = dormantFigures,
   };
   return k;
 }

@@ -59,7 +59,7 @@ void lifecycleFigures(SummaryFigures& f) {
 // Renewals answered, and those missed: failed (after the one re-read a conflict gets) or
 // never sent because the previous one was still in flight when the next was due. Failed
 // nodes stop renewing on purpose; those are not missed.
-void figures(SummaryFigures& f) {
+void kubeletsFigures(SummaryFigures& f) {
   f.add("lease_renewals_answered", f.number("leaseRenewals"));
   f.add("lease_renewals_missed", f.number("leaseRenewalFailures") + f.number("leaseRenewalsSkipped"));
   if (f.summary().contains("nodeLifecycle")) lifecycleFigures(f);
@@ -68,7 +68,7 @@ void figures(SummaryFigures& f) {
 // Registration, status, leases; pods bound to the nodes in a namespace of their own (with
 // its default ServiceAccount, which pod admission wants); Events; the fleet's node watch;
 // node churn's leaves.
-void grant(const Workload&, kube::RuleSet& g) {
+void grantKubelets(const Workload&, kube::RuleSet& g) {
   namespace gvr = kube::gvr;
   g.add(gvr::kNodes, {"create", "list", "watch", "delete"});
   g.add(gvr::kNodes, {"patch"}, "status");
@@ -99,8 +99,8 @@ const WorkloadKind& kubeletsKind() {
       .read = [](const YamlField& spec) -> WorkloadPtr {
         return std::make_unique<KubeletFleet>(KubeletFleetParams::read(spec));
       },
-      .grant = grant,
-      .figures = figures,
+      .grant = grantKubelets,
+      .figures = kubeletsFigures,
       .trim =
           [](nlohmann::json& summary) {
             auto lc = summary.find("nodeLifecycle");

@@ -26,10 +26,10 @@
 namespace cpscale::cli {
 namespace {
 namespace fs = std::filesystem;
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 
 // Where each manifest goes.
-kube::ResourceRef collectionOf(const json& doc) {
+kube::ResourceRef collectionOf(const ojson& doc) {
   const std::string kind = doc.at("kind");
   const std::string ns = doc.at("metadata").value("namespace", "");
   if (kind == "ConfigMap") return kube::ResourceRef(kube::gvr::kConfigMaps).in(ns);
@@ -40,7 +40,7 @@ kube::ResourceRef collectionOf(const json& doc) {
   throw std::logic_error("no collection for kind " + kind);
 }
 
-std::string objectName(const json& doc) {
+std::string objectName(const ojson& doc) {
   std::string kind = doc.at("kind");
   std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
   const std::string ns = doc.at("metadata").value("namespace", "");
@@ -150,7 +150,7 @@ int job(const Args& args) {
   if (r.count("yes")) target += std::string(target.empty() ? "" : " ") + "--yes";
   const std::string collect = run::collectCommand(spec, target);
   const std::string name = "cpscale-" + spec.runId;
-  const std::vector<json> docs = run::jobManifests(spec);
+  const std::vector<ojson> docs = run::jobManifests(spec);
   const std::string removeHint = "kubectl delete job,configmap,serviceaccount -n " + spec.ns + " -l " + run::kJobLabel +
                                  "=" + spec.runId + " && kubectl delete clusterrole,clusterrolebinding -l " +
                                  run::kJobLabel + "=" + spec.runId;

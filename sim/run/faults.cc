@@ -10,8 +10,6 @@ namespace cpscale::run {
 
 namespace {
 
-double secondsAt(engine::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
 std::string seconds(engine::Duration d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());

@@ -16,7 +16,7 @@ namespace {
 
 // Documents keep their keys in the order written (kind and metadata first), as
 // manifests are read.
-using json = nlohmann::ordered_json;
+using ojson = nlohmann::ordered_json;
 using kube::PolicyRule;
 
 const std::string& kRbac = kube::kRbacGroup;
@@ -54,7 +54,7 @@ bool literalSafe(const std::string& s) {
   return true;
 }
 
-std::string scalar(const json& v) {
+std::string scalar(const ojson& v) {
   if (v.is_string()) {
     const std::string& s = v.get_ref<const std::string&>();
     return plainSafe(s) ? s : v.dump();
@@ -62,7 +62,7 @@ std::string scalar(const json& v) {
   return v.dump();
 }
 
-void emit(std::ostream& os, const json& v, int indent);
+void emit(std::ostream& os, const ojson& v, int indent);
 
 void emitLiteral(std::ostream& os, const std::string& s, int indent) {
   std::size_t trailing = 0;
@@ -82,7 +82,7 @@ void emitLiteral(std::ostream& os, const std::string& s, int indent) {
 
 // The value after "key:" or "-": on the same line when it is a scalar or empty. Literal
 // blocks only as a mapping's values, whose indentation the indicator counts from.
-void emitValue(std::ostream& os, const json& v, int indent, bool inMapping) {
+void emitValue(std::ostream& os, const ojson& v, int indent, bool inMapping) {
   if (inMapping && v.is_string() && literalSafe(v.get_ref<const std::string&>())) {
     os << " ";
     emitLiteral(os, v.get_ref<const std::string&>(), indent);
@@ -98,11 +98,11 @@ void emitValue(std::ostream& os, const json& v, int indent, bool inMapping) {
   }
 }
 
-void emit(std::ostream& os, const json& v, int indent) {
+void emit(std::ostream& os, const ojson& v, int indent) {
   const std::string pad(indent, ' ');
   if (v.is_object()) {
     for (const auto& [k, child] : v.items()) {
-      os << pad << scalar(json(k)) << ":";
+      os << pad << scalar(ojson(k)) << ":";
       emitValue(os, child, indent, true);
     }
   } else if (v.is_array()) {
@@ -122,10 +122,10 @@ void emit(std::ostream& os, const json& v, int indent) {
   }
 }
 
-json labels(const JobSpec& s) { return {{kJobLabel, s.runId}}; }
+ojson labels(const JobSpec& s) { return {{kJobLabel, s.runId}}; }
 
-json metadata(const JobSpec& s, const std::string& name, bool namespaced) {
-  json m = {{"name", name}};
+ojson metadata(const JobSpec& s, const std::string& name, bool namespaced) {
+  ojson m = {{"name", name}};
   if (namespaced) m["namespace"] = s.ns;
   m["labels"] = labels(s);
   return m;
@@ -184,10 +184,10 @@ std::vector<std::string> jobArgs(const JobSpec& s) {
   return args;
 }
 
-std::vector<json> jobManifests(const JobSpec& s) {
+std::vector<ojson> jobManifests(const JobSpec& s) {
   const std::string n = name(s);
   const std::string scenarioMap = n + "-scenario";
-  std::vector<json> docs;
+  std::vector<ojson> docs;
   docs.push_back({{"apiVersion", "v1"},
                   {"kind", "ConfigMap"},
                   {"metadata", metadata(s, scenarioMap, true)},
@@ -196,30 +196,30 @@ std::vector<json> jobManifests(const JobSpec& s) {
   docs.push_back({{"apiVersion", kRbac + "/v1"},
                   {"kind", "ClusterRole"},
                   {"metadata", metadata(s, n, false)},
-                  {"rules", json(kube::toJson(s.rules))}});
+                  {"rules", ojson(kube::toJson(s.rules))}});
   docs.push_back({{"apiVersion", kRbac + "/v1"},
                   {"kind", "ClusterRoleBinding"},
                   {"metadata", metadata(s, n, false)},
                   {"roleRef", {{"apiGroup", kRbac}, {"kind", "ClusterRole"}, {"name", n}}},
-                  {"subjects", json::array({{{"kind", "ServiceAccount"}, {"name", n}, {"namespace", s.ns}}})}});
+                  {"subjects", ojson::array({{{"kind", "ServiceAccount"}, {"name", n}, {"namespace", s.ns}}})}});
 
-  const json container = {
+  const ojson container = {
       {"name", "cpscale"},
       {"image", s.image},
       {"imagePullPolicy", "IfNotPresent"},
       {"args", jobArgs(s)},
       // The kubeconfig default ($HOME/.kube/config) and anything else written under
       // $HOME land on the writable volume.
-      {"env", json::array({{{"name", "HOME"}, {"value", "/work"}}})},
+      {"env", ojson::array({{{"name", "HOME"}, {"value", "/work"}}})},
       {"resources",
        {{"requests", {{"cpu", std::to_string(std::max<std::size_t>(1, s.workers))}, {"memory", "512Mi"}}}}},
       {"securityContext",
        {{"allowPrivilegeEscalation", false},
         {"readOnlyRootFilesystem", true},
-        {"capabilities", {{"drop", json::array({"ALL"})}}}}},
-      {"volumeMounts", json::array({{{"name", "work"}, {"mountPath", "/work"}},
-                                    {{"name", "scenario"}, {"mountPath", "/scenario"}, {"readOnly", true}}})}};
-  json podSpec = {
+        {"capabilities", {{"drop", ojson::array({"ALL"})}}}}},
+      {"volumeMounts", ojson::array({{{"name", "work"}, {"mountPath", "/work"}},
+                                     {{"name", "scenario"}, {"mountPath", "/scenario"}, {"readOnly", true}}})}};
+  ojson podSpec = {
       {"serviceAccountName", n},
       {"restartPolicy", "Never"},
       // A stopped shard 0 deletes the run's objects first (at most 2 minutes) and every
@@ -235,13 +235,13 @@ std::vector<json> jobManifests(const JobSpec& s) {
       {"affinity",
        {{"podAntiAffinity",
          {{"preferredDuringSchedulingIgnoredDuringExecution",
-           json::array(
+           ojson::array(
                {{{"weight", 100},
                  {"podAffinityTerm",
                   {{"labelSelector", {{"matchLabels", labels(s)}}}, {"topologyKey", "kubernetes.io/hostname"}}}}})}}}}},
-      {"containers", json::array({container})},
-      {"volumes", json::array({{{"name", "work"}, {"emptyDir", json::object()}},
-                               {{"name", "scenario"}, {"configMap", {{"name", scenarioMap}}}}})}};
+      {"containers", ojson::array({container})},
+      {"volumes", ojson::array({{{"name", "work"}, {"emptyDir", ojson::object()}},
+                                {{"name", "scenario"}, {"configMap", {{"name", scenarioMap}}}}})}};
   docs.push_back({{"apiVersion", "batch/v1"},
                   {"kind", "Job"},
                   {"metadata", metadata(s, n, true)},
@@ -269,7 +269,7 @@ std::string collectCommand(const JobSpec& s, const std::string& targetArgs) {
   return targetArgs.empty() ? cmd : cmd + " " + targetArgs;
 }
 
-std::string toYaml(const json& doc) {
+std::string toYaml(const ojson& doc) {
   std::ostringstream os;
   emit(os, doc, 0);
   return os.str();

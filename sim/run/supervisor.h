@@ -187,6 +187,4 @@ class Supervisor {
   std::vector<Transition> transitions_;
 };
 
-double secondsAt(engine::TimePoint t);
-
 }  // namespace cpscale::run
