@@ -89,11 +89,13 @@ build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The binary alone (and the libraries it links): what run, up and down need; no tests.
-# A build dir it configures has no debug info either (a quarter less compile time on the
-# way to the first run); CMAKE_ARGS=-DCPSCALE_DEBUG_INFO=ON asks for it.
+# A build dir it configures is the first run's: no debug info (a quarter less compile
+# time) and a unity build of the libraries (a third of the CPU time); CMAKE_ARGS=
+# "-DCPSCALE_DEBUG_INFO=ON -DCPSCALE_UNITY_BUILD=OFF" makes it a developer's.
 build-cpscale: run-deps
 	@[ -f $(BUILD_DIR)/build.ninja ] || \
-	  $(MAKE) --no-print-directory $(BUILD_DIR)/build.ninja BUILD_TESTS=OFF CMAKE_ARGS="-DCPSCALE_DEBUG_INFO=OFF $(CMAKE_ARGS)"
+	  $(MAKE) --no-print-directory $(BUILD_DIR)/build.ninja BUILD_TESTS=OFF \
+	    CMAKE_ARGS="-DCPSCALE_DEBUG_INFO=OFF -DCPSCALE_UNITY_BUILD=ON $(CMAKE_ARGS)"
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target cpscale
 
 control-plane: deps
