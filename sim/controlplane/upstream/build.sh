@@ -24,11 +24,15 @@ kube_ldflags+=" -X $vpkg.gitTreeState=clean"
 cpkg=k8s.io/client-go/pkg/version
 kube_ldflags+=" -X $cpkg.gitVersion=$KUBERNETES_VERSION -X $cpkg.gitMajor=$major -X $cpkg.gitMinor=$minor"
 
+# The binaries are stripped (-s -w), so the compiler need not write the DWARF the linker
+# drops: a tenth less CPU time (go build -ldflags=-w alone still compiles it).
+gcflags="all=-dwarf=false"
+
 # The cache key covers everything that decides the binaries' content.
 kube_commands=(kube-apiserver kube-controller-manager kube-scheduler)
 key=$( { cat "$here/versions.env" "$here"/kubernetes/{go.mod,go.sum}; \
          for c in "${kube_commands[@]}"; do echo "$c"; cat "$here/kubernetes/cmd/$c/main.go"; done; \
-         cat "$here"/etcd/{go.mod,go.sum,main.go}; echo "$kube_ldflags"; go env GOVERSION; } \
+         cat "$here"/etcd/{go.mod,go.sum,main.go}; echo "$kube_ldflags $gcflags"; go env GOVERSION; } \
        | sha256sum | cut -c1-16)
 out="$cache_root/bin/$key"
 have=1
@@ -43,8 +47,8 @@ mkdir -p "$out.tmp"
 export CGO_ENABLED=0 GOFLAGS="${GOFLAGS:-} -mod=readonly -trimpath"
 echo "building ${kube_commands[*]} $KUBERNETES_VERSION and etcd $ETCD_VERSION into $out" >&2
 start=$SECONDS
-(cd "$here/kubernetes" && go build -ldflags "$kube_ldflags" -o "$out.tmp/" "${kube_commands[@]/#/./cmd/}")
-(cd "$here/etcd" && go build -ldflags "-s -w" -o "$out.tmp/etcd" .)
+(cd "$here/kubernetes" && go build -gcflags "$gcflags" -ldflags "$kube_ldflags" -o "$out.tmp/" "${kube_commands[@]/#/./cmd/}")
+(cd "$here/etcd" && go build -gcflags "$gcflags" -ldflags "-s -w" -o "$out.tmp/etcd" .)
 echo "built in $((SECONDS - start)) s" >&2
 
 for c in "${kube_commands[@]}"; do
