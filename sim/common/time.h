@@ -13,7 +13,4 @@ using Duration = std::chrono::nanoseconds;
 struct RunEpoch {};
 using TimePoint = std::chrono::time_point<RunEpoch, Duration>;
 
-// Seconds since the run's origin.
-inline double secondsAt(TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
-
 }  // namespace cpscale

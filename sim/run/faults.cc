@@ -5,6 +5,7 @@
 
 #include "sim/common/duration.h"
 #include "sim/common/error.h"
+#include "sim/run/supervisor.h"  // secondsAt
 
 namespace cpscale::run {
 

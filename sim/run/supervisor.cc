@@ -32,6 +32,8 @@ std::string_view toString(EndReason r) {
   return "?";
 }
 
+double secondsAt(engine::TimePoint t) { return std::chrono::duration<double>(t.time_since_epoch()).count(); }
+
 Supervisor::Supervisor(SupervisorOptions options, SupervisedRun& run, LadderPolicy* ladder, ShardPolicy* shards,
                        FaultPolicy* faults)
     : o_(std::move(options)), run_(run), ladder_(ladder), shards_(shards), faults_(faults) {}

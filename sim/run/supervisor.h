@@ -187,4 +187,6 @@ class Supervisor {
   std::vector<Transition> transitions_;
 };
 
+double secondsAt(engine::TimePoint t);
+
 }  // namespace cpscale::run
