@@ -1,11 +1,21 @@
 // One list-then-watch loop as client-go's reflector runs it, for the workloads'
 // informer stand-ins: a paginated LIST, then a WATCH from the list's resourceVersion
 // with bookmarks and a timeout drawn from [t, 2t) (so streams do not all end together).
+// With `watchList` (client-go's WatchListClient, on by default since client-go 1.35, so
+// in every 1.36 kubelet and kube-proxy) the LIST is a streaming list instead: a WATCH
+// with sendInitialEvents=true and resourceVersionMatch=NotOlderThan whose ADDED events
+// up to the bookmark annotated k8s.io/initial-events-end are the list; the same stream
+// then goes on as the watch. A server that refuses it (4xx) gets paginated LISTs from
+// then on, as client-go falls back.
 // When the server ends the stream it watches again from the last event or bookmark; on
-// 410 Gone it lists again; after any other failure it backs off 1 s first. The watch is
-// a stream (HttpRequest::stream): it holds no open-loop request slot.
+// 410 Gone it lists again; after any other failure it backs off first, as client-go's
+// reflector does: 800 ms doubling up to 30 s, each delay drawn from [d, 2d), back to
+// 800 ms after 2 minutes without one. The watch is a stream (HttpRequest::stream): it
+// holds no open-loop request slot.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -26,6 +36,7 @@ struct ReflectorOptions {
   kube::ListOptions selector;
   std::int64_t pageSize = 500;
   engine::Duration timeout = std::chrono::minutes(5);
+  bool watchList = false;  // list through a streaming list (see the top of this header)
 };
 
 struct ReflectorCounts {
@@ -37,7 +48,30 @@ struct ReflectorCounts {
   std::uint64_t expired = 0;        // streams ended by 410 Gone
   std::uint64_t errors = 0;         // failed LISTs and streams that ended in error
   std::uint64_t listed = 0;         // items of the current (or last) full LIST
-  std::uint64_t objectsListed = 0;  // items of every LIST page so far
+  std::uint64_t objectsListed = 0;  // items of every LIST page (or streaming list) so far
+  std::uint64_t backoffs = 0;       // waits before trying again after a failure
+};
+
+// client-go's reflector backoff (tools/cache/reflector.go, defaultBackoff*).
+struct ReflectorBackoff {
+  static constexpr engine::Duration kInitial = std::chrono::milliseconds(800);
+  static constexpr engine::Duration kCap = std::chrono::seconds(30);
+  static constexpr engine::Duration kReset = std::chrono::minutes(2);
+
+  // The wait before the next try at `now`, drawn with `u` in [0, 1).
+  engine::Duration next(engine::TimePoint now, double u) {
+    if (!started_ || now - last_ > kReset) step_ = kInitial;
+    started_ = true;
+    last_ = now;
+    const engine::Duration d = step_;
+    step_ = std::min(step_ * 2, kCap);
+    return d + std::chrono::duration_cast<engine::Duration>(d * u);
+  }
+
+ private:
+  engine::Duration step_ = kInitial;
+  engine::TimePoint last_{};
+  bool started_ = false;
 };
 
 class Reflector {
@@ -80,6 +114,9 @@ class Reflector {
   void list();
   void watch();
   void backoff(void (Reflector::*next)());
+  void onWatchEvent(kube::WatchEvent&& ev);
+  void onWatchClosed(const kube::ApiResult& r);
+  void listed(bool viaStream);
 
   CallTracker& calls_;
   EventTracker& timers_;
@@ -92,12 +129,15 @@ class Reflector {
   std::string rv_;
   std::string continueToken_;
   kube::CallId watch_ = 0;
-  bool gone_ = false;     // the stream said 410: list again when it closes
-  bool listing_ = false;  // a LIST (any of its pages) is under way
+  bool gone_ = false;       // the stream said 410: list again when it closes
+  bool listing_ = false;    // a LIST (any of its pages) or a streaming list is under way
+  bool streaming_ = false;  // the open watch is a streaming list not yet at its end bookmark
+  bool watchList_ = false;  // streaming lists (options_.watchList until the server refused one)
   bool synced_ = false;
   bool stopped_ = false;
   std::string lastError_;
   ReflectorCounts counts_;
+  ReflectorBackoff backoff_;
 };
 
 }  // namespace cpscale::workloads

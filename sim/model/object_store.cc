@@ -187,15 +187,16 @@ std::string_view toString(ChangeType t) {
 }
 
 bool Watcher::selects(std::string_view objNs, std::string_view name, const LabelSet& objLabels, std::uint64_t uidHash,
-                      const std::string& object) const {
+                      const std::string& object, std::optional<json>* parsed) const {
   if (!ns.empty() && objNs != ns) return false;
   if (shard && !shard->contains(uidHash)) return false;
   if (!labels.empty() && !labels.matches(objLabels)) return false;
   if (fields.empty()) return true;
-  std::optional<json> parsed;
+  std::optional<json> own;
+  std::optional<json>& cache = parsed ? *parsed : own;
   return fields.matches(name, objNs, [&](std::string_view f) -> std::optional<std::string> {
-    if (!parsed) parsed = json::parse(object, nullptr, false);
-    return fieldOf(*parsed, f);
+    if (!cache) cache = json::parse(object, nullptr, false);
+    return fieldOf(*cache, f);
   });
 }
 
@@ -337,6 +338,7 @@ void ObjectStore::bootstrap() {
       {"coordination.k8s.io", "leases", "Lease", true, false},
       {"events.k8s.io", "events", "Event", true, false},
       {"discovery.k8s.io", "endpointslices", "EndpointSlice", true, false},
+      {"networking.k8s.io", "servicecidrs", "ServiceCIDR", false, true},
       {"apps", "deployments", "Deployment", true, true},
       {"apps", "replicasets", "ReplicaSet", true, true},
       {"apps", "statefulsets", "StatefulSet", true, true},

@@ -111,8 +111,10 @@ struct Watcher : boost::intrusive::list_base_hook<boost::intrusive::link_mode<bo
 
   // Whether an object with these attributes is one this watch selects. `object` is
   // only parsed for a field selector beyond metadata.name/namespace.
+  // `parsed`, when given, holds the object parsed by an earlier call for the same object,
+  // so that one change is parsed once for all its watchers, not once per watcher.
   bool selects(std::string_view objNs, std::string_view name, const LabelSet& objLabels, std::uint64_t uidHash,
-               const std::string& object) const;
+               const std::string& object, std::optional<nlohmann::json>* parsed = nullptr) const;
 };
 using WatcherList = boost::intrusive::list<Watcher, boost::intrusive::constant_time_size<false>>;
 

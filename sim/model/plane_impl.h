@@ -142,13 +142,14 @@ class ModelPlane::Impl {
 
   // ---- watches (plane_watches.cc) ----
   void openWatch(ModelTransport& t, kube::RequestId id);
+  std::string initialEventsEnd(const Table& table, const ModelWatch& w) const;
   void endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark);
   void onChange(Table& table, const Change& c);
   double planeWatchersOf(const Table& table) const;
   void onRemoved(Table& table);
   // Sends one line; false when the consumer refused it (the watch is then closed).
   bool send(ModelWatch& w, const std::string& line);
-  bool deliver(ModelWatch& w, const Change& c, std::string* lines);
+  bool deliver(ModelWatch& w, const Change& c, std::string* lines, std::optional<nlohmann::json>* parsed = nullptr);
   void bury(std::unique_ptr<ModelWatch> w);
   void flushGraveyard();
 

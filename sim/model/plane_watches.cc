@@ -6,8 +6,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 namespace cpscale::model {
+
+using nlohmann::json;
 
 std::string watchLine(std::string_view type, std::string_view object) {
   std::string line;
@@ -51,13 +56,14 @@ bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line) {
   return false;
 }
 
-// lines: the three lines of this change (ADDED, MODIFIED, DELETED), built on first use.
-bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* lines) {
+// lines: the three lines of this change (ADDED, MODIFIED, DELETED), built on first use;
+// parsed: the object, parsed on first use by a field selector.
+bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* lines, std::optional<json>* parsed) {
   if (w.dead || c.rv <= w.sentRv) return !w.dead;
   w.sentRv = c.rv;
-  const bool now = w.selects(c.ns, c.name, *c.labels, c.uidHash, *c.object);
+  const bool now = w.selects(c.ns, c.name, *c.labels, c.uidHash, *c.object, parsed);
   const bool before = c.type == ChangeType::kModified && c.oldLabels != c.labels
-                          ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object)
+                          ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object, parsed)
                           : now;
   ChangeType type;
   if (c.type == ChangeType::kModified) {
@@ -104,7 +110,8 @@ void ModelPlane::Impl::onChange(Table& table, const Change& c) {
   if (table.watchers.empty()) return;
   ++fanout_;
   std::string lines[3];
-  for (Watcher& base : table.watchers) deliver(static_cast<ModelWatch&>(base), c, lines);
+  std::optional<json> parsed;
+  for (Watcher& base : table.watchers) deliver(static_cast<ModelWatch&>(base), c, lines, &parsed);
   --fanout_;
   flushGraveyard();
 }
@@ -138,6 +145,13 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   Table* table = p.route.resource ? store_.find(r.group, r.version, r.resourceName) : nullptr;
   if (table == nullptr) {
     refuse(response(404, statusBody(404, "NotFound", "the server could not find the requested resource")));
+    return;
+  }
+  if (r.param("sendInitialEvents") == "true" &&
+      (r.param("allowWatchBookmarks") != "true" || r.param("resourceVersionMatch") != "NotOlderThan")) {
+    refuse(response(422, statusBody(422, "Invalid",
+                                    "sendInitialEvents requires allowWatchBookmarks=true and "
+                                    "resourceVersionMatch=NotOlderThan")));
     return;
   }
   auto w = std::make_unique<ModelWatch>();
@@ -179,12 +193,17 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   });
 
   ++fanout_;
-  if (rvText.empty() || rvText == "0") {
+  // A streaming list (sendInitialEvents=true, resourceVersionMatch=NotOlderThan): the
+  // state at least as new as the resourceVersion, then the bookmark that ends it.
+  const bool streamingList = r.param("sendInitialEvents") == "true";
+  if (rvText.empty() || rvText == "0" || streamingList) {
     // The current state first, as synthetic ADDED events.
+    bool alive = true;
     for (const StoredObject* o : store_.selected(*table, watch)) {
-      if (!send(watch, watchLine("ADDED", *o->text))) break;
+      if (!(alive = send(watch, watchLine("ADDED", *o->text)))) break;
     }
     watch.sentRv = store_.revision();
+    if (alive && streamingList && watch.bookmarks) send(watch, watchLine("BOOKMARK", initialEventsEnd(*table, watch)));
   } else {
     const std::uint64_t from = std::strtoull(rvText.c_str(), nullptr, 10);
     auto changes = store_.changesSince(*table, from);
@@ -205,6 +224,14 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   }
   --fanout_;
   flushGraveyard();
+}
+
+// The bookmark that ends a streaming list's initial events.
+std::string ModelPlane::Impl::initialEventsEnd(const Table& table, const ModelWatch& w) const {
+  const ResourceType& type = table.type;
+  return R"({"kind":")" + type.kind + R"(","apiVersion":")" + type.apiVersion() +
+         R"(","metadata":{"resourceVersion":")" + std::to_string(w.sentRv) +
+         R"(","annotations":{"k8s.io/initial-events-end":"true"}}})";
 }
 
 void ModelPlane::Impl::endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark) {

@@ -450,16 +450,17 @@ TEST(Dormant, SetupIsDoneOnceWhenCreatesAreAnsweredAndWatchersHaveListed) {
       makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 10\nconfigMaps: 20\n"
                          "createQps: 10\ncreateBurst: 1\nwatchers: {perKind: 2}\n"));
   auto inst = w->start(h.ctx);
-  // Creates: 30, one per 100 ms, the last answered at 2.901 s. Watcher LISTs at 0,
-  // 1.001, 2.002, 3.003 s fail; those at 4.004 s succeed at 4.005 s.
+  // Creates: 30, one per 100 ms, the last answered at 2.901 s. Watcher LISTs fail until
+  // 4 s, each retried after client-go's backoff ([0.8, 1.6) s, then doubling); the
+  // first after 4 s succeeds: by 0 + 1.6 + 3.2 + 6.4 s at the latest.
   h.sim.runUntil(ms(3000));
   EXPECT_EQ(inst->summary()["created"], 29);
   EXPECT_EQ(inst->summary()["createFailures"], 1);
   EXPECT_EQ(phases.setupPending(), 2u);
-  h.sim.runUntil(ms(4004));
+  h.sim.runUntil(ms(3999));
   EXPECT_EQ(phases.setupPending(), 2u);
   EXPECT_EQ(inst->summary()["watchersSynced"], 0);
-  h.sim.runUntil(ms(4005));
+  h.sim.runUntil(ms(11300));
   EXPECT_EQ(phases.setupPending(), 1u);
   EXPECT_EQ(inst->summary()["watchersSynced"], 2);
   h.sim.runUntil(engine::TimePoint{60s});  // watchers keep relisting and rewatching
