@@ -23,6 +23,7 @@ FleetInstance::FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx, 
       leases_(kube::ResourceRef(kube::gvr::kLeases).in("kube-node-lease")),
       nodes_(kube::gvr::kNodes),
       pods_(kube::ResourceRef(kube::gvr::kPods).in(KubeletFleet::podNamespace(ctx.runId, p.name))),
+      streamSpecs_(streamSpecsFor(p.watches)),
       groups_(std::move(groups)) {
   validateRunId(ctx.runId);
   for (std::int64_t i = p.firstIndex; i < p.count; ++i) {
@@ -30,6 +31,7 @@ FleetInstance::FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx, 
     kubelets_.push_back(std::make_unique<Kubelet>(*this, i, seedFor(i)));
     kubelets_.back()->awaitingLease = true;
     kubelets_.back()->podsAwaiting = static_cast<std::uint8_t>(p.podsPerNode);
+    kubelets_.back()->watchesAwaiting = static_cast<std::uint8_t>(streamSpecs_.size());
     if (p.failures.fraction > 0 && failsAt(i, p.failures.fraction)) {
       kubelets_.back()->tracked = true;
       lifecycle_.emplace(static_cast<std::uint32_t>(i), Lifecycle{});
@@ -37,9 +39,12 @@ FleetInstance::FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx, 
   }
   setupRemaining_ = kubelets_.size();
   group_ = &groups_->join(ctx.sim, ctx.runId, this);
-  // One node watch per worker for the fleet and its growths: the first instance that
-  // has nodes starts it, the others' nodes are seen through it.
-  needsWatch_ = !kubelets_.empty() || p.joinsPerMinute > 0;
+  // Shared watches: one node watch per worker for the fleet and its growths: the first
+  // instance that has nodes starts it, the others' nodes are seen through it. Per-node
+  // watches: each node its own (fleet_streams.cc).
+  // A failed kubelet drops its own watches, so a fleet that fails nodes keeps the shared
+  // watch as well, as an observer of what the node lifecycle controller does to them.
+  needsWatch_ = (!p.watches.perNode || p.failures.fraction > 0) && (!kubelets_.empty() || p.joinsPerMinute > 0);
   if (needsWatch_ && group_->watcher == nullptr) {
     group_->watcher = this;
     startNodeWatch();
@@ -69,6 +74,8 @@ void FleetInstance::stop() {
     k->leaseTimer.stop();
     k->statusTimer.stop();
     if (k->pods) k->pods->timer.stop();
+    if (k->streams)
+      for (auto& r : k->streams->reflectors) r->stop();
   }
   calls_.cancelAll();
 }
@@ -99,7 +106,8 @@ json FleetInstance::summary() const {
           {"eventFailures", c_.eventFailed},
           {"eventsDropped", c_.eventsDropped},
           {"actorBytes", actorBytes()},
-          {"nodeLifecycle", lifecycleSummary()}};
+          {"nodeLifecycle", lifecycleSummary()},
+          {"nodeWatches", streamsSummary()}};
 }
 
 // What the actors themselves hold (not the engine's timer slots): for the memory
@@ -109,6 +117,7 @@ std::size_t FleetInstance::actorBytes() const {
   for (const auto& k : kubelets_) {
     n += sizeof(Kubelet) + k->lease.heapBytes();
     if (k->pods) n += sizeof(Kubelet::Pods) + k->pods->generation.capacity() * sizeof(std::uint16_t);
+    if (k->streams) n += sizeof(NodeStreams) + k->streams->reflectors.size() * (sizeof(void*) + sizeof(Reflector));
   }
   n += leaseTexts_.bytes();
   // The failing nodes' side records: entry, hash node and bucket, roughly.

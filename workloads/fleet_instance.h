@@ -8,6 +8,7 @@
 //   fleet_pods.cc        pods bound to the nodes: creation, status, replacement
 //   fleet_events.cc      the kubelet's Events
 //   fleet_watch.cc       the node watch and what it shows of the node lifecycle
+//   fleet_streams.cc     each node's own watches (its kubelet's and its kube-proxy's)
 #pragma once
 
 #include <cstdint>
@@ -90,6 +91,12 @@ struct Lifecycle {
   bool readyAgainSeen = false;  // since it returned
 };
 
+// A node's own watch streams (watches.mode perNode): its kubelet's and kube-proxy's
+// informers, in the order of FleetInstance::streamSpecs().
+struct NodeStreams {
+  std::vector<std::unique_ptr<Reflector>> reflectors;
+};
+
 // One synthetic kubelet. Kept small: an idle one is its two timers, the cached Lease
 // bytes and a few words; its name is rebuilt from the index when needed.
 struct Kubelet {
@@ -132,6 +139,9 @@ struct Kubelet {
     std::vector<std::uint16_t> generation;
   };
   std::unique_ptr<Pods> pods;
+  std::unique_ptr<NodeStreams> streams;
+  // Setup: the node's own watches whose first list is not in (nodes present at start).
+  std::uint8_t watchesAwaiting = 0;
 
   engine::Simulator* fleet_sim();
 };
@@ -165,6 +175,22 @@ class FleetInstance final : public WorkloadInstance {
   void observeNode(const json& node);
   void readySeen(Kubelet& k, bool readyTrue);
   void renewalAnswered(Kubelet& k);
+
+  // Each node's own watches (fleet_streams.cc).
+  struct StreamSpec {
+    const char* component;  // "kubelet", "kube-proxy"
+    kube::GroupVersionResource resource;
+    const char* labelSelector;
+    const char* fieldSelector;  // "{node}" stands for the node's name
+    bool ownNode;               // the kubelet's own Node: drives what the fleet sees of Ready
+  };
+  static std::vector<StreamSpec> streamSpecsFor(const KubeletFleetParams::Watches& w);
+  void startStreams(Kubelet& k);
+  void stopStreams(Kubelet& k);
+  void streamSynced(Kubelet& k);
+  json streamsSummary() const;
+  json streamCounts(std::size_t i) const;
+  json ownNodeCounts() const;
 
   // Registration, setup, failures, joins and leaves (fleet_membership.cc).
   const std::string& imagesText();
@@ -241,7 +267,9 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t setupRemaining_ = 0;  // nodes present at start whose setup is unanswered
   bool setupReported_ = false;
   bool stopped_ = false;
-  std::unique_ptr<Reflector> nodeWatch_;  // the group's watcher's only
+  std::unique_ptr<Reflector> nodeWatch_;                      // the group's watcher's only
+  std::vector<StreamSpec> streamSpecs_;                       // what each node watches (perNode)
+  std::vector<std::unique_ptr<NodeStreams>> retiredStreams_;  // of nodes that failed or left
   std::shared_ptr<FleetGroups> groups_;
   FleetGroups::Group* group_ = nullptr;                     // this worker's instances of the fleet and its growths
   bool needsWatch_ = false;                                 // it has nodes (or joins): its setup waits for the watch

@@ -46,6 +46,7 @@ void FleetInstance::scheduleRegistration() {
 void FleetInstance::registerNode(Kubelet& k) {
   if (k.state == NodeState::kGone) return;
   k.state = NodeState::kRegistering;
+  startStreams(k);  // the kubelet's and kube-proxy's informers start before it registers
   const std::string name = nodeName(k.index);
   const std::string now = rfc3339(unixNow());
   const unsigned a = (k.index >> 16) & 0xff, b = (k.index >> 8) & 0xff, c = k.index & 0xff;
@@ -104,7 +105,7 @@ void FleetInstance::podAnswered(Kubelet& k) {
 
 // Counts a node as set up once its Lease and pods were all answered.
 void FleetInstance::setupStepDone(Kubelet& k) {
-  if (k.awaitingLease || k.podsAwaiting > 0 || setupRemaining_ == 0) return;
+  if (k.awaitingLease || k.podsAwaiting > 0 || k.watchesAwaiting > 0 || setupRemaining_ == 0) return;
   --setupRemaining_;
   maybeSetupDone();
 }
@@ -126,9 +127,10 @@ void FleetInstance::maybeSetupDone() {
 
 // A node that fails or leaves before its setup finished will never finish it.
 void FleetInstance::abandonSetup(Kubelet& k) {
-  if (!k.awaitingLease && k.podsAwaiting == 0) return;
+  if (!k.awaitingLease && k.podsAwaiting == 0 && k.watchesAwaiting == 0) return;
   k.awaitingLease = false;
   k.podsAwaiting = 0;
+  k.watchesAwaiting = 0;
   setupStepDone(k);
 }
 
@@ -142,6 +144,7 @@ void FleetInstance::failSome() {
     k->leaseTimer.stop();
     k->statusTimer.stop();
     if (k->pods) k->pods->timer.stop();
+    stopStreams(*k);
     ++c_.failed;
   }
 }
@@ -159,6 +162,7 @@ void FleetInstance::returnSome() {
       rec.returnedAt = ctx_.sim.now();
     }
     k->leaseTimer.start(ctx_.sim.now());
+    startStreams(*k);  // a restarted kubelet and kube-proxy list everything again
     nodeStartEvents(*k);
     k->lastReport = TimePoint{} - p_.statusReportFrequency;
     k->statusGrid = ctx_.sim.now();
@@ -225,6 +229,7 @@ void FleetInstance::leave(Kubelet& k) {
   k.state = NodeState::kGone;
   k.leaseTimer.stop();
   k.statusTimer.stop();
+  stopStreams(k);
   const std::string name = nodeName(k.index);
   // A node scaled down: its Node is deleted (and with it, by owner, its Lease; the
   // plane may lack a garbage collector, so the Lease is deleted explicitly too).

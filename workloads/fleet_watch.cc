@@ -31,6 +31,14 @@ json FleetInstance::lifecycleSummary() const {
     s["watchEvents"] = w.events;
     s["watchErrors"] = w.errors;
     if (!nodeWatch_->lastError().empty()) s["watchLastError"] = nodeWatch_->lastError();
+  } else if (p_.watches.perNode && p_.watches.node) {
+    const json c = ownNodeCounts();
+    for (auto [to, from] : {std::pair{"watchLists", "lists"},
+                            {"watchRelists", "relists"},
+                            {"watchStreams", "streams"},
+                            {"watchEvents", "events"},
+                            {"watchErrors", "errors"}})
+      s[to] = c.value(from, std::uint64_t{0});
   }
   return s;
 }

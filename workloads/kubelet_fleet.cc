@@ -13,6 +13,32 @@ namespace cpscale::workloads {
 
 // ---- parameters ------------------------------------------------------------------
 
+namespace {
+
+KubeletFleetParams::Watches readWatches(const YamlField& f) {
+  f.expectMap({"mode", "node", "pods", "services", "kubeProxy", "nodesPerConnection"});
+  KubeletFleetParams::Watches w;
+  if (auto m = f.get("mode")) {
+    std::string v = m->asString();
+    if (v != "perNode" && v != "shared") throw m->error("must be perNode or shared, found '" + v + "'");
+    w.perNode = v == "perNode";
+  }
+  for (auto [key, out] :
+       {std::pair{"node", &w.node}, {"pods", &w.pods}, {"services", &w.services}, {"kubeProxy", &w.kubeProxy}}) {
+    if (auto b = f.get(key)) {
+      if (!w.perNode) throw b->error("only with mode: perNode (shared opens one node watch per worker)");
+      *out = b->asBool();
+    }
+  }
+  if (auto n = f.get("nodesPerConnection")) {
+    if (!w.perNode) throw n->error("only with mode: perNode (shared opens one node watch per worker)");
+    w.nodesPerConnection = n->asInt(1, 10000);
+  }
+  return w;
+}
+
+}  // namespace
+
 KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
   e.expectMap({"kind",
                "name",
@@ -36,7 +62,8 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
                "churn",
                "nodeTemplate",
                "leaseTemplate",
-               "podTemplate"});
+               "podTemplate",
+               "watches"});
   KubeletFleetParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -105,6 +132,7 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
       throw f->error("nodes cannot leave a fleet of 0 that nobody joins");
     }
   }
+  if (auto f = e.get("watches")) p.watches = readWatches(*f);
   p.nodeTemplate =
       e.get("nodeTemplate") ? ObjectTemplate::load(*e.get("nodeTemplate")) : ObjectTemplate::load("node.json");
   p.leaseTemplate =

@@ -10,11 +10,13 @@
 //    reported at the next tick with every condition in full (Ready True, KubeletReady,
 //    lastTransitionTime now; the pressure conditions False). A node that returns from a
 //    failure reports in full at once.
-// The per-kubelet node informer is stood in for by one watch per fleet instance on the
-// fleet's Nodes (label selector cpscale.io/run + cpscale.io/workload): one stream
-// instead of N, outside the open-loop request budget, relisted on 410 Gone. Its first
-// LIST is part of the fleet's setup. Through it the fleet also times what the
-// controller wrote (summary `nodeLifecycle`): per failed node, from its last answered
+// Each node opens its kubelet's and kube-proxy's watches (`watches`, below). With
+// `watches: {mode: shared}` one watch per fleet instance on the fleet's Nodes (label
+// selector cpscale.io/run + cpscale.io/workload) stands in for every kubelet's node
+// informer instead: one stream instead of N, outside the open-loop request budget,
+// relisted on 410 Gone; a fleet that fails nodes keeps it beside the per-node streams.
+// The first lists are part of the fleet's setup. Through the Node streams the fleet
+// also times what the controller wrote (summary `nodeLifecycle`): per failed node, from its last answered
 // Lease write to the first event showing Ready != True; per returned node, from its
 // return to the first event showing Ready True again.
 //  - pods bound to the node (podsPerNode): each created pod's status is PATCHed at once
@@ -73,6 +75,10 @@
 //     nodeTemplate: node.json         # templates, relative to workloads/templates
 //     leaseTemplate: lease.json
 //     podTemplate: pod.json
+//     watches: {mode: perNode,        # or shared: one node watch per worker (heartbeats only)
+//               node: true, pods: true, services: true,   # the kubelet's watches
+//               kubeProxy: true,      # kube-proxy's: Node, Services, EndpointSlices, ServiceCIDRs
+//               nodesPerConnection: 1}
 #pragma once
 
 #include <cstdint>
@@ -114,6 +120,34 @@ struct KubeletFleetParams {
   std::optional<ObjectTemplate> nodeTemplate;
   std::optional<ObjectTemplate> leaseTemplate;
   std::optional<ObjectTemplate> podTemplate;
+  // What each node watches (the `watches` entry): by default what a 1.36 node opens,
+  // each node its own streams (a streaming list, then the watch):
+  //  - its kubelet: its Node (fieldSelector metadata.name=<node>), its pods
+  //    (spec.nodeName=<node>), the Services it makes environment variables of
+  //    (spec.clusterIP!=None, kubernetes#122394);
+  //  - its kube-proxy: its Node, the Services (labelSelector
+  //    !service.kubernetes.io/service-proxy-name, spec.clusterIP!=None), the
+  //    EndpointSlices (!service.kubernetes.io/headless) and the ServiceCIDRs.
+  // `shared` is the economy of one node watch per engine worker for the whole fleet
+  // (label selector), which loads the plane with heartbeats only.
+  struct Watches {
+    bool perNode = true;
+    bool node = true, pods = true, services = true;  // the kubelet's
+    bool kubeProxy = true;
+    // Nodes whose streams share one HTTP/2 connection to a replica, per component: a
+    // real cluster has one per kubelet and one per kube-proxy (1).
+    std::int64_t nodesPerConnection = 1;
+    int kubeletStreams() const { return perNode ? node + pods + services : 0; }
+    int kubeProxyStreams() const { return perNode && kubeProxy ? 4 : 0; }
+    int streamsPerNode() const { return kubeletStreams() + kubeProxyStreams(); }
+    // Watches per stream connection: a node's streams over its components'
+    // connections, times the nodes that share one.
+    long streamsPerConnection() const {
+      const int conns = (kubeletStreams() > 0) + (kubeProxyStreams() > 0);
+      if (conns == 0) return 0;
+      return static_cast<long>((streamsPerNode() + conns - 1) / conns * nodesPerConnection);
+    }
+  } watches;
   // Not a scenario field: the fleet's nodes are indices [firstIndex, count). Only a
   // growth (KubeletFleet::growth) starts past 0.
   std::int64_t firstIndex = 0;
@@ -161,6 +195,7 @@ class KubeletFleet final : public Workload {
   std::unique_ptr<Workload> growth(const std::string& field, double from, double to) const override;
   std::vector<std::string> growableFields() const override { return {"count"}; }
   bool loadsSteadyWindow() const override { return params_.count > 0; }
+  long watchStreamsPerConnection() const override { return params_.watches.streamsPerConnection(); }
   std::string whyNotMeasured(const std::string& figure) const override;
   const KubeletFleetParams& params() const { return params_; }
 

@@ -68,7 +68,7 @@ void kubeletsFigures(SummaryFigures& f) {
 // Registration, status, leases; pods bound to the nodes in a namespace of their own (with
 // its default ServiceAccount, which pod admission wants); Events; the fleet's node watch;
 // node churn's leaves.
-void grantKubelets(const Workload&, kube::RuleSet& g) {
+void grantKubelets(const Workload& w, kube::RuleSet& g) {
   namespace gvr = kube::gvr;
   g.add(gvr::kNodes, {"create", "list", "watch", "delete"});
   g.add(gvr::kNodes, {"patch"}, "status");
@@ -78,6 +78,15 @@ void grantKubelets(const Workload&, kube::RuleSet& g) {
   g.add(gvr::kPods, {"create", "delete"});
   g.add(gvr::kPods, {"patch"}, "status");
   g.add(gvr::kEvents, {"create"});
+  // The nodes' own watches (KubeletFleetParams::Watches), as the node authorizer lets
+  // kubelets and kube-proxy's role lets kube-proxy read them.
+  const auto& watches = static_cast<const KubeletFleet&>(w).params().watches;
+  if (watches.kubeletStreams() > 0) g.add(gvr::kPods, {"list", "watch"});
+  if (watches.perNode && (watches.services || watches.kubeProxy)) g.add(gvr::kServices, {"list", "watch"});
+  if (watches.kubeProxyStreams() > 0) {
+    g.add(gvr::kEndpointSlices, {"list", "watch"});
+    g.add(gvr::kServiceCIDRs, {"list", "watch"});
+  }
 }
 
 bool ownsFamily(std::string_view figure) {

@@ -124,6 +124,10 @@ class Workload {
   // sessions, updates, relists): only then does the steady window have the generator's
   // health (generator_limited, schedule_lag_*) and client latencies to judge.
   virtual bool loadsSteadyWindow() const = 0;
+  // How many of its watch streams the workload wants on one HTTP/2 connection (e.g. a
+  // node's streams: one connection per kubelet); 0: no preference. The worker's
+  // transport takes the smallest preference of the scenario's workloads.
+  virtual long watchStreamsPerConnection() const { return 0; }
   // For a figure of the workload's own kind (see figureKindOf): "" when this entry, as
   // configured, measures it; otherwise why it cannot (a gate on it is refused when the
   // scenario loads).

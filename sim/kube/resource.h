@@ -32,6 +32,9 @@ inline const GroupVersionResource kSecrets{"", "v1", "secrets", true};
 inline const GroupVersionResource kServiceAccounts{"", "v1", "serviceaccounts", true};
 inline const GroupVersionResource kEvents{"", "v1", "events", true};
 inline const GroupVersionResource kLeases{"coordination.k8s.io", "v1", "leases", true};
+inline const GroupVersionResource kServices{"", "v1", "services", true};
+inline const GroupVersionResource kEndpointSlices{"discovery.k8s.io", "v1", "endpointslices", true};
+inline const GroupVersionResource kServiceCIDRs{"networking.k8s.io", "v1", "servicecidrs", false};
 inline const GroupVersionResource kCustomResourceDefinitions{"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                                              false};
 inline const GroupVersionResource kRoles{"rbac.authorization.k8s.io", "v1", "roles", true};

@@ -45,6 +45,10 @@ kube::CurlTransportOptions loadTransportOptions(const scenario::Scenario& sc, st
   kube::CurlTransportOptions cto;
   cto.maxHostConnections = static_cast<long>(sc.driver.connections);
   cto.maxConcurrentStreams = static_cast<long>(sc.driver.maxInFlightPerConnection);
+  for (const auto& w : sc.workloads) {
+    if (const long n = w->watchStreamsPerConnection(); n > 0)
+      cto.streamsPerConnection = std::min(cto.streamsPerConnection, n);
+  }
   cto.servers = std::move(servers);
   return cto;
 }

@@ -58,6 +58,41 @@ TEST(ModelWorkloads, KubeletFleetRegistersRenewsAndWatchesItsNodes) {
   EXPECT_GT(result.totalDeleted(), 150);
 }
 
+// Each node's own streams against the model's selectors: every one syncs through a
+// streaming list, and each kubelet sees its own Node and pods, not the fleet's.
+TEST(ModelWorkloads, EachNodesStreamsSeeWhatTheirSelectorsSelect) {
+  testing::Harness h;
+  auto w = workload(
+      "kind: kubelets\nname: fleet\ncount: 20\nregistrationQps: 1000\npodsPerNode: 2\npodStatusInterval: 20s\n"
+      "statusChangeProbability: 0.5\n");
+  w->prepare(*h.api, h.sim.clock(), "r1");
+  workloads::WorkloadContext ctx{h.sim, *h.api, "r1", 7};
+  auto inst = w->start(ctx);
+  h.sim.runFor(3min);
+  const json s = inst->summary();
+  EXPECT_EQ(s["setupComplete"], true) << s.dump();
+  const json& by = s["nodeWatches"]["byWatch"];
+  EXPECT_EQ(s["nodeWatches"]["synced"], 20 * 7) << s["nodeWatches"].dump();
+  for (const auto& [name, c] : by.items()) {
+    EXPECT_EQ(c["errors"], 0) << name;
+    EXPECT_EQ(c["lists"], 20) << name;
+  }
+  // A node's status PATCHes reach its own kubelet's and kube-proxy's Node streams only.
+  const auto patches = s["statusPatches"].get<std::uint64_t>();
+  ASSERT_GT(patches, 100u);
+  const auto nodeEvents = by["kubelet/nodes"]["events"].get<std::uint64_t>();
+  EXPECT_GE(nodeEvents + by["kubelet/nodes"]["objectsListed"].get<std::uint64_t>(), patches);
+  EXPECT_LE(nodeEvents, patches + 40);  // and its Lease-free updates (registration's)
+  EXPECT_EQ(by["kube-proxy/nodes"]["events"], by["kubelet/nodes"]["events"]);
+  // Each pod's changes reach the kubelet of its node only: every status update once.
+  const auto podEvents =
+      by["kubelet/pods"]["events"].get<std::uint64_t>() + by["kubelet/pods"]["objectsListed"].get<std::uint64_t>();
+  EXPECT_GE(podEvents, s["podStatusUpdates"].get<std::uint64_t>());
+  EXPECT_LE(podEvents, s["podStatusUpdates"].get<std::uint64_t>() + s["podsCreated"].get<std::uint64_t>());
+  EXPECT_EQ(by["kubelet/services"]["objectsListed"], by["kube-proxy/services"]["objectsListed"]);
+  inst->stop();
+}
+
 TEST(ModelWorkloads, ChurnAndDormantWithShardedWatchers) {
   testing::Harness h;
   auto churn = workload("kind: churn\nname: churn\nsessionsPerMinute: 120\nnamespaces: 2\n");

@@ -244,7 +244,8 @@ class LiveRunTest : public ::testing::Test {
                            "    name: fleet\n"
                            "    count: 20\n"
                            "    registrationQps: 200\n"
-                           "    leaseDurationSeconds: 4\n";
+                           "    leaseDurationSeconds: 4\n"
+                           "    watches: {mode: shared}\n";  // the test server lists, but has no streaming list
     return scenario::loadScenario(file);
   }
   RunOptions options() const {

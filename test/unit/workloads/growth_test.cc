@@ -19,7 +19,7 @@ namespace {
 constexpr const char* kLeases = "/leases/";
 
 std::unique_ptr<Workload> fleet(const std::string& extra, int count, int registrationQps = 1000) {
-  return makeWorkload(entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) +
+  return makeWorkload(entry("kind: kubelets\nwatches: {mode: shared}\nname: fleet\ncount: " + std::to_string(count) +
                             "\nregistrationQps: " + std::to_string(registrationQps) + "\n" + extra));
 }
 

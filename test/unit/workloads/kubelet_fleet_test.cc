@@ -9,6 +9,7 @@
 #include "sim/common/error.h"
 #include "test/support/workload_harness.h"
 #include "workloads/kubelet_fleet.h"
+#include "workloads/reflector.h"
 
 namespace cpscale::workloads::testing {
 namespace {
@@ -16,8 +17,8 @@ namespace {
 constexpr const char* kLeases = "/leases/";
 
 std::unique_ptr<Workload> fleet(const std::string& extra, int count = 1) {
-  return makeWorkload(
-      entry("kind: kubelets\nname: fleet\ncount: " + std::to_string(count) + "\nregistrationQps: 1000\n" + extra));
+  return makeWorkload(entry("kind: kubelets\nwatches: {mode: shared}\nname: fleet\ncount: " + std::to_string(count) +
+                            "\nregistrationQps: 1000\n" + extra));
 }
 
 // PUT times per lease name.
@@ -264,7 +265,8 @@ TEST(KubeletFleet, NodeChurnJoinsAndLeavesAtTheConfiguredRates) {
 
 TEST(KubeletFleet, RegistrationRampFollowsQps) {
   Harness h;
-  auto w = makeWorkload(entry("kind: kubelets\ncount: 100\nregistrationQps: 10\nregistrationBurst: 1\n"));
+  auto w = makeWorkload(
+      entry("kind: kubelets\nwatches: {mode: shared}\ncount: 100\nregistrationQps: 10\nregistrationBurst: 1\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{20s});
   auto posts = h.requests("POST", "/api/v1/nodes");
@@ -401,9 +403,9 @@ TEST(KubeletFleet, SetupIsDoneOnceEveryNodesLeaseAndPodsWereAnswered) {
   Harness h;
   PhaseLog log(1);
   h.ctx.phases = &log;
-  auto w =
-      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 5\nregistrationBurst: 1\n"
-                         "podsPerNode: 2\npodQps: 100\n"));
+  auto w = makeWorkload(entry(
+      "kind: kubelets\nwatches: {mode: shared}\nname: fleet\ncount: 10\nregistrationQps: 5\nregistrationBurst: 1\n"
+      "podsPerNode: 2\npodQps: 100\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{1s});
   EXPECT_FALSE(log.setupComplete());
@@ -425,7 +427,7 @@ TEST(KubeletFleet, SetupWaitsForTheStartEventsQueuedBehindTheEventBucket) {
   // 10 nodes x (6 node + 2 x 4 pod) start Events = 140, at 20/s after a burst of 20:
   // the last goes at 6 s, long after the nodes and pods were answered (~0.2 s).
   auto w =
-      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 10\nregistrationQps: 100\n"
+      makeWorkload(entry("kind: kubelets\nwatches: {mode: shared}\nname: fleet\ncount: 10\nregistrationQps: 100\n"
                          "podsPerNode: 2\npodQps: 100\nevents: true\neventQps: 20\neventBurst: 20\n"));
   auto inst = w->start(h.ctx);
   h.sim.runUntil(engine::TimePoint{1s});
@@ -498,7 +500,7 @@ TEST(KubeletFleetLifecycle, OneNodeWatchStreamWithTheFleetSelectorIsPartOfSetup)
   PhaseLog log(1);
   h.ctx.phases = &log;
   h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
-    // The node LIST is refused (403: not retried; the reflector backs off 1 s) until 3 s.
+    // The node LIST is refused (403: not retried; the reflector backs off) until 3 s.
     if (r.method == "GET" && pathOf(r) == "/api/v1/nodes" && r.path.find("watch=true") == std::string::npos &&
         h.sim.now() < engine::TimePoint{3s}) {
       return statusResponse(403, "Forbidden");
@@ -521,7 +523,9 @@ TEST(KubeletFleetLifecycle, OneNodeWatchStreamWithTheFleetSelectorIsPartOfSetup)
             std::string::npos)
       << watches[0].request.path;
   EXPECT_EQ(h.transport.heldStreams(), 1u);
-  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchLists"], 4);  // at 0, 1, 2 and 3 s
+  // At 0 s, then after client-go's backoffs, drawn from [0.8, 1.6) and [1.6, 3.2) s: the
+  // third falls after 3 s (this seed's draws), the first that is answered.
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchLists"], 3);
 }
 
 TEST(KubeletFleetLifecycle, AfterTheWatchShowsReadyUnknownTheNextStatusTickSendsTheFullCondition) {
@@ -816,6 +820,138 @@ TEST(KubeletFleetPods, AReplacedPodIsDeletedWithGraceZeroAndItsSuccessorStarted)
     // Nobody reports the deleted pod's status any more.
     for (const auto& p : h.requests("PATCH", "/pods/" + old + "/status")) EXPECT_LT(p.submittedAt, d.submittedAt);
   }
+}
+
+// ---- each node's own watches (watches.mode perNode, the default) ----
+
+json initialEventsEnd(const std::string& rv) {
+  return {{"kind", "Node"},
+          {"apiVersion", "v1"},
+          {"metadata", {{"resourceVersion", rv}, {"annotations", {{"k8s.io/initial-events-end", "true"}}}}}};
+}
+
+TEST(KubeletFleetStreams, EachNodeOpensItsKubeletsAndKubeProxysWatchesWithUpstreamSelectors) {
+  Harness h;
+  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 2\nregistrationQps: 1000\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{1s});
+  const auto watches = h.requests("GET", "watch=true");
+  ASSERT_EQ(watches.size(), 14u);  // seven per node
+  EXPECT_EQ(h.transport.heldStreams(), 14u);
+  std::multiset<std::string> seen;
+  for (const auto& r : watches) {
+    const std::string& p = r.request.path;
+    EXPECT_TRUE(r.request.stream);
+    // Streaming lists, as client-go 1.36's WatchListClient opens them.
+    EXPECT_NE(p.find("sendInitialEvents=true"), std::string::npos) << p;
+    EXPECT_NE(p.find("resourceVersionMatch=NotOlderThan"), std::string::npos) << p;
+    EXPECT_NE(p.find("allowWatchBookmarks=true"), std::string::npos) << p;
+    if (p.find("cpscale-t1-fleet-1") != std::string::npos) continue;  // node 1's own: as node 0's
+    std::string what = pathOf(r.request);
+    for (const char* q :
+         {"fieldSelector=metadata.name%3Dcpscale-t1-fleet-0", "fieldSelector=spec.nodeName%3Dcpscale-t1-fleet-0",
+          "fieldSelector=spec.clusterIP%21%3DNone", "labelSelector=%21service.kubernetes.io%2Fservice-proxy-name",
+          "labelSelector=%21service.kubernetes.io%2Fheadless"}) {
+      if (p.find(q) != std::string::npos) what += std::string(" ") + q;
+    }
+    seen.insert(what);
+  }
+  const std::string svc = "/api/v1/services fieldSelector=spec.clusterIP%21%3DNone";
+  const std::string proxySvc = svc + " labelSelector=%21service.kubernetes.io%2Fservice-proxy-name";
+  const std::string slices =
+      "/apis/discovery.k8s.io/v1/endpointslices labelSelector=%21service.kubernetes.io%2Fheadless";
+  const std::string cidrs = "/apis/networking.k8s.io/v1/servicecidrs";
+  const std::multiset<std::string> expected{
+      // node 0's kubelet: its Node, its pods, the Services it makes environment variables of
+      "/api/v1/nodes fieldSelector=metadata.name%3Dcpscale-t1-fleet-0",
+      "/api/v1/pods fieldSelector=spec.nodeName%3Dcpscale-t1-fleet-0", svc,
+      // node 0's kube-proxy: its Node, the Services and EndpointSlices it programs, the ServiceCIDRs
+      "/api/v1/nodes fieldSelector=metadata.name%3Dcpscale-t1-fleet-0", proxySvc, slices, cidrs,
+      // node 1's cluster-wide ones
+      svc, proxySvc, slices, cidrs};
+  EXPECT_EQ(seen, expected);
+  // The streams share connections as a real node's do: a kubelet's three and a
+  // kube-proxy's four on one connection each.
+  EXPECT_EQ(w->watchStreamsPerConnection(), 4);
+}
+
+TEST(KubeletFleetStreams, SetupWaitsForEveryNodesStreamsToEndTheirInitialEvents) {
+  Harness h;
+  PhaseLog log(1);
+  h.ctx.phases = &log;
+  auto w = makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 3\nregistrationQps: 1000\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  EXPECT_EQ(inst->summary()["nodesRegistered"], 3);
+  EXPECT_FALSE(log.setupComplete());  // every Lease is in, no stream has listed
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 3);
+  // Node 0's initial events end on all seven of its streams.
+  EXPECT_EQ(h.pushEvent("cpscale-t1-fleet-0", "BOOKMARK", initialEventsEnd("200")), 3u);  // its Node x2, its pods
+  EXPECT_EQ(h.pushEvent("services", "BOOKMARK", initialEventsEnd("200")), 6u);
+  EXPECT_EQ(h.pushEvent("endpointslices", "BOOKMARK", initialEventsEnd("200")), 3u);
+  EXPECT_EQ(h.pushEvent("servicecidrs", "BOOKMARK", initialEventsEnd("200")), 3u);
+  h.sim.runUntil(engine::TimePoint{3s});
+  EXPECT_EQ(inst->summary()["nodesAwaitingSetup"], 2);
+  EXPECT_FALSE(log.setupComplete());
+  h.pushEvent("cpscale-t1-fleet-1", "BOOKMARK", initialEventsEnd("201"));
+  h.pushEvent("cpscale-t1-fleet-2", "BOOKMARK", initialEventsEnd("201"));
+  h.sim.runUntil(engine::TimePoint{4s});
+  EXPECT_TRUE(log.setupComplete());
+  const json s = inst->summary()["nodeWatches"];
+  EXPECT_EQ(s["mode"], "perNode");
+  EXPECT_EQ(s["synced"], 21);
+  EXPECT_EQ(s["byWatch"]["kubelet/pods"]["lists"], 3);
+  EXPECT_EQ(s["byWatch"]["kubelet/pods"]["errors"], 0);
+  // Events after the initial ones are the watch's, not the list's.
+  const json node0 = {{"kind", "Node"}, {"metadata", {{"name", "cpscale-t1-fleet-0"}, {"resourceVersion", "300"}}}};
+  EXPECT_EQ(h.pushEvent("metadata.name%3Dcpscale-t1-fleet-0", "MODIFIED", node0), 2u);
+  h.sim.runUntil(engine::TimePoint{5s});
+  EXPECT_EQ(inst->summary()["nodeWatches"]["byWatch"]["kubelet/nodes"]["events"], 1);
+  EXPECT_EQ(inst->summary()["nodeWatches"]["byWatch"]["kube-proxy/nodes"]["events"], 1);
+  EXPECT_EQ(inst->summary()["nodeLifecycle"]["watchEvents"], 1);  // the kubelet's own Node stream
+}
+
+TEST(KubeletFleetStreams, AFailedNodeDropsItsStreamsAndListsAgainWhenItReturns) {
+  Harness h;
+  auto w =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 4\nregistrationQps: 1000\n"
+                         "failures: {fraction: 0.5, at: 10s, returnAfter: 20s}\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{5s});
+  // Seven per node, and the fleet's observer watch of what the lifecycle controller does
+  // to the failed nodes (their own streams are gone with them).
+  EXPECT_EQ(h.transport.heldStreams(), 4u * 7 + 1);
+  h.sim.runUntil(engine::TimePoint{11s});
+  EXPECT_EQ(h.transport.heldStreams(), 2u * 7 + 1);
+  h.sim.runUntil(engine::TimePoint{31s});
+  EXPECT_EQ(h.transport.heldStreams(), 4u * 7 + 1);
+  const json s = inst->summary()["nodeWatches"]["byWatch"]["kube-proxy/endpointslices"];
+  EXPECT_EQ(s["lists"], 6);  // four at the start, two at the return
+  EXPECT_EQ(s["streams"], 6);
+}
+
+TEST(KubeletFleetStreams, SharedModeOpensOneNodeWatchPerWorker) {
+  Harness h;
+  auto w =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 5\nregistrationQps: 1000\nwatches: {mode: shared}\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{2s});
+  EXPECT_EQ(h.count("GET", "watch=true"), 1u);
+  EXPECT_EQ(inst->summary()["nodeWatches"], json({{"mode", "shared"}}));
+  EXPECT_EQ(w->watchStreamsPerConnection(), 0);
+}
+
+TEST(ReflectorBackoff, DoublesFrom800msToThirtySecondsWithJitterAndResetsAfterTwoMinutes) {
+  ReflectorBackoff b;
+  engine::TimePoint t{};
+  std::vector<engine::Duration> got;
+  for (int i = 0; i < 8; ++i) got.push_back(b.next(t += 1s, 0.5));
+  // d x 1.5 for d = 0.8, 1.6, 3.2, 6.4, 12.8, 25.6 s, then the 30 s cap.
+  EXPECT_EQ(got, (std::vector<engine::Duration>{1200ms, 2400ms, 4800ms, 9600ms, 19200ms, 38400ms, 45s, 45s}));
+  EXPECT_EQ(b.next(t += 1s, 0.0), 30s);
+  // Two minutes without a failure: the next wait starts over.
+  EXPECT_EQ(b.next(t += 2min + 1s, 0.0), 800ms);
+  EXPECT_EQ(b.next(t += 1s, 0.0), 1600ms);
 }
 
 }  // namespace
