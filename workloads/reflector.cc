@@ -29,7 +29,13 @@ Reflector::Reflector(CallTracker& calls, EventTracker& timers, engine::Scheduler
       sched_(sched),
       rng_(rng),
       options_(std::move(options)),
-      watchList_(options_.watchList) {}
+      watchList_(options_.watchList) {
+  if (!options_.keep.empty()) {
+    // What the reflector itself reads of an event.
+    for (const char* p : {"/metadata/resourceVersion", "/metadata/annotations/k8s.io~1initial-events-end", "/code"})
+      options_.keep.emplace_back(p);
+  }
+}
 
 void Reflector::start() { list(); }
 
@@ -123,7 +129,7 @@ void Reflector::watch() {
   gone_ = false;
   watch_ = calls_.api().watch(
       options_.collection, o, [this](kube::WatchEvent&& ev) { onWatchEvent(std::move(ev)); },
-      [this](const kube::ApiResult& r) { onWatchClosed(r); });
+      [this](const kube::ApiResult& r) { onWatchClosed(r); }, options_.keep);
 }
 
 void Reflector::onWatchEvent(kube::WatchEvent&& ev) {

@@ -37,6 +37,10 @@ struct ReflectorOptions {
   std::int64_t pageSize = 500;
   engine::Duration timeout = std::chrono::minutes(5);
   bool watchList = false;  // list through a streaming list (see the top of this header)
+  // The parts of each watched object the handlers read (kube::WatchProjection), besides
+  // what the reflector reads itself; empty: every event's whole object. LIST pages are
+  // always whole.
+  kube::WatchProjection keep;
 };
 
 struct ReflectorCounts {

@@ -674,8 +674,9 @@ CallId ApiClient::updateAsync(const ResourceRef& r, const nlohmann::json& o, Res
 // ---- watch -----------------------------------------------------------------------
 
 CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& options, WatchEventHandler onEvent,
-                        WatchCloseHandler onClose) {
+                        WatchCloseHandler onClose, const WatchProjection& keep) {
   auto w = std::make_shared<Watch>();
+  if (!keep.empty()) w->decoder = WatchStreamDecoder(keep);
   w->id = (++nextId_ << kSlotBits) | kWatchSlot;
   w->request = ApiRequest{Verb::kWatch, collection, toQuery(options, true), {}, PatchType::kMerge, std::nullopt};
   w->onEvent = std::move(onEvent);

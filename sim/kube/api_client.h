@@ -194,8 +194,9 @@ class ApiClient {
   // Opens a watch on a collection. Not retried: like a reflector, the caller decides
   // whether to re-watch from the last resourceVersion or relist. `options.timeoutSeconds`
   // asks the server to end the stream; without it the stream stays open until cancel.
+  // `keep`: the parts of each object the handler reads (WatchProjection); empty: all.
   CallId watch(const ResourceRef& collection, const ListOptions& options, WatchEventHandler onEvent,
-               WatchCloseHandler onClose);
+               WatchCloseHandler onClose, const WatchProjection& keep = {});
 
  private:
   struct Call;

@@ -1,6 +1,184 @@
 #include "sim/kube/watch.h"
 
+#include <utility>
+
 namespace cpscale::kube {
+
+namespace {
+
+using nlohmann::json;
+using Paths = std::vector<std::vector<std::string>>;
+
+// A JSON pointer's reference tokens, unescaped (~1 is '/', ~0 is '~').
+std::vector<std::string> segmentsOf(std::string_view pointer) {
+  std::vector<std::string> out;
+  while (!pointer.empty()) {
+    pointer.remove_prefix(1);  // the '/'
+    const std::size_t end = std::min(pointer.find('/'), pointer.size());
+    std::string seg;
+    for (std::size_t i = 0; i < end; ++i) {
+      if (pointer[i] == '~' && i + 1 < end) {
+        seg += pointer[i + 1] == '1' ? '/' : '~';
+        ++i;
+      } else {
+        seg += pointer[i];
+      }
+    }
+    out.push_back(std::move(seg));
+    pointer.remove_prefix(end);
+  }
+  return out;
+}
+
+// Builds only the kept parts of a line (WatchProjection) from nlohmann's SAX events.
+// Outside a kept part it tracks where it is (one level per object or array entered on
+// the way to a kept path) or skips a subtree no kept path enters; inside one it builds
+// the values as the DOM parser would.
+class ProjectingSax {
+ public:
+  explicit ProjectingSax(const Paths& keep) : keep_(keep) {}
+
+  json out = json::object();
+  bool failed = false;
+
+  bool null() { return scalar(nullptr); }
+  bool boolean(bool v) { return scalar(v); }
+  bool number_integer(json::number_integer_t v) { return scalar(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return scalar(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return scalar(v); }
+  bool string(json::string_t& v) { return scalar(std::move(v)); }
+  bool binary(json::binary_t& v) { return scalar(std::move(v)); }
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    if (skip_ > 0) return true;
+    if (!built_.empty()) {
+      key_ = std::move(k);
+      return true;
+    }
+    if (!levels_.empty()) levels_.back().key = std::move(k);
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    failed = true;
+    return false;
+  }
+
+ private:
+  struct Level {
+    bool array = false;
+    std::size_t index = 0;
+    std::string key;
+  };
+  enum class Fit { kNone, kPrefix, kKept };
+
+  // Where the value about to start sits, against the kept paths.
+  Fit fit() const {
+    Fit best = Fit::kNone;
+    for (const auto& path : keep_) {
+      if (path.size() < levels_.size()) continue;
+      bool match = true;
+      for (std::size_t i = 0; i < levels_.size() && match; ++i) {
+        const Level& l = levels_[i];
+        match = path[i] == "*" || (!l.array && path[i] == l.key);
+      }
+      if (!match) continue;
+      if (path.size() == levels_.size()) return Fit::kKept;
+      best = Fit::kPrefix;
+    }
+    return best;
+  }
+  // The value about to start, as a JSON pointer into `out`.
+  json::json_pointer here() const {
+    json::json_pointer p;
+    for (const Level& l : levels_) p /= l.array ? std::to_string(l.index) : l.key;
+    return p;
+  }
+  void placed() {
+    if (built_.empty() && skip_ == 0 && !levels_.empty() && levels_.back().array) ++levels_.back().index;
+  }
+  // A value inside a kept part goes into its container; `v` is moved.
+  json* insert(json v) {
+    json& c = *built_.back();
+    if (c.is_array()) {
+      c.push_back(std::move(v));
+      return &c.back();
+    }
+    json& slot = c[key_];
+    slot = std::move(v);
+    return &slot;
+  }
+  template <class V>
+  bool scalar(V&& v) {
+    if (skip_ > 0) return true;
+    if (!built_.empty()) {
+      insert(json(std::forward<V>(v)));
+      return true;
+    }
+    if (!levels_.empty() && fit() == Fit::kKept) out[here()] = json(std::forward<V>(v));
+    placed();
+    return true;
+  }
+  bool open(json empty) {
+    if (skip_ > 0) {
+      ++skip_;
+      return true;
+    }
+    if (!built_.empty()) {
+      built_.push_back(insert(std::move(empty)));
+      return true;
+    }
+    if (levels_.empty()) {  // the line itself
+      levels_.push_back({empty.is_array(), 0, {}});
+      return true;
+    }
+    switch (fit()) {
+      case Fit::kKept: {
+        json& slot = out[here()];
+        slot = std::move(empty);
+        built_.push_back(&slot);
+        return true;
+      }
+      case Fit::kPrefix: levels_.push_back({empty.is_array(), 0, {}}); return true;
+      case Fit::kNone: skip_ = 1; return true;
+    }
+    return true;
+  }
+  bool close() {
+    if (skip_ > 0) {
+      if (--skip_ == 0) placed();
+      return true;
+    }
+    if (!built_.empty()) {
+      built_.pop_back();
+      if (built_.empty()) placed();
+      return true;
+    }
+    levels_.pop_back();
+    placed();
+    return true;
+  }
+
+  const Paths& keep_;
+  std::vector<Level> levels_;  // the way down to kept parts: the line, then each container entered
+  std::vector<json*> built_;   // the containers of the kept part being built
+  std::string key_;            // the key of the next value inside a kept part
+  int skip_ = 0;               // depth inside a subtree no kept path enters
+};
+
+}  // namespace
+
+WatchStreamDecoder::WatchStreamDecoder(const WatchProjection& keep) {
+  if (keep.empty()) return;
+  keep_.push_back({"type"});
+  for (const auto& p : keep) {
+    std::vector<std::string> s = segmentsOf(p);
+    s.insert(s.begin(), "object");
+    keep_.push_back(std::move(s));
+  }
+}
 
 std::string_view toString(WatchEventType t) {
   switch (t) {
@@ -57,7 +235,21 @@ bool WatchStreamDecoder::finish(const EventSink& sink) {
 bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
   while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty()) return true;
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json j;
+  if (!keep_.empty()) {
+    ProjectingSax sax(keep_);
+    const bool ok = nlohmann::json::sax_parse(text, &sax);
+    // An event keeps its projection; anything else (an ERROR's Status, a refused watch's
+    // body) is decoded whole, as it would be without one.
+    if (ok && !sax.failed && sax.out.contains("type") && sax.out["type"] != "ERROR") {
+      j = std::move(sax.out);
+      if (!j.contains("object")) j["object"] = nlohmann::json::object();  // none of its kept parts
+    } else {
+      j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    }
+  } else {
+    j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  }
   if (j.is_discarded() || !j.is_object()) {
     error_ = "watch stream line is not a JSON object";
     return false;

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,9 +24,20 @@ struct WatchEvent {
   nlohmann::json object;
 };
 
+// The parts of each watched object a consumer reads, as JSON pointers from the object's
+// root in which "*" stands for every element of an array (or member of an object):
+// {"/metadata/resourceVersion", "/endpoints/*/addresses"}. An event decoded with one
+// holds only those parts (with their enclosing objects and arrays, elements at their
+// indices): the rest of the line is scanned (SAX) but never built, which is most of what
+// decoding a large object costs. Empty: the whole object.
+using WatchProjection = std::vector<std::string>;
+
 class WatchStreamDecoder {
  public:
   using EventSink = std::function<void(WatchEvent&&)>;
+
+  WatchStreamDecoder() = default;
+  explicit WatchStreamDecoder(const WatchProjection& keep);
 
   // Decodes every complete line in `chunk` (plus what earlier chunks left over).
   // Returns false at the first line that is not valid JSON or not an event, after which
@@ -43,6 +55,8 @@ class WatchStreamDecoder {
 
  private:
   bool line(std::string_view text, const EventSink& sink);
+  // Each kept path's segments, "object" first (and {"type"}); empty: no projection.
+  std::vector<std::vector<std::string>> keep_;
   std::string pending_;
   std::optional<nlohmann::json> nonEvent_;
   std::string error_;

@@ -675,7 +675,12 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
   workloads::EventTracker timers(sched);
   engine::RandomStream rng(7);
   workloads::Reflector reflector(calls, timers, sched, rng,
-                                 {.collection = kConfigMapCollection, .selector = {}, .pageSize = 500, .timeout = 60s});
+                                 {.collection = kConfigMapCollection,
+                                  .selector = {},
+                                  .pageSize = 500,
+                                  .timeout = 60s,
+                                  .watchList = false,
+                                  .keep = {}});
   std::vector<WatchEvent> events;
   reflector.onEvent([&](const WatchEvent& e) { events.push_back(e); });
   reflector.start();

@@ -98,5 +98,42 @@ TEST(WatchStreamDecoder, UnknownTypeIsAnError) {
   EXPECT_FALSE(d.feed("{\"type\":\"RENAMED\",\"object\":{}}\n", [](WatchEvent&&) {}));
 }
 
+// A projection builds only the kept parts of each object: a kube-proxy's EndpointSlice
+// stream keeps each endpoint's addresses and readiness, nothing of a Node's images.
+TEST(WatchStreamDecoder, AProjectionKeepsOnlyTheNamedPartsAtTheirPlaces) {
+  WatchStreamDecoder d({"/metadata/resourceVersion", "/metadata/annotations/k8s.io~1initial-events-end",
+                        "/endpoints/*/addresses", "/endpoints/*/conditions/ready", "/code"});
+  const std::string slice =
+      R"({"type":"MODIFIED","object":{"kind":"EndpointSlice","metadata":{"name":"s","resourceVersion":"7",)"
+      R"("labels":{"a":"b"},"managedFields":[{"manager":"x","fieldsV1":{"f:a":{}}}]},"addressType":"IPv4",)"
+      R"("endpoints":[{"addresses":["10.128.0.1"],"conditions":{"ready":true,"serving":true},"nodeName":"n0"},)"
+      R"({"addresses":["10.128.0.2"],"conditions":{"ready":false},"targetRef":{"kind":"Pod","name":"p"}}],)"
+      R"("ports":[{"port":8080}]}})"
+      "\n"
+      R"({"type":"BOOKMARK","object":{"kind":"Node","metadata":{"resourceVersion":"9","annotations":)"
+      R"({"k8s.io/initial-events-end":"true","other":"x"}}}})"
+      "\n"
+      R"({"type":"ADDED","object":{"kind":"Service","spec":{"clusterIP":"10.0.0.9"}}})"
+      "\n"
+      R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})"
+      "\n";
+  std::vector<WatchEvent> evs;
+  ASSERT_TRUE(d.feed(slice, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  ASSERT_EQ(evs.size(), 4u);
+  EXPECT_EQ(evs[0].type, WatchEventType::kModified);
+  EXPECT_EQ(evs[0].object, nlohmann::json::parse(R"({"metadata":{"resourceVersion":"7"},"endpoints":[)"
+                                                 R"({"addresses":["10.128.0.1"],"conditions":{"ready":true}},)"
+                                                 R"({"addresses":["10.128.0.2"],"conditions":{"ready":false}}]})"));
+  EXPECT_EQ(evs[1].object,
+            nlohmann::json::parse(
+                R"({"metadata":{"resourceVersion":"9","annotations":{"k8s.io/initial-events-end":"true"}}})"));
+  EXPECT_EQ(evs[2].object, nlohmann::json::object());  // nothing kept: an empty object, not null
+  // An ERROR's Status is decoded whole, as without a projection.
+  EXPECT_EQ(evs[3].object["message"], "too old");
+  EXPECT_EQ(evs[3].object["code"], 410);
+  // Invalid JSON is still refused.
+  EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{\"a\":[}\n", [](WatchEvent&&) {}));
+}
+
 }  // namespace
 }  // namespace cpscale::kube
