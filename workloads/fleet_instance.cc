@@ -59,6 +59,7 @@ FleetInstance::FleetInstance(const KubeletFleetParams& p, WorkloadContext& ctx, 
   if (p.joinsPerMinute > 0) scheduleJoin();
   if (p.leavesPerMinute > 0) scheduleLeave();
   if (p.podReplacementsPerMinute > 0) scheduleReplacement();
+  if (p.services.readinessFlipsPerMinute > 0 && p.firstIndex == 0) scheduleFlip();
 }
 
 FleetInstance::~FleetInstance() {
@@ -81,33 +82,39 @@ void FleetInstance::stop() {
 }
 
 json FleetInstance::summary() const {
-  return {{"nodes", kubelets_.size()},
-          {"nodesRegistered", c_.registered},
-          {"nodesAwaitingSetup", setupRemaining_},
-          {"setupComplete", setupReported_},
-          {"registrationFailures", c_.regFailed},
-          {"leasesCreated", c_.leasesCreated},
-          {"leaseRenewals", c_.renewals},
-          {"leaseRenewalFailures", c_.renewFailed},
-          {"leaseConflicts", c_.conflicts},
-          {"leaseRenewalsSkipped", c_.renewSkipped},
-          {"statusPatches", c_.statusPatches},
-          {"statusFailures", c_.statusFailed},
-          {"nodesFailed", c_.failed},
-          {"nodesReturned", c_.returned},
-          {"nodesJoined", c_.joined},
-          {"nodesLeft", c_.left},
-          {"podsCreated", c_.podsCreated},
-          {"podStatusUpdates", c_.podUpdates},
-          {"podFailures", c_.podFailed},
-          {"podsReplaced", c_.podsReplaced},
-          {"podReplacementFailures", c_.replaceFailed},
-          {"eventsCreated", c_.eventsCreated},
-          {"eventFailures", c_.eventFailed},
-          {"eventsDropped", c_.eventsDropped},
-          {"actorBytes", actorBytes()},
-          {"nodeLifecycle", lifecycleSummary()},
-          {"nodeWatches", streamsSummary()}};
+  json s = {{"nodes", kubelets_.size()},
+            {"nodesRegistered", c_.registered},
+            {"nodesAwaitingSetup", setupRemaining_},
+            {"setupComplete", setupReported_},
+            {"registrationFailures", c_.regFailed},
+            {"leasesCreated", c_.leasesCreated},
+            {"leaseRenewals", c_.renewals},
+            {"leaseRenewalFailures", c_.renewFailed},
+            {"leaseConflicts", c_.conflicts},
+            {"leaseRenewalsSkipped", c_.renewSkipped},
+            {"statusPatches", c_.statusPatches},
+            {"statusFailures", c_.statusFailed},
+            {"nodesFailed", c_.failed},
+            {"nodesReturned", c_.returned},
+            {"nodesJoined", c_.joined},
+            {"nodesLeft", c_.left},
+            {"podsCreated", c_.podsCreated},
+            {"podStatusUpdates", c_.podUpdates},
+            {"podFailures", c_.podFailed},
+            {"podsReplaced", c_.podsReplaced},
+            {"podReplacementFailures", c_.replaceFailed},
+            {"eventsCreated", c_.eventsCreated},
+            {"eventFailures", c_.eventFailed},
+            {"eventsDropped", c_.eventsDropped},
+            {"actorBytes", actorBytes()},
+            {"nodeLifecycle", lifecycleSummary()},
+            {"nodeWatches", streamsSummary()},
+            {"serviceEndpoints", servicesSummary()}};
+  // The fleet's delivery book once: from the base's instance on the first worker
+  // (summaries add up across workers).
+  if (p_.services.count > 0 && p_.firstIndex == 0 && ctx_.workerIndex() == 0)
+    s["endpointDelivery"] = groups_->deliveries.summary();
+  return s;
 }
 
 // What the actors themselves hold (not the engine's timer slots): for the memory

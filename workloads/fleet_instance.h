@@ -11,6 +11,7 @@
 //   fleet_streams.cc     each node's own watches (its kubelet's and its kube-proxy's)
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -34,6 +35,45 @@ namespace cpscale::workloads {
 namespace fleet {
 class FleetInstance;
 }  // namespace fleet
+
+// When each pod readiness change reached each kube-proxy: the change's PATCH answer, by
+// the pod's IP, and every node whose EndpointSlice stream showed the pod in that state
+// since. One per fleet, shared by its instances on every worker (the pod's and the
+// proxy's may be on different workers: the workers' timelines share one origin).
+struct DeliveryBook {
+  struct Change {
+    engine::TimePoint answered{};
+    bool ready = true;
+    std::unordered_set<std::uint32_t> seenBy;  // node indices
+  };
+
+  // The pod with `ip` was written ready or not, answered at `at`; a later change of the
+  // same pod replaces it.
+  void changed(const std::string& ip, bool ready, engine::TimePoint at) {
+    std::lock_guard lock(mu_);
+    pending_[ip] = Change{at, ready, {}};
+    ++changes_;
+    open_.store(pending_.size(), std::memory_order_relaxed);
+  }
+  // A kube-proxy on node `node` saw `ip` with `ready` at `at`: the change's first
+  // receipt there is a sample.
+  void seen(const std::string& ip, bool ready, std::uint32_t node, engine::TimePoint at) {
+    std::lock_guard lock(mu_);
+    auto it = pending_.find(ip);
+    if (it == pending_.end() || it->second.ready != ready || !it->second.seenBy.insert(node).second) return;
+    seconds_.push_back(std::chrono::duration<double>(at - it->second.answered).count());
+  }
+  bool empty() const { return open_.load(std::memory_order_relaxed) == 0; }
+  // {changes, receipts, seconds: per receipt, to the ms}.
+  nlohmann::json summary() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, Change> pending_;
+  std::vector<double> seconds_;
+  std::uint64_t changes_ = 0;
+  std::atomic<std::size_t> open_{0};
+};
 
 // A fleet grown in place runs as several instances per engine worker: the base's and
 // one per growth. They act as one fleet: one node watch serves them all (its events go
@@ -66,9 +106,18 @@ struct FleetGroups {
  private:
   std::mutex mu_;
   std::map<std::pair<const engine::Simulator*, std::string>, Group> groups_;
+
+ public:
+  DeliveryBook deliveries;  // the whole fleet's, on every worker
 };
 
 namespace fleet {
+
+// The fleet's Services (services.count), created before the clock starts: ClusterIP,
+// each selecting its share of the fleet's pods. AlreadyExists is fine (a growth's base
+// made them); throws UnavailableError when the server refuses.
+void createServices(kube::ApiClient& api, const std::string& runId, const KubeletFleetParams& p);
+std::string serviceName(std::int64_t i);
 
 using engine::Duration;
 using engine::TimePoint;
@@ -192,6 +241,16 @@ class FleetInstance final : public WorkloadInstance {
   json streamCounts(std::size_t i) const;
   json ownNodeCounts() const;
 
+  // Services, pod IPs and readiness flips, and when the flips reached each kube-proxy
+  // (fleet_services.cc).
+  std::string podIP(const Kubelet& k, std::uint32_t slot) const;
+  std::string serviceOf(const Kubelet& k, std::uint32_t slot) const;
+  void scheduleFlip();
+  void flipPod(Kubelet& k, std::uint32_t slot);
+  void flipAnswered(Kubelet& k, std::uint32_t slot, bool ready);
+  void observeSlice(const Kubelet& k, const json& slice);
+  json servicesSummary() const;
+
   // Registration, setup, failures, joins and leaves (fleet_membership.cc).
   const std::string& imagesText();
   void scheduleRegistration();
@@ -227,7 +286,8 @@ class FleetInstance final : public WorkloadInstance {
   void createPod(Kubelet& k, std::uint32_t slot, Done done);
   void podStarted(Kubelet& k, std::uint32_t slot, const json& pod);
   void podStatus(Kubelet& k);
-  void patchPodStatus(Kubelet& k, std::uint32_t slot);
+  // `flip`: a readiness change, whose answer the delivery book times from.
+  void patchPodStatus(Kubelet& k, std::uint32_t slot, bool flip = false);
   void scheduleReplacement();
   static std::uint64_t slotKey(const Kubelet& k, std::uint32_t slot);
   void replacePod(Kubelet& k, std::uint32_t slot);
@@ -280,6 +340,8 @@ class FleetInstance final : public WorkloadInstance {
   std::size_t eventsInFlight_ = 0;
   std::uint64_t eventSeq_ = 0;
   std::unordered_set<std::uint64_t> replacing_;  // pod slots between DELETE and POST (slotKey)
+  std::unordered_set<std::uint64_t> notReady_;   // pod slots flipped to not Ready (slotKey)
+  std::uint64_t flips_ = 0, flipFailures_ = 0, flipsSkipped_ = 0;
   Counts c_;
 };
 

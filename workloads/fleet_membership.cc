@@ -52,7 +52,8 @@ void FleetInstance::registerNode(Kubelet& k) {
   const unsigned a = (k.index >> 16) & 0xff, b = (k.index >> 8) & 0xff, c = k.index & 0xff;
   char ip[32], cidr[32], id[40];
   std::snprintf(ip, sizeof ip, "10.%u.%u.%u", 64 + a % 64, b, c);
-  std::snprintf(cidr, sizeof cidr, "10.%u.%u.0/24", 128 + a % 64, (c + b * 7) & 0xff);
+  // One /24 per node (podIP, fleet_services.cc), unique up to 32,768 nodes.
+  std::snprintf(cidr, sizeof cidr, "10.%u.%u.0/24", 128 + ((k.index >> 8) % 128), c);
   std::snprintf(id, sizeof id, "%016llx%016llx", static_cast<unsigned long long>(seedFor(k.index)),
                 static_cast<unsigned long long>(k.rng.state()));
   json node = p_.nodeTemplate->fill({{"name", name},

@@ -45,6 +45,7 @@ void FleetInstance::createPod(Kubelet& k, std::uint32_t slot, Done done) {
   const std::string node = nodeName(k.index);
   json pod = p_.podTemplate->fill({{"name", podName(k, slot)}, {"namespace", pods_.ns}, {"node", node}});
   pod["metadata"]["labels"].update(ctx_.labels(p_.name));
+  if (p_.services.count > 0) pod["metadata"]["labels"]["cpscale.io/service"] = serviceOf(k, slot);
   auto req = kube::ApiRequest::create(pods_, pod);
   req.decode = kube::Decode::kMetadata;
   req.intendedAt = ctx_.sim.now();
@@ -94,13 +95,18 @@ void FleetInstance::podStatus(Kubelet& k) {
   patchPodStatus(k, i);
 }
 
-void FleetInstance::patchPodStatus(Kubelet& k, std::uint32_t slot) {
+void FleetInstance::patchPodStatus(Kubelet& k, std::uint32_t slot, bool flip) {
   const std::string t = rfc3339(unixNow());
-  // What the kubelet's status manager sends: a strategic merge of the pod's status.
+  const bool ready = notReady_.empty() || !notReady_.contains(slotKey(k, slot));
+  const char* status = ready ? "True" : "False";
+  const std::string ip = podIP(k, slot);
+  // What the kubelet's status manager sends: a strategic merge of the pod's status, its
+  // readiness as its probe last found it.
   std::string body = R"({"status":{"phase":"Running","startTime":")" + t +
-                     R"(","conditions":[{"type":"Ready","status":"True","lastProbeTime":")" + t +
-                     R"(","lastTransitionTime":")" + t + R"("}],"podIP":"10.250.)" + std::to_string(k.index & 0xff) +
-                     "." + std::to_string(slot) + "\"}}";
+                     R"(","conditions":[{"type":"Ready","status":")" + status + R"(","lastProbeTime":")" + t +
+                     R"(","lastTransitionTime":")" + t + R"("},{"type":"ContainersReady","status":")" + status +
+                     R"(","lastProbeTime":")" + t + R"(","lastTransitionTime":")" + t + R"("}],"podIP":")" + ip +
+                     R"(","podIPs":[{"ip":")" + ip + R"("}]}})";
   kube::ApiRequest req;
   req.verb = kube::Verb::kPatch;
   req.patchType = kube::PatchType::kStrategicMerge;
@@ -108,7 +114,11 @@ void FleetInstance::patchPodStatus(Kubelet& k, std::uint32_t slot) {
   req.body = std::move(body);
   req.decode = kube::Decode::kNone;
   req.intendedAt = ctx_.sim.now();
-  calls_.call(std::move(req), [this](kube::ApiResult r) { r.ok() ? ++c_.podUpdates : ++c_.podFailed; });
+  calls_.call(std::move(req), [this, &k, slot, flip, ready](kube::ApiResult r) {
+    r.ok() ? ++c_.podUpdates : ++c_.podFailed;
+    if (!flip) return;
+    r.ok() ? flipAnswered(k, slot, ready) : void(++flipFailures_);
+  });
 }
 
 // Pod replacement: somebody's controller deletes a pod and creates its successor.
@@ -142,6 +152,7 @@ void FleetInstance::replacePod(Kubelet& k, std::uint32_t slot) {
     auto& gen = k.pods->generation;
     if (gen.empty()) gen.resize(static_cast<std::size_t>(p_.podsPerNode));
     ++gen[slot];
+    notReady_.erase(slotKey(k, slot));  // its successor starts ready
     events_.at(podBucket_.reserve(ctx_.sim.now()), [this, &k, slot] {
       if (k.state != NodeState::kRunning) {  // the node failed or left meanwhile: nobody starts it
         replacing_.erase(slotKey(k, slot));

@@ -65,12 +65,24 @@ void FleetInstance::startStreams(Kubelet& k) {
     o.selector.labelSelector = spec.labelSelector;
     o.selector.fieldSelector = withNode(spec.fieldSelector, node);
     o.watchList = true;
+    // Only what the handlers read is built of each event: a kube-proxy's EndpointSlice
+    // stream carries every slice of the cluster to every node.
+    if (spec.ownNode) o.keep = {"/metadata/name", "/status/conditions"};
+    if (spec.resource == kube::gvr::kEndpointSlices)
+      o.keep = {"/endpoints/*/addresses", "/endpoints/*/conditions/ready"};
+    if (o.keep.empty()) o.keep = {"/metadata/name"};
     auto r = std::make_unique<Reflector>(calls_, events_, ctx_.sim, watchRng_, std::move(o));
     if (spec.ownNode) {
       r->onItem([this](const json& n) { observeNode(n); });
       r->onEvent([this](const kube::WatchEvent& ev) {
         if (ev.type == kube::WatchEventType::kAdded || ev.type == kube::WatchEventType::kModified)
           observeNode(ev.object);
+      });
+    }
+    if (spec.resource == kube::gvr::kEndpointSlices) {
+      r->onEvent([this, &k](const kube::WatchEvent& ev) {
+        if (ev.type == kube::WatchEventType::kAdded || ev.type == kube::WatchEventType::kModified)
+          observeSlice(k, ev.object);
       });
     }
     r->onListed([this, &k](bool first) {
@@ -100,8 +112,6 @@ void FleetInstance::stopStreams(Kubelet& k) {
 json FleetInstance::streamsSummary() const {
   json s = {{"mode", p_.watches.perNode ? "perNode" : "shared"}};
   if (!p_.watches.perNode) return s;
-  s["streamsPerNode"] = p_.watches.streamsPerNode();
-  s["nodesPerConnection"] = p_.watches.nodesPerConnection;
   std::uint64_t synced = 0;
   for (const auto& k : kubelets_) {
     if (!k->streams) continue;
@@ -120,10 +130,16 @@ json FleetInstance::streamsSummary() const {
 // The counts of every node's stream of spec `i`, ended ones included.
 json FleetInstance::streamCounts(std::size_t i) const {
   json c = json::object();
+  std::string lastError;
+  auto add = [&](const Reflector& r) {
+    addCounts(c, r.counts());
+    if (!r.lastError().empty()) lastError = r.lastError();
+  };
   for (const auto& k : kubelets_) {
-    if (k->streams) addCounts(c, k->streams->reflectors[i]->counts());
+    if (k->streams) add(*k->streams->reflectors[i]);
   }
-  for (const auto& s : retiredStreams_) addCounts(c, s->reflectors[i]->counts());
+  for (const auto& s : retiredStreams_) add(*s->reflectors[i]);
+  if (!lastError.empty()) c["lastError"] = lastError;  // one of them: the last node's that has one
   return c;
 }
 

@@ -53,8 +53,10 @@ class SummaryFigures {
   std::vector<double> samples(std::string_view object, std::string_view key) const;
   const nlohmann::json& summary() const;
   // `name` measured in `unit`, or unavailable with the number's reason.
-  void add(const char* name, const SummaryNumber& v, const char* unit = "count");
-  void unavailable(const char* name, const std::string& why, const char* unit = "count");
+  // `extra`: labels beside {workload: NAME} (e.g. {resource: endpointslices}).
+  void add(const char* name, const SummaryNumber& v, const char* unit = "count", const metrics::Labels& extra = {});
+  void unavailable(const char* name, const std::string& why, const char* unit = "count",
+                   const metrics::Labels& extra = {});
 
  private:
   const result::WorkloadSummary& w_;

@@ -138,13 +138,26 @@ std::vector<double> SummaryFigures::samples(std::string_view object, std::string
   return out;
 }
 
-void SummaryFigures::add(const char* name, const SummaryNumber& v, const char* unit) {
-  if (!v.value) return unavailable(name, v.why, unit);
-  out_.push_back(metrics::Figure::measured(name, labels_, *v.value, unit, metrics::Source::kClient));
+namespace {
+
+metrics::Labels withExtra(const metrics::Labels& base, const metrics::Labels& extra) {
+  if (extra.empty()) return base;
+  metrics::Labels all = base;
+  all.insert(all.end(), extra.begin(), extra.end());
+  std::sort(all.begin(), all.end());
+  return all;
 }
 
-void SummaryFigures::unavailable(const char* name, const std::string& why, const char* unit) {
-  out_.push_back(metrics::Figure::unavailable(name, labels_, unit, metrics::Source::kClient, why));
+}  // namespace
+
+void SummaryFigures::add(const char* name, const SummaryNumber& v, const char* unit, const metrics::Labels& extra) {
+  if (!v.value) return unavailable(name, v.why, unit, extra);
+  out_.push_back(metrics::Figure::measured(name, withExtra(labels_, extra), *v.value, unit, metrics::Source::kClient));
+}
+
+void SummaryFigures::unavailable(const char* name, const std::string& why, const char* unit,
+                                 const metrics::Labels& extra) {
+  out_.push_back(metrics::Figure::unavailable(name, withExtra(labels_, extra), unit, metrics::Source::kClient, why));
 }
 
 }  // namespace cpscale::workloads

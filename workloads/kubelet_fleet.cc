@@ -63,7 +63,8 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
                "nodeTemplate",
                "leaseTemplate",
                "podTemplate",
-               "watches"});
+               "watches",
+               "services"});
   KubeletFleetParams p;
   if (auto f = e.get("name")) {
     p.name = f->asString();
@@ -133,6 +134,19 @@ KubeletFleetParams KubeletFleetParams::read(const YamlField& e) {
     }
   }
   if (auto f = e.get("watches")) p.watches = readWatches(*f);
+  if (auto f = e.get("services")) {
+    f->expectMap({"count", "readinessFlipsPerMinute", "notReadyFor"});
+    p.services.count = f->require("count").asInt(0, 10000);
+    if (auto r = f->get("readinessFlipsPerMinute")) {
+      p.services.readinessFlipsPerMinute = r->asDouble();
+      if (!(p.services.readinessFlipsPerMinute >= 0 && p.services.readinessFlipsPerMinute <= 1e6))
+        throw r->error("must be a rate in [0, 1e6]");
+      if (p.services.readinessFlipsPerMinute > 0 && p.podsPerNode == 0)
+        throw r->error("flips pods' readiness, but podsPerNode is 0");
+    }
+    if (auto d = f->get("notReadyFor"))
+      p.services.notReadyFor = readDuration(*d, std::chrono::milliseconds(100), std::chrono::hours(1));
+  }
   p.nodeTemplate =
       e.get("nodeTemplate") ? ObjectTemplate::load(*e.get("nodeTemplate")) : ObjectTemplate::load("node.json");
   p.leaseTemplate =
@@ -168,7 +182,9 @@ std::string KubeletFleet::podNamespace(const std::string& runId, const std::stri
 // as it does when a growth prepares after its base.
 void KubeletFleet::prepare(kube::ApiClient& api, engine::Clock&, const std::string& runId) {
   validateRunId(runId);
-  if (params_.podsPerNode > 0) ensureNamespace(api, podNamespace(runId, params_.name), runId, params_.name, true);
+  const bool namespaced = params_.podsPerNode > 0 || params_.services.count > 0;
+  if (namespaced) ensureNamespace(api, podNamespace(runId, params_.name), runId, params_.name, true);
+  if (params_.firstIndex == 0) fleet::createServices(api, runId, params_);  // a growth's base made them
 }
 
 std::string KubeletFleet::whyNotMeasured(const std::string& figure) const {
@@ -201,6 +217,7 @@ std::unique_ptr<Workload> KubeletFleet::growth(const std::string& field, double 
 std::vector<kube::GroupVersionResource> KubeletFleet::resources() const {
   std::vector<kube::GroupVersionResource> r{kube::gvr::kNodes, kube::gvr::kLeases};
   if (params_.podsPerNode > 0) r.push_back(kube::gvr::kPods);
+  if (params_.services.count > 0) r.push_back(kube::gvr::kServices);
   if (params_.events) r.push_back(kube::gvr::kEvents);
   return r;
 }

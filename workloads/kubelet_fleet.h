@@ -75,6 +75,8 @@
 //     nodeTemplate: node.json         # templates, relative to workloads/templates
 //     leaseTemplate: lease.json
 //     podTemplate: pod.json
+//     services: {count: 10,          # ClusterIP Services selecting the fleet's pods
+//                readinessFlipsPerMinute: 30, notReadyFor: 30s}
 //     watches: {mode: perNode,        # or shared: one node watch per worker (heartbeats only)
 //               node: true, pods: true, services: true,   # the kubelet's watches
 //               kubeProxy: true,      # kube-proxy's: Node, Services, EndpointSlices, ServiceCIDRs
@@ -148,6 +150,18 @@ struct KubeletFleetParams {
       return static_cast<long>((streamsPerNode() + conns - 1) / conns * nodesPerConnection);
     }
   } watches;
+  // Services whose endpoints move (the `services` entry): `count` ClusterIP Services in
+  // the pods' namespace, each selecting the pods whose slot falls to it (pod i of the
+  // fleet, counting podsPerNode per node, goes to Service i mod count); the real
+  // EndpointSlice controller writes their slices. Pods flip readiness at
+  // readinessFlipsPerMinute (fleet-wide, Poisson): Ready False for notReadyFor, then
+  // True again, each flip a status PATCH that the controller turns into an EndpointSlice
+  // update for every kube-proxy.
+  struct Services {
+    std::int64_t count = 0;
+    double readinessFlipsPerMinute = 0;
+    engine::Duration notReadyFor = std::chrono::seconds(30);
+  } services;
   // Not a scenario field: the fleet's nodes are indices [firstIndex, count). Only a
   // growth (KubeletFleet::growth) starts past 0.
   std::int64_t firstIndex = 0;

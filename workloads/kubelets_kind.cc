@@ -1,5 +1,8 @@
 // The kubelets kind (workloads/kind.h): a fleet of synthetic kubelets on the node axis
 // (workloads/kubelet_fleet.h).
+#include <algorithm>
+#include <cmath>
+
 #include "workloads/kind.h"
 #include "workloads/kubelet_fleet.h"
 
@@ -56,6 +59,43 @@ void lifecycleFigures(SummaryFigures& f) {
   f.add("nodes_not_ready_at_end", f.number({"nodeLifecycle", "notReadyAtEnd"}));
 }
 
+// Nearest rank, as median().
+double quantile(const std::vector<double>& sorted, double q) {
+  const auto rank = static_cast<std::size_t>(std::ceil(q * static_cast<double>(sorted.size())));
+  return sorted[std::max<std::size_t>(rank, 1) - 1];
+}
+
+// How long each pod readiness change took to reach each kube-proxy's EndpointSlice
+// stream, from the change's answered PATCH (one sample per change and node).
+void deliveryFigures(SummaryFigures& f) {
+  const metrics::Labels slices{{"resource", "endpointslices"}};
+  const SummaryNumber changes = f.summary().contains("endpointDelivery")
+                                    ? f.number({"endpointDelivery", "changes"})
+                                    : SummaryNumber{std::nullopt, "the fleet has no Services (services.count is 0)"};
+  const std::vector<double> s = f.samples("endpointDelivery", "seconds");
+  std::string why;
+  if (!changes.value)
+    why = changes.why;
+  else if (*changes.value == 0)
+    why = "no pod changed readiness in this run (services.readinessFlipsPerMinute)";
+  else if (s.empty())
+    why =
+        "no kube-proxy stream showed a changed pod: no EndpointSlice controller ran, or no node watches "
+        "EndpointSlices (watches.kubeProxy)";
+  f.add("endpoint_readiness_changes", changes);
+  // A change nobody received is a measured 0, not a missing figure.
+  f.add("watch_deliveries", changes.value ? SummaryNumber{static_cast<double>(s.size()), ""} : changes, "count",
+        slices);
+  for (auto [name, q] :
+       {std::pair{"watch_delivery_p50", 0.5}, {"watch_delivery_p99", 0.99}, {"watch_delivery_max", 1.0}}) {
+    if (!why.empty()) {
+      f.unavailable(name, why, "s", slices);
+    } else {
+      f.add(name, {quantile(s, q), ""}, "s", slices);
+    }
+  }
+}
+
 // Renewals answered, and those missed: failed (after the one re-read a conflict gets) or
 // never sent because the previous one was still in flight when the next was due. Failed
 // nodes stop renewing on purpose; those are not missed.
@@ -63,6 +103,7 @@ void kubeletsFigures(SummaryFigures& f) {
   f.add("lease_renewals_answered", f.number("leaseRenewals"));
   f.add("lease_renewals_missed", f.number("leaseRenewalFailures") + f.number("leaseRenewalsSkipped"));
   if (f.summary().contains("nodeLifecycle")) lifecycleFigures(f);
+  deliveryFigures(f);
 }
 
 // Registration, status, leases; pods bound to the nodes in a namespace of their own (with
@@ -78,6 +119,7 @@ void grantKubelets(const Workload& w, kube::RuleSet& g) {
   g.add(gvr::kPods, {"create", "delete"});
   g.add(gvr::kPods, {"patch"}, "status");
   g.add(gvr::kEvents, {"create"});
+  if (static_cast<const KubeletFleet&>(w).params().services.count > 0) g.add(gvr::kServices, {"create"});
   // The nodes' own watches (KubeletFleetParams::Watches), as the node authorizer lets
   // kubelets and kube-proxy's role lets kube-proxy read them.
   const auto& watches = static_cast<const KubeletFleet&>(w).params().watches;
@@ -91,7 +133,8 @@ void grantKubelets(const Workload& w, kube::RuleSet& g) {
 
 bool ownsFamily(std::string_view figure) {
   return figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") ||
-         figure == "nodes_not_ready_at_end" || figure.starts_with("lease_renewals_");
+         figure == "nodes_not_ready_at_end" || figure.starts_with("lease_renewals_") ||
+         figure.starts_with("watch_deliver") || figure == "endpoint_readiness_changes";
 }
 
 }  // namespace
@@ -103,7 +146,9 @@ const WorkloadKind& kubeletsKind() {
       .knobs = {{"count", "nodes"}},
       .figureNames = {"lease_renewals_answered", "lease_renewals_missed", "node_not_ready_transitions",
                       "node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_transitions",
-                      "node_ready_again_seconds_p50", "node_ready_again_seconds_max", "nodes_not_ready_at_end"},
+                      "node_ready_again_seconds_p50", "node_ready_again_seconds_max", "nodes_not_ready_at_end",
+                      "endpoint_readiness_changes", "watch_deliveries", "watch_delivery_p50", "watch_delivery_p99",
+                      "watch_delivery_max"},
       .ownsFamily = ownsFamily,
       .read = [](const YamlField& spec) -> WorkloadPtr {
         return std::make_unique<KubeletFleet>(KubeletFleetParams::read(spec));
@@ -112,6 +157,7 @@ const WorkloadKind& kubeletsKind() {
       .figures = kubeletsFigures,
       .trim =
           [](nlohmann::json& summary) {
+            if (auto d = summary.find("endpointDelivery"); d != summary.end() && d->is_object()) d->erase("seconds");
             auto lc = summary.find("nodeLifecycle");
             if (lc == summary.end() || !lc->is_object()) return;
             lc->erase("notReadySeconds");

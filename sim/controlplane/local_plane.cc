@@ -463,7 +463,7 @@ void LocalPlane::startApiserver(int index, int port, const std::vector<std::stri
       "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
       "--service-account-key-file=" + pki.serviceAccountPub().string(),
       "--service-account-signing-key-file=" + pki.serviceAccountKey().string(),
-      "--service-cluster-ip-range=10.0.0.0/24",
+      "--service-cluster-ip-range=10.0.0.0/16",  // room for a fleet's Services (65,534 ClusterIPs)
       "--authorization-mode=RBAC",
       "--allow-privileged=true",
       "--watch-cache=" + std::string(p.watchCache ? "true" : "false"),

@@ -188,6 +188,62 @@ watchers: {perKind: 2, shards: 0, timeout: 5s}
   EXPECT_LE(ds["watchErrors"].get<int>(), 4) << ds;
 }
 
+// The real node on the real plane: each node's seven streams sync through streaming
+// lists, the controller-manager's EndpointSlice controller (not cpscale) writes the
+// Services' slices, and every pod readiness flip reaches every node's kube-proxy
+// stream. A run of its own, cleaned up here.
+TEST_F(WorkloadsIT, EndpointSlicesWrittenByTheControllerReachEveryKubeProxy) {
+  const std::string id = runId() + "e";
+  constexpr int kNodes = 8;
+  auto fleet =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 8\nregistrationQps: 100\npodsPerNode: 4\npodQps: 100\n"
+                         "services: {count: 2, readinessFlipsPerMinute: 60, notReadyFor: 4s}\n"));
+  fleet->prepare(*api, clock, id);
+  LiveRun run(config);
+  auto ctx = run.context(id);
+  auto inst = fleet->start(ctx);
+  run.sim().runUntil(engine::TimePoint{45s});
+  inst->stop();
+  run.sim().runFor(500ms);
+  const json s = inst->summary();
+  EXPECT_EQ(s["setupComplete"], true) << s.dump();
+  EXPECT_EQ(s["nodeWatches"]["synced"], kNodes * 7) << s["nodeWatches"].dump();
+  for (const auto& [name, c] : s["nodeWatches"]["byWatch"].items()) {
+    EXPECT_EQ(c["lists"], kNodes) << name << " " << c.dump();  // no relist, no fallback to LIST
+    EXPECT_EQ(c["errors"], 0) << name << " " << c.dump();
+  }
+  // The slices are the controller's, of pods at their nodes' IPs.
+  const std::string ns = workloads::KubeletFleet::podNamespace(id, "fleet");
+  ApiResult slices = api->list(ResourceRef(gvr::kEndpointSlices).in(ns));
+  ASSERT_TRUE(slices.ok()) << slices.describe();
+  ASSERT_GE(slices.body["items"].size(), 2u) << slices.body.dump();
+  std::size_t endpoints = 0;
+  for (const auto& sl : slices.body["items"]) {
+    EXPECT_EQ(sl["metadata"]["labels"]["endpointslice.kubernetes.io/managed-by"], "endpointslice-controller.k8s.io");
+    for (const auto& e : sl["endpoints"]) {
+      EXPECT_TRUE(e["addresses"][0].get<std::string>().starts_with("10.128.")) << e.dump();
+      ++endpoints;
+    }
+  }
+  EXPECT_EQ(endpoints, static_cast<std::size_t>(kNodes * 4));
+  // Flips at one a second for ~40 s; each reached all eight kube-proxies (those answered
+  // in the last seconds may still be on their way).
+  const json d = s["endpointDelivery"];
+  const int changes = d["changes"].get<int>();
+  const int receipts = d["receipts"].get<int>();
+  EXPECT_GE(changes, 15) << d.dump();
+  EXPECT_EQ(s["serviceEndpoints"]["readinessFlipFailures"], 0);
+  EXPECT_GE(receipts, (changes - 3) * kNodes) << d.dump();
+  EXPECT_LE(receipts, changes * kNodes) << d.dump();
+  for (const auto& sec : d["seconds"]) {
+    EXPECT_GE(sec.get<double>(), 0);
+    EXPECT_LT(sec.get<double>(), 10) << d.dump();
+  }
+  workloads::CleanupResult r = workloads::cleanupRun(*api, clock, id);
+  for (const auto& e : r.errors) ADD_FAILURE() << e;
+  EXPECT_TRUE(r.complete()) << json(r.remaining).dump();
+}
+
 TEST_F(WorkloadsIT, CleanupLeavesNothingWithTheRunLabel) {
   workloads::CleanupResult r = workloads::cleanupRun(*api, clock, runId());
   for (const auto& e : r.errors) ADD_FAILURE() << e;

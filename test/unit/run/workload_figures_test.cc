@@ -63,9 +63,9 @@ TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
                                                  {"notReadySeconds", {52.1, 47.0, 55.3, 49.9, 50.5}},
                                                  {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
   auto fs = workloadFigures(ws);
-  // The churn workload's one (session_write_failures), the fleet's two renewal counts
-  // and its seven lifecycle figures.
-  ASSERT_EQ(fs.size(), 10u);
+  // The churn workload's one (session_write_failures), the fleet's two renewal counts,
+  // its seven lifecycle figures and its five endpoint delivery figures (unavailable).
+  ASSERT_EQ(fs.size(), 15u);
   for (const auto& f : fs) {
     EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
     EXPECT_EQ(f.source, metrics::Source::kClient) << f.name;
@@ -131,7 +131,10 @@ TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
       fleet(2, 0, {{"watchStreams", 0}, {"notReadyTransitions", 0}, {"watchLastError", "GET nodes: 403 Forbidden"}})};
   auto fs = workloadFigures(ws);
   // The renewals are counted whatever the watch did; the lifecycle figures are not.
-  std::erase_if(fs, [](const metrics::Figure& f) { return f.name.starts_with("lease_renewals_"); });
+  std::erase_if(fs, [](const metrics::Figure& f) {
+    return f.name.starts_with("lease_renewals_") || f.name.starts_with("watch_deliver") ||
+           f.name == "endpoint_readiness_changes";
+  });
   ASSERT_EQ(fs.size(), 7u);
   for (const auto& f : fs) {
     EXPECT_FALSE(f.available()) << f.name;
@@ -199,6 +202,42 @@ TEST(WorkloadFigures, EachKindReportsExactlyItsOwnFigures) {
   }
   EXPECT_EQ(workloads::notOwnFigure("churn", "session_writes"),
             "a churn workload reports no figure named session_writes (its own: session_write_failures)");
+}
+
+TEST(WorkloadFigures, EndpointDeliveryQuantilesAreOverEveryChangeAndNode) {
+  std::vector<result::WorkloadSummary> ws{fleet(0, 0, {})};
+  ws[0].summary["endpointDelivery"] = {{"changes", 2}, {"receipts", 5}, {"seconds", {0.4, 0.1, 2.5, 0.3, 0.2}}};
+  auto fs = workloadFigures(ws);
+  const auto labels = metrics::sortedLabels({{"workload", "fleet"}, {"resource", "endpointslices"}});
+  auto at = [&](const char* name) {
+    const metrics::Figure* f = metrics::findFigure(fs, name, labels);
+    if (f == nullptr) throw std::runtime_error(std::string("no figure ") + name);
+    return *f;
+  };
+  EXPECT_EQ(figure(fs, "endpoint_readiness_changes").value, 2);
+  EXPECT_EQ(at("watch_deliveries").value, 5);
+  EXPECT_EQ(at("watch_delivery_p50").value, 0.3);  // nearest rank of five: the third
+  EXPECT_EQ(at("watch_delivery_p99").value, 2.5);
+  EXPECT_EQ(at("watch_delivery_max").value, 2.5);
+  EXPECT_EQ(at("watch_delivery_p99").unit, "s");
+  EXPECT_FALSE(ws[0].summary["endpointDelivery"].contains("seconds"));  // trimmed, counts stay
+}
+
+TEST(WorkloadFigures, ChangesThatReachedNoProxyMeasureZeroDeliveriesAndNoLatency) {
+  std::vector<result::WorkloadSummary> ws{fleet(0, 0, {})};
+  ws[0].summary["endpointDelivery"] = {{"changes", 3}, {"receipts", 0}, {"seconds", json::array()}};
+  auto fs = workloadFigures(ws);
+  const auto labels = metrics::sortedLabels({{"workload", "fleet"}, {"resource", "endpointslices"}});
+  EXPECT_EQ(metrics::findFigure(fs, "watch_deliveries", labels)->value, 0);
+  const metrics::Figure* p99 = metrics::findFigure(fs, "watch_delivery_p99", labels);
+  ASSERT_NE(p99, nullptr);
+  EXPECT_FALSE(p99->available());
+  EXPECT_NE(p99->unavailableReason.find("no EndpointSlice controller"), std::string::npos) << p99->unavailableReason;
+  // Without Services there is nothing to time, and the figures say so.
+  std::vector<result::WorkloadSummary> none{fleet(0, 0, {})};
+  fs = workloadFigures(none);
+  EXPECT_EQ(figure(fs, "endpoint_readiness_changes").unavailableReason,
+            "the fleet has no Services (services.count is 0)");
 }
 
 }  // namespace

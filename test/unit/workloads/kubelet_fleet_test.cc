@@ -954,5 +954,99 @@ TEST(ReflectorBackoff, DoublesFrom800msToThirtySecondsWithJitterAndResetsAfterTw
   EXPECT_EQ(b.next(t += 1s, 0.0), 1600ms);
 }
 
+// ---- Services whose endpoints move ----
+
+TEST(KubeletFleetServices, EachServiceSelectsItsShareOfThePodsAndFlipsReachEveryKubeProxy) {
+  Harness h;
+  auto w =
+      makeWorkload(entry("kind: kubelets\nname: fleet\ncount: 2\nregistrationQps: 1000\npodsPerNode: 3\npodQps: 1000\n"
+                         "services: {count: 2, readinessFlipsPerMinute: 600, notReadyFor: 5s}\n"));
+  h.transport.setLatency(0ms);  // prepare() is synchronous
+  w->prepare(h.api, h.sim.clock(), "t1");
+  h.transport.setLatency(1ms);
+  const auto services = h.requests("POST", "/api/v1/namespaces/cpscale-t1-fleet-pods/services");
+  ASSERT_EQ(services.size(), 2u);
+  const json svc1 = json::parse(services[1].request.body);
+  EXPECT_EQ(svc1["spec"]["type"], "ClusterIP");
+  EXPECT_EQ(svc1["spec"]["selector"],
+            json({{"cpscale.io/run", "t1"}, {"cpscale.io/workload", "fleet"}, {"cpscale.io/service", "svc-1"}}));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{500ms});
+  // Pod i of the fleet (three per node) goes to Service i mod 2; its IP is in its node's /24.
+  std::map<std::string, std::string> serviceOf;
+  for (const auto& r : h.requests("POST", "/pods")) {
+    const json pod = json::parse(r.request.body);
+    serviceOf[pod["metadata"]["name"]] = pod["metadata"]["labels"]["cpscale.io/service"];
+  }
+  EXPECT_EQ(serviceOf, (std::map<std::string, std::string>{{"cpscale-t1-fleet-0-p0", "svc-0"},
+                                                           {"cpscale-t1-fleet-0-p1", "svc-1"},
+                                                           {"cpscale-t1-fleet-0-p2", "svc-0"},
+                                                           {"cpscale-t1-fleet-1-p0", "svc-1"},
+                                                           {"cpscale-t1-fleet-1-p1", "svc-0"},
+                                                           {"cpscale-t1-fleet-1-p2", "svc-1"}}));
+  const auto started = h.requests("PATCH", "/pods/cpscale-t1-fleet-1-p2/status");
+  ASSERT_FALSE(started.empty());
+  const json status = json::parse(started[0].request.body)["status"];
+  EXPECT_EQ(status["podIP"], "10.128.1.3");
+  EXPECT_EQ(status["podIPs"], json::array({{{"ip", "10.128.1.3"}}}));
+
+  // The first flip: Ready False, then (5 s later) True again.
+  h.sim.runUntil(engine::TimePoint{3s});
+  std::string ip;
+  engine::TimePoint answered{};
+  for (const auto& r : h.requests("PATCH", "/status")) {
+    if (r.request.body.find(R"("type":"Ready","status":"False")") == std::string::npos) continue;
+    ip = json::parse(r.request.body)["status"]["podIP"];
+    answered = r.submittedAt + 1ms;
+    break;
+  }
+  ASSERT_FALSE(ip.empty());
+  // The kube-proxies' EndpointSlice streams hold their initial list.
+  EXPECT_EQ(h.pushEvent("endpointslices", "BOOKMARK", initialEventsEnd("800")), 2u);
+  // The EndpointSlice controller's update reaches both nodes' kube-proxies, twice (the
+  // slice is written again for another pod's change): one receipt per node.
+  const json slice = {{"kind", "EndpointSlice"},
+                      {"metadata", {{"name", "svc-0-abc"}, {"resourceVersion", "900"}}},
+                      {"endpoints", {{{"addresses", {ip}}, {"conditions", {{"ready", false}}}}}}};
+  EXPECT_EQ(h.pushEvent("endpointslices", "MODIFIED", slice), 2u);
+  EXPECT_EQ(h.pushEvent("endpointslices", "MODIFIED", slice), 2u);
+  const engine::TimePoint pushed = h.sim.now();
+  h.sim.runUntil(h.sim.now() + 10ms);
+  const json d = inst->summary()["endpointDelivery"];
+  EXPECT_GE(d["changes"].get<int>(), 1);
+  EXPECT_EQ(d["receipts"], 2) << d.dump();
+  const double seconds = std::chrono::duration<double>(pushed - answered).count();
+  EXPECT_NEAR(d["seconds"][0].get<double>(), seconds, 0.002) << d.dump();
+  // A slice showing it ready is no receipt of the change to not ready.
+  json ready = slice;
+  ready["endpoints"][0]["conditions"]["ready"] = true;
+  h.pushEvent("endpointslices", "MODIFIED", ready);
+  h.sim.runUntil(h.sim.now() + 10ms);
+  EXPECT_EQ(inst->summary()["endpointDelivery"]["receipts"], 2);
+  h.sim.runUntil(engine::TimePoint{20s});
+  const json flips = inst->summary()["serviceEndpoints"];
+  EXPECT_GT(flips["readinessFlips"].get<int>(), 2);
+  EXPECT_EQ(flips["readinessFlipFailures"], 0);
+  // Every flip to False is followed by one to True for the same pod 5 s later.
+  std::map<std::string, std::vector<std::pair<engine::TimePoint, bool>>> seq;
+  for (const auto& r : h.requests("PATCH", "/status")) {
+    const json st = json::parse(r.request.body)["status"];
+    seq[st["podIP"]].emplace_back(r.submittedAt, st["conditions"][0]["status"] == "True");
+  }
+  int checked = 0;
+  for (const auto& [pod, reports] : seq) {
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const auto [at, up] = reports[i];
+      if (up || at > engine::TimePoint{14s} || i == 0 || !reports[i - 1].second) continue;  // a flip
+      bool back = false;
+      for (std::size_t j = i + 1; j < reports.size(); ++j)
+        back |= reports[j].second && reports[j].first - at >= 5s && reports[j].first - at < 5s + 10ms;
+      EXPECT_TRUE(back) << pod;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0);
+}
+
 }  // namespace
 }  // namespace cpscale::workloads::testing
