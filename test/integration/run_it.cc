@@ -365,8 +365,11 @@ TEST(RunTest, TheSteadyWindowStartsAfterRegistrationAndReadsTheRenewalRate) {
   const json* share = figure(result, "lease_write_share", "steady");
   ASSERT_NE(share, nullptr);
   // Renewals, a few status patches, and the controllers' own writes (their leader
-  // Leases, the tail of their RegisteredNode Events).
-  EXPECT_GT((*share)["value"].get<double>(), 0.9);
+  // Leases, the tail of the node controller's 200 RegisteredNode Events, which its event
+  // broadcaster paces past the settle phase: 51 of them, 1.3/s, on 2026-12-07, for a
+  // share of 0.89-0.90 against 20.7 renewals/s). A registration or a controller catching
+  // up inside the window would take it well below this.
+  EXPECT_GT((*share)["value"].get<double>(), 0.85);
 }
 
 // A member of the local plane that dies mid-run is noticed at once: the run stops,
