@@ -1,5 +1,15 @@
+// A change reaches every watcher of it as the same bytes: N nodes' kube-proxies get each
+// EndpointSlice update as N identical lines. Parsing one (even projected, the lexer reads
+// every byte and builds every string) is most of what a watching fleet costs the
+// generator, so each thread keeps the events it decoded lately by their line, and a
+// decoder with the same projection that meets the same line copies the event instead of
+// parsing it again. A line is compared whole (hash, then bytes), never trusted by hash.
 #include "sim/kube/watch.h"
 
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
 #include <utility>
 
 namespace cpscale::kube {
@@ -168,6 +178,60 @@ class ProjectingSax {
   int skip_ = 0;               // depth inside a subtree no kept path enters
 };
 
+// The events this thread's decoders decoded lately, by line and projection: first in,
+// first out, up to kMaxBytes of lines. Lines under kMinBytes (bookmarks, small objects)
+// are parsed again: looking them up would cost about as much.
+class DecodedLines {
+ public:
+  static constexpr std::size_t kMinBytes = 512;
+  static constexpr std::size_t kMaxBytes = std::size_t{2} << 20;
+
+  const WatchEvent* find(std::string_view keep, std::string_view line) const {
+    auto it = byHash_.find(hashOf(keep, line));
+    if (it == byHash_.end() || it->second.keep != keep || it->second.line != line) return nullptr;
+    return &it->second.event;
+  }
+  void add(std::string_view keep, std::string_view line, const WatchEvent& event) {
+    const std::size_t h = hashOf(keep, line);
+    auto [it, fresh] = byHash_.insert_or_assign(h, Entry{std::string(keep), std::string(line), event, ++added_});
+    order_.push_back({h, it->second.seq, line.size()});
+    bytes_ += line.size();
+    while (bytes_ > kMaxBytes && !order_.empty()) {
+      const Order o = order_.front();
+      order_.pop_front();
+      bytes_ -= o.bytes;
+      auto old = byHash_.find(o.hash);
+      if (old != byHash_.end() && old->second.seq == o.seq) byHash_.erase(old);
+    }
+  }
+
+ private:
+  struct Entry {
+    std::string keep;
+    std::string line;
+    WatchEvent event;
+    std::uint64_t seq = 0;  // which add() put it there (an entry replaced under its hash is not evicted twice)
+  };
+  struct Order {
+    std::size_t hash = 0;
+    std::uint64_t seq = 0;
+    std::size_t bytes = 0;
+  };
+  static std::size_t hashOf(std::string_view keep, std::string_view line) {
+    const std::hash<std::string_view> h;
+    return h(line) ^ (h(keep) * 0x9e3779b97f4a7c15ULL);
+  }
+  std::unordered_map<std::size_t, Entry> byHash_;
+  std::deque<Order> order_;
+  std::size_t bytes_ = 0;
+  std::uint64_t added_ = 0;
+};
+
+DecodedLines& decodedLines() {
+  thread_local DecodedLines lines;
+  return lines;
+}
+
 }  // namespace
 
 WatchStreamDecoder::WatchStreamDecoder(const WatchProjection& keep) {
@@ -177,6 +241,8 @@ WatchStreamDecoder::WatchStreamDecoder(const WatchProjection& keep) {
     std::vector<std::string> s = segmentsOf(p);
     s.insert(s.begin(), "object");
     keep_.push_back(std::move(s));
+    keepKey_ += p;
+    keepKey_ += '\n';
   }
 }
 
@@ -232,24 +298,32 @@ bool WatchStreamDecoder::finish(const EventSink& sink) {
   return line(text, sink);
 }
 
+nlohmann::json WatchStreamDecoder::decode(std::string_view text) const {
+  if (keep_.empty()) return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  ProjectingSax sax(keep_);
+  const bool ok = nlohmann::json::sax_parse(text, &sax);
+  // An event keeps its projection; anything else (an ERROR's Status, a refused watch's
+  // body) is decoded whole, as it would be without one.
+  if (ok && !sax.failed && sax.out.contains("type") && sax.out["type"] != "ERROR") {
+    if (!sax.out.contains("object")) sax.out["object"] = nlohmann::json::object();  // none of its kept parts
+    return std::move(sax.out);
+  }
+  return nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
+
 bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
   while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty()) return true;
-  nlohmann::json j;
-  if (!keep_.empty()) {
-    ProjectingSax sax(keep_);
-    const bool ok = nlohmann::json::sax_parse(text, &sax);
-    // An event keeps its projection; anything else (an ERROR's Status, a refused watch's
-    // body) is decoded whole, as it would be without one.
-    if (ok && !sax.failed && sax.out.contains("type") && sax.out["type"] != "ERROR") {
-      j = std::move(sax.out);
-      if (!j.contains("object")) j["object"] = nlohmann::json::object();  // none of its kept parts
-    } else {
-      j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const bool shared = text.size() >= DecodedLines::kMinBytes;
+  if (shared) {
+    if (const WatchEvent* seen = decodedLines().find(keepKey_, text)) {
+      ++events_;
+      ++reused_;
+      sink(WatchEvent(*seen));
+      return true;
     }
-  } else {
-    j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   }
+  nlohmann::json j = decode(text);
   if (j.is_discarded() || !j.is_object()) {
     error_ = "watch stream line is not a JSON object";
     return false;
@@ -267,6 +341,7 @@ bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
   }
   WatchEvent ev{*t, {}};
   if (auto obj = j.find("object"); obj != j.end()) ev.object = std::move(*obj);
+  if (shared) decodedLines().add(keepKey_, text, ev);
   ++events_;
   sink(std::move(ev));
   return true;

@@ -51,16 +51,23 @@ class WatchStreamDecoder {
   const std::optional<nlohmann::json>& nonEvent() const { return nonEvent_; }
   const std::string& error() const { return error_; }
   std::size_t events() const { return events_; }
+  // Of those, the events copied from an identical line another decoder with the same
+  // projection decoded on this thread (see the top of watch.cc), not parsed again.
+  std::size_t reused() const { return reused_; }
   std::size_t bufferedBytes() const { return pending_.size(); }
 
  private:
   bool line(std::string_view text, const EventSink& sink);
+  // The line decoded as JSON (projected with keep_), or a discarded value.
+  nlohmann::json decode(std::string_view text) const;
   // Each kept path's segments, "object" first (and {"type"}); empty: no projection.
   std::vector<std::vector<std::string>> keep_;
+  std::string keepKey_;  // the kept paths, joined: which decoders may share a decoded line
   std::string pending_;
   std::optional<nlohmann::json> nonEvent_;
   std::string error_;
   std::size_t events_ = 0;
+  std::size_t reused_ = 0;
 };
 
 }  // namespace cpscale::kube

@@ -135,5 +135,49 @@ TEST(WatchStreamDecoder, AProjectionKeepsOnlyTheNamedPartsAtTheirPlaces) {
   EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{\"a\":[}\n", [](WatchEvent&&) {}));
 }
 
+// N kube-proxies get each EndpointSlice change as the same line: the second decoder with
+// the same projection on this thread copies the first one's event instead of parsing it,
+// and gets exactly what parsing would give. A different projection, or a line that
+// differs in one byte, is parsed.
+TEST(WatchStreamDecoder, AnIdenticalLineIsDecodedOncePerThreadAndProjection) {
+  std::string endpoints;
+  for (int i = 0; i < 20; ++i) {
+    endpoints += std::string(i ? "," : "") + R"({"addresses":["10.128.0.)" + std::to_string(i) +
+                 R"("],"conditions":{"ready":true},"nodeName":"node-)" + std::to_string(i) + R"("})";
+  }
+  const std::string line = R"({"type":"MODIFIED","object":{"kind":"EndpointSlice","metadata":{"name":"s",)"
+                           R"("resourceVersion":"70"},"endpoints":[)" +
+                           endpoints + "]}}\n";
+  ASSERT_GE(line.size(), 600u);  // long enough to be shared
+  const WatchProjection proxy = {"/metadata/resourceVersion", "/endpoints/*/addresses"};
+  auto decodeWith = [&](WatchStreamDecoder& d, const std::string& text) {
+    std::vector<WatchEvent> evs;
+    EXPECT_TRUE(d.feed(text, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+    EXPECT_EQ(evs.size(), 1u);
+    return evs.empty() ? nlohmann::json() : evs[0].object;
+  };
+  WatchStreamDecoder first(proxy), second(proxy), whole, otherView({"/metadata/resourceVersion"});
+  const nlohmann::json a = decodeWith(first, line);
+  EXPECT_EQ(first.reused(), 0u);
+  const nlohmann::json b = decodeWith(second, line);
+  EXPECT_EQ(second.reused(), 1u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(b["endpoints"].size(), 20u);
+  EXPECT_FALSE(b["endpoints"][0].contains("nodeName"));
+
+  // Without a projection, or with another one, the same line is parsed (once each).
+  EXPECT_EQ(decodeWith(whole, line)["endpoints"][3]["nodeName"], "node-3");
+  EXPECT_EQ(whole.reused(), 0u);
+  EXPECT_EQ(decodeWith(otherView, line), nlohmann::json::parse(R"({"metadata":{"resourceVersion":"70"}})"));
+  EXPECT_EQ(otherView.reused(), 0u);
+
+  // One byte changed (the next resourceVersion, same length): parsed, and its own value.
+  std::string next = line;
+  next.replace(next.find("\"70\""), 4, "\"71\"");
+  WatchStreamDecoder third(proxy);
+  EXPECT_EQ(decodeWith(third, next)["metadata"]["resourceVersion"], "71");
+  EXPECT_EQ(third.reused(), 0u);
+}
+
 }  // namespace
 }  // namespace cpscale::kube
