@@ -214,7 +214,8 @@ std::string unitOf(std::span<const Figure> figures, std::string_view name) {
 std::vector<const Figure*> generatorHealthFigures(std::span<const Figure> figures) {
   std::vector<const Figure*> out;
   for (const char* n : {"schedule_lag_p50", "schedule_lag_p99", "schedule_lag_max", "generator_limited",
-                        "generator_limited_by_schedule", "generator_limited_by_concurrency"})
+                        "generator_limited_by_schedule", "generator_limited_by_concurrency", "generator_cpu_cores",
+                        "generator_rss_bytes", "generator_rss_bytes_peak"})
     for (const Figure& f : figures)
       if (f.name == n) out.push_back(&f);
   return out;

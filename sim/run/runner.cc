@@ -18,6 +18,7 @@
 #include "sim/metrics/bytes_per_object.h"
 #include "sim/metrics/client_figures.h"
 #include "sim/metrics/figures.h"
+#include "sim/metrics/process_usage.h"
 #include "sim/result/client_stats.h"
 #include "sim/run/capacity_search.h"
 #include "sim/run/host_info.h"
@@ -208,6 +209,8 @@ class RunSession final : public SupervisedRun, public LadderPolicy, public Shard
   std::unique_ptr<RunScrapes> scrapes_;
   VirtualScrapes* vscrapes_ = nullptr;
   std::unique_ptr<load::WorkerPool> pool_;
+  // Live: the generator's own CPU and memory at the steady window's start and end.
+  std::optional<metrics::ProcessSample> selfAtSteady_, selfAtEnd_;
   std::unique_ptr<workloads::PhaseLog> phaseLog_;
   std::vector<PerWorker> perWorker_;  // after the pool: gone before its drivers
   std::unique_ptr<FaultInjector> injector_;
@@ -481,6 +484,7 @@ void RunSession::windowStarts(engine::TimePoint now, std::size_t step) {
   scrapes_->scrapeAtBoundary();
   stepStartBoundary_ = ++boundariesAsked_;
   if (step == 0) pool_->setSteadyStart(now);
+  if (step == 0 && !virtual_) selfAtSteady_ = metrics::sampleSelf();
   // Numbered windows: a capacity step's, or a virtual run's (whose end is marked too,
   // since its engine runs on while the last answers arrive).
   if (stepped_ || virtual_) pool_->beginWindow(2 * step, now);
@@ -491,6 +495,7 @@ void RunSession::windowStarts(engine::TimePoint now, std::size_t step) {
 // answered (at most `drain`), as the live pool's drain would collect them.
 void RunSession::stopLoad(engine::TimePoint now, bool boundaryRound) {
   if (boundaryRound) scrapes_->scrapeAtBoundary();
+  if (!virtual_ && selfAtSteady_ && !selfAtEnd_) selfAtEnd_ = metrics::sampleSelf();
   if (!virtual_) return pool_->stop();
   pool_->beginWindow(1, now);
   drainUntil_ = now + sc_.drain;
@@ -638,6 +643,10 @@ std::vector<metrics::Figure> RunSession::figuresOfTheRun() {
     auto steady = metrics::sliceTargets(all, from, boundary(1, *tl.end));
     auto fs = windowFigures(steady, stats, *tl.end - *tl.steadyStart, sc_.driver);
     figures.insert(figures.end(), fs.begin(), fs.end());
+    if (!virtual_) {
+      add(metrics::generatorResourceFigures(selfAtSteady_, selfAtEnd_, "the kernel did not give this process's usage"),
+          metrics::Window::kSteady);
+    }
     // A shard keeps its window's request statistics whole, for `cpscale merge`.
     if (sharded_) result_.clientStats = result::requestStatsJson(stats);
   } else {
