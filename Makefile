@@ -135,7 +135,7 @@ bench: build control-plane
 	  echo "== $$n -> $$out"; \
 	  case $$n in \
 	    cpscale_bench_engine) GLIBC_TUNABLES=glibc.malloc.hugetlb=1 $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
-	    cpscale_bench_simulate) $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
+	    cpscale_bench_simulate|cpscale_bench_node) $$b --benchmark_out=$$out --benchmark_out_format=json ;; \
 	    cpscale_bench_fleet) $$b --out $$out && \
 	      echo "== $$n --sink -> $(BUILD_DIR)/bench/fleet-sink.json" && $$b --sink --out $(BUILD_DIR)/bench/fleet-sink.json ;; \
 	    *) $$b --out $$out ;; \

@@ -8,9 +8,6 @@
 //   apiservers multiply the watch-cache heap (every replica caches every object),
 //   partitioned storage moves the lease proposals off the main etcd.
 #include <benchmark/benchmark.h>
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -20,6 +17,7 @@
 
 #include "sim/metrics/figures.h"
 #include "sim/result/result.h"
+#include "test/bench/cli_run.h"
 
 namespace cpscale {
 namespace {
@@ -28,36 +26,7 @@ namespace fs = std::filesystem;
 constexpr const char* kCores = "16";
 
 double figure(const result::RunResult& r, std::string_view name, const metrics::Labels& labels = {}) {
-  std::vector<metrics::Figure> steady;
-  for (const auto& f : r.figures)
-    if (f.window == metrics::Window::kSteady) steady.push_back(f);
-  const metrics::Figure* f = metrics::findFigure(steady, name, labels);
-  return f && f->available() ? *f->value : -1;
-}
-
-// Runs the cpscale binary with `args` (output to `log`); its exit code, or -1.
-int runCli(const std::vector<std::string>& args, const fs::path& log) {
-  std::vector<char*> argv;
-  std::string bin = CPSCALE_BINARY;
-  argv.push_back(bin.data());
-  std::vector<std::string> copy = args;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd >= 0) {
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-    }
-    if (::chdir(CPSCALE_SOURCE_DIR) != 0) ::_exit(127);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  int status = 0;
-  if (::waitpid(pid, &status, 0) < 0) return -1;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return bench::steadyFigure(r, name, labels);
 }
 
 void simulateFleet(benchmark::State& state, const std::string& profile) {
@@ -82,7 +51,7 @@ void simulateFleet(benchmark::State& state, const std::string& profile) {
     args.push_back("profiles/" + profile + ".yaml");
   }
   int code = -1;
-  for (auto _ : state) code = runCli(args, out / "cli.log");
+  for (auto _ : state) code = bench::runCli(args, out / "cli.log");
   state.counters["exit_code"] = code;
   if (!fs::exists(out / "run" / result::kResultFile)) {
     state.SkipWithError(("no result.json: see " + (out / "cli.log").string()).c_str());
