@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -55,13 +56,19 @@ struct DeliveryBook {
     ++changes_;
     open_.store(pending_.size(), std::memory_order_relaxed);
   }
-  // A kube-proxy on node `node` saw `ip` with `ready` at `at`: the change's first
-  // receipt there is a sample.
-  void seen(const std::string& ip, bool ready, std::uint32_t node, engine::TimePoint at) {
+  // A kube-proxy on node `node` saw each endpoint (its pod's IP, ready or not) at `at`:
+  // a change's first receipt there is a sample.
+  struct Endpoint {
+    std::string_view ip;
+    bool ready = true;
+  };
+  void seen(std::span<const Endpoint> endpoints, std::uint32_t node, engine::TimePoint at) {
     std::lock_guard lock(mu_);
-    auto it = pending_.find(ip);
-    if (it == pending_.end() || it->second.ready != ready || !it->second.seenBy.insert(node).second) return;
-    seconds_.push_back(std::chrono::duration<double>(at - it->second.answered).count());
+    for (const Endpoint& e : endpoints) {
+      auto it = pending_.find(e.ip);
+      if (it == pending_.end() || it->second.ready != e.ready || !it->second.seenBy.insert(node).second) continue;
+      seconds_.push_back(std::chrono::duration<double>(at - it->second.answered).count());
+    }
   }
   bool empty() const { return open_.load(std::memory_order_relaxed) == 0; }
   // {changes, receipts, seconds: per receipt, to the ms}.
@@ -69,7 +76,12 @@ struct DeliveryBook {
 
  private:
   mutable std::mutex mu_;
-  std::unordered_map<std::string, Change> pending_;
+  // By IP; looked up by string_view (transparent hash).
+  struct IpHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, Change, IpHash, std::equal_to<>> pending_;
   std::vector<double> seconds_;
   std::uint64_t changes_ = 0;
   std::atomic<std::size_t> open_{0};

@@ -91,7 +91,8 @@ void FleetInstance::observeSlice(const Kubelet& k, const json& slice) {
   if (book.empty()) return;
   auto eps = slice.find("endpoints");
   if (eps == slice.end() || !eps->is_array()) return;
-  const TimePoint now = ctx_.sim.now();
+  std::vector<DeliveryBook::Endpoint> seen;
+  seen.reserve(eps->size());
   for (const auto& e : *eps) {
     auto addrs = e.find("addresses");
     if (addrs == e.end() || !addrs->is_array() || addrs->empty() || !(*addrs)[0].is_string()) continue;
@@ -99,8 +100,9 @@ void FleetInstance::observeSlice(const Kubelet& k, const json& slice) {
     if (auto c = e.find("conditions"); c != e.end() && c->is_object()) {
       if (auto r = c->find("ready"); r != c->end() && r->is_boolean()) ready = r->get<bool>();
     }
-    book.seen((*addrs)[0].get_ref<const std::string&>(), ready, k.index, now);
+    seen.push_back({(*addrs)[0].get_ref<const std::string&>(), ready});
   }
+  book.seen(seen, k.index, ctx_.sim.now());
 }
 
 // The flips this instance made (the fleet's delivery book is FleetInstance::summary's).

@@ -128,11 +128,11 @@ void Reflector::watch() {
   ++counts_.watches;
   gone_ = false;
   watch_ = calls_.api().watch(
-      options_.collection, o, [this](kube::WatchEvent&& ev) { onWatchEvent(std::move(ev)); },
+      options_.collection, o, [this](const kube::WatchEvent& ev) { onWatchEvent(ev); },
       [this](const kube::ApiResult& r) { onWatchClosed(r); }, options_.keep);
 }
 
-void Reflector::onWatchEvent(kube::WatchEvent&& ev) {
+void Reflector::onWatchEvent(const kube::WatchEvent& ev) {
   if (ev.type == kube::WatchEventType::kError) {
     if (ev.object.value("code", 0) == 410) gone_ = true;
     return;

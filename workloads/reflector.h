@@ -118,9 +118,11 @@ class Reflector {
   void list();
   void watch();
   void backoff(void (Reflector::*next)());
-  void onWatchEvent(kube::WatchEvent&& ev);
+  void onWatchEvent(const kube::WatchEvent& ev);
   void onWatchClosed(const kube::ApiResult& r);
   void listed(bool viaStream);
+  void lost();
+  void restored();
 
   CallTracker& calls_;
   EventTracker& timers_;

@@ -690,8 +690,8 @@ CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& option
   Watch* raw = w.get();  // owned by watches_ until the close handler runs
   h.onBodyChunk = [raw](std::string_view chunk) {
     if (raw->cancelled) return false;
-    return raw->decoder.feed(chunk, [raw](WatchEvent&& ev) {
-      if (!raw->cancelled && raw->onEvent) raw->onEvent(std::move(ev));
+    return raw->decoder.feed(chunk, [raw](const WatchEvent& ev) {
+      if (!raw->cancelled && raw->onEvent) raw->onEvent(ev);
     }) && !raw->cancelled;
   };
   CallId id = w->id;
@@ -707,8 +707,8 @@ void ApiClient::closeWatch(CallId id, HttpResponse&& resp) {
   watches_.erase(it);
   bool decodeOk = w->decoder.error().empty();
   if (decodeOk && !w->cancelled && resp.outcome == TransportOutcome::kOk) {
-    decodeOk = w->decoder.finish([&w](WatchEvent&& ev) {
-      if (w->onEvent) w->onEvent(std::move(ev));
+    decodeOk = w->decoder.finish([&w](const WatchEvent& ev) {
+      if (w->onEvent) w->onEvent(ev);
     });
   }
   ApiResult res = toResult(w->request, std::move(resp), 1, clock_.now() - w->started);

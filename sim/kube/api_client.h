@@ -147,7 +147,7 @@ struct ApiClientOptions {
 
 using CallId = std::uint64_t;
 using ResultHandler = std::function<void(ApiResult)>;
-using WatchEventHandler = std::function<void(WatchEvent&&)>;
+using WatchEventHandler = std::function<void(const WatchEvent&)>;
 // Runs once when the stream ends: server timeout (status 200, outcome kOk), refusal
 // (e.g. 410 with apiStatus), transport failure, cancel (kAborted) or a malformed
 // stream (kProtocolError).

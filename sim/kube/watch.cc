@@ -2,8 +2,9 @@
 // EndpointSlice update as N identical lines. Parsing one (even projected, the lexer reads
 // every byte and builds every string) is most of what a watching fleet costs the
 // generator, so each thread keeps the events it decoded lately by their line, and a
-// decoder with the same projection that meets the same line copies the event instead of
-// parsing it again. A line is compared whole (hash, then bytes), never trusted by hash.
+// decoder with the same projection that meets the same line hands its sink the same
+// event instead of parsing it again. A line is compared whole (hash, then bytes), never
+// trusted by hash.
 #include "sim/kube/watch.h"
 
 #include <cstdint>
@@ -185,24 +186,29 @@ class DecodedLines {
  public:
   static constexpr std::size_t kMinBytes = 512;
   static constexpr std::size_t kMaxBytes = std::size_t{2} << 20;
+  static constexpr std::size_t kMaxLineBytes = kMaxBytes / 8;  // larger lines are parsed each time
 
   const WatchEvent* find(std::string_view keep, std::string_view line) const {
     auto it = byHash_.find(hashOf(keep, line));
     if (it == byHash_.end() || it->second.keep != keep || it->second.line != line) return nullptr;
     return &it->second.event;
   }
-  void add(std::string_view keep, std::string_view line, const WatchEvent& event) {
+  // Keeps `event` as `line`'s and returns it: valid until the next add() on this thread.
+  const WatchEvent& add(std::string_view keep, std::string_view line, WatchEvent&& event) {
     const std::size_t h = hashOf(keep, line);
-    auto [it, fresh] = byHash_.insert_or_assign(h, Entry{std::string(keep), std::string(line), event, ++added_});
+    auto [it, fresh] =
+        byHash_.insert_or_assign(h, Entry{std::string(keep), std::string(line), std::move(event), ++added_});
     order_.push_back({h, it->second.seq, line.size()});
     bytes_ += line.size();
-    while (bytes_ > kMaxBytes && !order_.empty()) {
+    // The oldest go first; the line just added stays (kMaxLineBytes keeps it small).
+    while (bytes_ > kMaxBytes && order_.size() > 1) {
       const Order o = order_.front();
       order_.pop_front();
       bytes_ -= o.bytes;
       auto old = byHash_.find(o.hash);
       if (old != byHash_.end() && old->second.seq == o.seq) byHash_.erase(old);
     }
+    return it->second.event;
   }
 
  private:
@@ -314,12 +320,12 @@ nlohmann::json WatchStreamDecoder::decode(std::string_view text) const {
 bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
   while (!text.empty() && (text.back() == '\r' || text.back() == ' ')) text.remove_suffix(1);
   if (text.empty()) return true;
-  const bool shared = text.size() >= DecodedLines::kMinBytes;
+  const bool shared = text.size() >= DecodedLines::kMinBytes && text.size() <= DecodedLines::kMaxLineBytes;
   if (shared) {
     if (const WatchEvent* seen = decodedLines().find(keepKey_, text)) {
       ++events_;
       ++reused_;
-      sink(WatchEvent(*seen));
+      sink(*seen);
       return true;
     }
   }
@@ -341,9 +347,13 @@ bool WatchStreamDecoder::line(std::string_view text, const EventSink& sink) {
   }
   WatchEvent ev{*t, {}};
   if (auto obj = j.find("object"); obj != j.end()) ev.object = std::move(*obj);
-  if (shared) decodedLines().add(keepKey_, text, ev);
   ++events_;
-  sink(std::move(ev));
+  // The sink reads the event where the thread keeps it: N watchers of one change share
+  // one decoded event, none a copy.
+  if (shared)
+    sink(decodedLines().add(keepKey_, text, std::move(ev)));
+  else
+    sink(ev);
   return true;
 }
 

@@ -34,7 +34,7 @@ using WatchProjection = std::vector<std::string>;
 
 class WatchStreamDecoder {
  public:
-  using EventSink = std::function<void(WatchEvent&&)>;
+  using EventSink = std::function<void(const WatchEvent&)>;
 
   WatchStreamDecoder() = default;
   explicit WatchStreamDecoder(const WatchProjection& keep);
@@ -51,8 +51,9 @@ class WatchStreamDecoder {
   const std::optional<nlohmann::json>& nonEvent() const { return nonEvent_; }
   const std::string& error() const { return error_; }
   std::size_t events() const { return events_; }
-  // Of those, the events copied from an identical line another decoder with the same
-  // projection decoded on this thread (see the top of watch.cc), not parsed again.
+  // Of those, the events an identical line already gave another decoder with the same
+  // projection on this thread (see the top of watch.cc): shared, not parsed again. A
+  // sink's event is valid only during the call.
   std::size_t reused() const { return reused_; }
   std::size_t bufferedBytes() const { return pending_.size(); }
 

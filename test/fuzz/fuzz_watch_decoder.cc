@@ -44,7 +44,7 @@ std::uint64_t splitmix(std::uint64_t& state) {
 Outcome decode(std::string_view stream, const std::vector<std::size_t>& cuts) {
   Outcome o;
   WatchStreamDecoder d;
-  auto sink = [&](WatchEvent&& e) {
+  auto sink = [&](const WatchEvent& e) {
     o.events.push_back(std::string(cpscale::kube::toString(e.type)) + " " + e.object.dump());
   };
   std::size_t at = 0;

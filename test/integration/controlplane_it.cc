@@ -189,7 +189,7 @@ TEST_F(ControlPlaneTest, WatchSeesAddedModifiedDeleted) {
   bool closed = false;
   CallId w = client->watch(
       cms, wo,
-      [&](WatchEvent&& e) {
+      [&](const WatchEvent& e) {
         if (e.type != WatchEventType::kBookmark) seen.push_back(std::string(toString(e.type)));
       },
       [&](const ApiResult&) { closed = true; });

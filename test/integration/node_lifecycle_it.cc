@@ -106,7 +106,7 @@ void fleetAgainstTheController(bool tier) {
   std::optional<ApiResult> watchEnded;
   CallId watch = observer.watch(
       ResourceRef(gvr::kNodes), w,
-      [&](WatchEvent&& ev) {
+      [&](const WatchEvent& ev) {
         if (ev.type != WatchEventType::kAdded && ev.type != WatchEventType::kModified) return;
         auto& seen = sightings[ev.object["metadata"]["name"].get<std::string>()];
         const std::string status = readyStatus(ev.object);

@@ -492,7 +492,7 @@ TEST_F(AsyncFixture, AFinishedCallsIdNeverReachesTheCallThatReusesItsSlot) {
   const CallId b = c.getAsync(kLease, [&](ApiResult r) { second = std::move(r); });
   EXPECT_NE(a, b);
   const CallId w = c.watch(
-      ResourceRef(gvr::kLeases).in("kube-node-lease"), {}, [](WatchEvent&&) {}, [](const ApiResult&) {});
+      ResourceRef(gvr::kLeases).in("kube-node-lease"), {}, [](const WatchEvent&) {}, [](const ApiResult&) {});
   EXPECT_NE(w, a);
   EXPECT_NE(w, b);
   EXPECT_EQ(c.pending(), 2u);
@@ -540,7 +540,7 @@ TEST(ApiClientWatch, EventsSplitAcrossChunksArriveInOrder) {
   o.timeoutSeconds = 60;
   c.watch(
       ResourceRef(gvr::kLeases).in("kube-node-lease"), o,
-      [&](WatchEvent&& e) {
+      [&](const WatchEvent& e) {
         seen.push_back(std::string(toString(e.type)) + e.object["metadata"]["resourceVersion"].get<std::string>());
       },
       [&](const ApiResult& r) { closed = r; });
@@ -567,7 +567,7 @@ TEST(ApiClientWatch, RefusedWatchReportsTheStatus) {
   int events = 0;
   std::optional<ApiResult> closed;
   c.watch(
-      ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
+      ResourceRef(gvr::kPods), {}, [&](const WatchEvent&) { ++events; }, [&](const ApiResult& r) { closed = r; });
   while (!closed) t.poll(1s);
   EXPECT_EQ(events, 0);
   EXPECT_TRUE(closed->gone());
@@ -582,7 +582,7 @@ TEST(ApiClientWatch, MalformedStreamClosesWithProtocolError) {
   int events = 0;
   std::optional<ApiResult> closed;
   c.watch(
-      ResourceRef(gvr::kPods), {}, [&](WatchEvent&&) { ++events; }, [&](const ApiResult& r) { closed = r; });
+      ResourceRef(gvr::kPods), {}, [&](const WatchEvent&) { ++events; }, [&](const ApiResult& r) { closed = r; });
   while (!closed) t.poll(1s);
   EXPECT_EQ(events, 1);
   EXPECT_EQ(closed->outcome, TransportOutcome::kProtocolError);
@@ -598,7 +598,7 @@ TEST(ApiClientWatch, CancelFromAnEventHandlerStopsDelivery) {
   CallId id = 0;
   id = c.watch(
       ResourceRef(gvr::kPods), {},
-      [&](WatchEvent&&) {
+      [&](const WatchEvent&) {
         if (++events == 2) c.cancel(id);
       },
       [&](const ApiResult& r) { closed = r; });
@@ -616,7 +616,7 @@ TEST(ApiClientWatch, CancelWhileWaitingClosesOnce) {
   ApiClient c(t, clock, sched);
   int closes = 0;
   CallId id = c.watch(
-      ResourceRef(gvr::kPods), {}, [](WatchEvent&&) {},
+      ResourceRef(gvr::kPods), {}, [](const WatchEvent&) {},
       [&](const ApiResult& r) {
         ++closes;
         EXPECT_EQ(r.outcome, TransportOutcome::kAborted);
@@ -666,10 +666,10 @@ TEST(FakeTransport, HeldStreamTakesPushedEventsUntilEnded) {
   std::vector<std::string> seen;
   std::optional<ApiResult> podsClosed, nodesClosed;
   c.watch(
-      ResourceRef(gvr::kPods), {}, [&](WatchEvent&& e) { seen.push_back(std::string(toString(e.type))); },
+      ResourceRef(gvr::kPods), {}, [&](const WatchEvent& e) { seen.push_back(std::string(toString(e.type))); },
       [&](const ApiResult& r) { podsClosed = r; });
   c.watch(
-      ResourceRef(gvr::kNodes), {}, [](WatchEvent&&) {}, [&](const ApiResult& r) { nodesClosed = r; });
+      ResourceRef(gvr::kNodes), {}, [](const WatchEvent&) {}, [&](const ApiResult& r) { nodesClosed = r; });
   sched.runAll();
   ASSERT_TRUE(nodesClosed);  // not held: answered after its latency
   EXPECT_EQ(nodesClosed->status, 403);

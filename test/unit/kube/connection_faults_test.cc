@@ -530,7 +530,7 @@ TEST_P(WatchFault, DeliversTheWholeEventsBeforeTheCutThenEndsInError) {
   ListOptions from10;
   from10.resourceVersion = "10";
   api.watch(
-      kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      kConfigMapCollection, from10, [&](const WatchEvent& e) { events.push_back(e); },
       [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
   t->poll(50ms);  // a second close, if any, would come now
@@ -551,7 +551,7 @@ TEST_P(WatchFault, DeliversTheWholeEventsBeforeTheCutThenEndsInError) {
   ListOptions from20;
   from20.resourceVersion = "20";
   CallId again = api.watch(
-      kConfigMapCollection, from20, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      kConfigMapCollection, from20, [&](const WatchEvent& e) { events.push_back(e); },
       [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return events.size() >= 6u; }));
   expectEvents(events, 20, {21, 22, 23, 24, 25, 26});
@@ -583,7 +583,7 @@ TEST_F(Http1Faults, AStalledWatchStreamTimesOutWithTheWholeEventsDelivered) {
   HttpRequest w = get(kConfigMaps + "?resourceVersion=10&watch=true", kRequestTimeout);
   w.stream = true;
   w.onBodyChunk = [&](std::string_view chunk) {
-    return decoder.feed(chunk, [&](WatchEvent&& e) { events.push_back(std::move(e)); });
+    return decoder.feed(chunk, [&](const WatchEvent& e) { events.push_back(e); });
   };
   const auto started = Clock::now();
   HttpResponse r = exchange(*t, std::move(w));
@@ -626,7 +626,7 @@ TEST_F(Http1Faults, AWatchBodyEndedByACloseMidLineIsAMalformedStream) {
   ListOptions from10;
   from10.resourceVersion = "10";
   api.watch(
-      kConfigMapCollection, from10, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+      kConfigMapCollection, from10, [&](const WatchEvent& e) { events.push_back(e); },
       [&](const ApiResult& r) { closes.push_back(r); });
   ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
   EXPECT_EQ(proxy_->struck(), 1);
@@ -963,7 +963,7 @@ TEST_F(Http2Faults, AWatchCutMidStreamDeliversOnlyWholeEvents) {
     std::vector<WatchEvent> events;
     std::vector<ApiResult> closes;
     api.watch(
-        watched, {}, [&](WatchEvent&& e) { events.push_back(std::move(e)); },
+        watched, {}, [&](const WatchEvent& e) { events.push_back(e); },
         [&](const ApiResult& r) { closes.push_back(r); });
     ASSERT_TRUE(pollUntil(*t, [&] { return !closes.empty(); }));
     ASSERT_EQ(closes.size(), 1u);
@@ -988,7 +988,7 @@ TEST_F(Http2Faults, AStalledWatchStreamTimesOutWithWholeEventsOnly) {
   HttpRequest w = get("/api/v1/namespaces/watched/configmaps?watch=true", kRequestTimeout);
   w.stream = true;
   w.onBodyChunk = [&](std::string_view chunk) {
-    return decoder.feed(chunk, [&](WatchEvent&& e) { events.push_back(std::move(e)); });
+    return decoder.feed(chunk, [&](const WatchEvent& e) { events.push_back(e); });
   };
   const auto started = Clock::now();
   HttpResponse r = exchange(*t, std::move(w));

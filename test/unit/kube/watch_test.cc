@@ -33,7 +33,7 @@ const std::vector<std::string> kWant{"ADDED:1", "MODIFIED:2", "BOOKMARK:3", "DEL
 TEST(WatchStreamDecoder, WholeStreamInOneChunk) {
   WatchStreamDecoder d;
   std::vector<WatchEvent> evs;
-  ASSERT_TRUE(d.feed(kStream, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  ASSERT_TRUE(d.feed(kStream, [&](const WatchEvent& e) { evs.push_back(e); }));
   EXPECT_EQ(summarize(evs), kWant);
   EXPECT_EQ(d.events(), 5u);
   EXPECT_EQ(d.bufferedBytes(), 0u);
@@ -45,7 +45,7 @@ TEST(WatchStreamDecoder, SplitAtEveryPossibleBoundary) {
   for (std::size_t cut = 0; cut <= kStream.size(); ++cut) {
     WatchStreamDecoder d;
     std::vector<WatchEvent> evs;
-    auto sink = [&](WatchEvent&& e) { evs.push_back(std::move(e)); };
+    auto sink = [&](const WatchEvent& e) { evs.push_back(e); };
     ASSERT_TRUE(d.feed(std::string_view(kStream).substr(0, cut), sink));
     ASSERT_TRUE(d.feed(std::string_view(kStream).substr(cut), sink));
     ASSERT_EQ(summarize(evs), kWant) << "cut at " << cut;
@@ -55,15 +55,14 @@ TEST(WatchStreamDecoder, SplitAtEveryPossibleBoundary) {
 TEST(WatchStreamDecoder, ByteByByte) {
   WatchStreamDecoder d;
   std::vector<WatchEvent> evs;
-  for (char c : kStream)
-    ASSERT_TRUE(d.feed(std::string_view(&c, 1), [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  for (char c : kStream) ASSERT_TRUE(d.feed(std::string_view(&c, 1), [&](const WatchEvent& e) { evs.push_back(e); }));
   EXPECT_EQ(summarize(evs), kWant);
 }
 
 TEST(WatchStreamDecoder, FinalLineWithoutNewlineNeedsFinish) {
   WatchStreamDecoder d;
   std::vector<WatchEvent> evs;
-  auto sink = [&](WatchEvent&& e) { evs.push_back(std::move(e)); };
+  auto sink = [&](const WatchEvent& e) { evs.push_back(e); };
   ASSERT_TRUE(d.feed("{\"type\":\"ADDED\",\"object\":{}}\r\n{\"type\":\"DELETED\",\"object\":{}}", sink));
   EXPECT_EQ(evs.size(), 1u);
   ASSERT_TRUE(d.finish(sink));
@@ -76,7 +75,7 @@ TEST(WatchStreamDecoder, StatusBodyIsKeptNotFailed) {
   int n = 0;
   ASSERT_TRUE(d.feed(R"({"kind":"Status","code":403,"reason":"Forbidden"})"
                      "\n",
-                     [&](WatchEvent&&) { ++n; }));
+                     [&](const WatchEvent&) { ++n; }));
   EXPECT_EQ(n, 0);
   ASSERT_TRUE(d.nonEvent().has_value());
   EXPECT_EQ((*d.nonEvent())["reason"], "Forbidden");
@@ -85,7 +84,7 @@ TEST(WatchStreamDecoder, StatusBodyIsKeptNotFailed) {
 TEST(WatchStreamDecoder, MalformedLineStopsTheStream) {
   WatchStreamDecoder d;
   int n = 0;
-  auto sink = [&](WatchEvent&&) { ++n; };
+  auto sink = [&](const WatchEvent&) { ++n; };
   EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{}}\nnot json\n{\"type\":\"ADDED\",\"object\":{}}\n", sink));
   EXPECT_EQ(n, 1);
   EXPECT_FALSE(d.error().empty());
@@ -95,7 +94,7 @@ TEST(WatchStreamDecoder, MalformedLineStopsTheStream) {
 
 TEST(WatchStreamDecoder, UnknownTypeIsAnError) {
   WatchStreamDecoder d;
-  EXPECT_FALSE(d.feed("{\"type\":\"RENAMED\",\"object\":{}}\n", [](WatchEvent&&) {}));
+  EXPECT_FALSE(d.feed("{\"type\":\"RENAMED\",\"object\":{}}\n", [](const WatchEvent&) {}));
 }
 
 // A projection builds only the kept parts of each object: a kube-proxy's EndpointSlice
@@ -118,7 +117,7 @@ TEST(WatchStreamDecoder, AProjectionKeepsOnlyTheNamedPartsAtTheirPlaces) {
       R"({"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"too old"}})"
       "\n";
   std::vector<WatchEvent> evs;
-  ASSERT_TRUE(d.feed(slice, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+  ASSERT_TRUE(d.feed(slice, [&](const WatchEvent& e) { evs.push_back(e); }));
   ASSERT_EQ(evs.size(), 4u);
   EXPECT_EQ(evs[0].type, WatchEventType::kModified);
   EXPECT_EQ(evs[0].object, nlohmann::json::parse(R"({"metadata":{"resourceVersion":"7"},"endpoints":[)"
@@ -132,7 +131,7 @@ TEST(WatchStreamDecoder, AProjectionKeepsOnlyTheNamedPartsAtTheirPlaces) {
   EXPECT_EQ(evs[3].object["message"], "too old");
   EXPECT_EQ(evs[3].object["code"], 410);
   // Invalid JSON is still refused.
-  EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{\"a\":[}\n", [](WatchEvent&&) {}));
+  EXPECT_FALSE(d.feed("{\"type\":\"ADDED\",\"object\":{\"a\":[}\n", [](const WatchEvent&) {}));
 }
 
 // N kube-proxies get each EndpointSlice change as the same line: the second decoder with
@@ -152,7 +151,7 @@ TEST(WatchStreamDecoder, AnIdenticalLineIsDecodedOncePerThreadAndProjection) {
   const WatchProjection proxy = {"/metadata/resourceVersion", "/endpoints/*/addresses"};
   auto decodeWith = [&](WatchStreamDecoder& d, const std::string& text) {
     std::vector<WatchEvent> evs;
-    EXPECT_TRUE(d.feed(text, [&](WatchEvent&& e) { evs.push_back(std::move(e)); }));
+    EXPECT_TRUE(d.feed(text, [&](const WatchEvent& e) { evs.push_back(e); }));
     EXPECT_EQ(evs.size(), 1u);
     return evs.empty() ? nlohmann::json() : evs[0].object;
   };

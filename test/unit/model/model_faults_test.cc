@@ -117,7 +117,7 @@ kube::CallId watch(Harness& h, const std::string& rv, Recorder& rec) {
   o.resourceVersion = rv;
   o.timeoutSeconds = 600;
   return h.api->watch(
-      kConfigMaps, o, [&rec](kube::WatchEvent&& e) { rec.events.push_back(std::move(e)); },
+      kConfigMaps, o, [&rec](const kube::WatchEvent& e) { rec.events.push_back(e); },
       [&rec](const kube::ApiResult& r) { rec.closed = r; });
 }
 

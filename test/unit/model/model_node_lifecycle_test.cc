@@ -96,7 +96,7 @@ struct ReadyLog {
 void watchReady(Harness& h, ReadyLog& log) {
   h.api->watch(
       kNodes, {},
-      [&h, &log](kube::WatchEvent&& e) {
+      [&h, &log](const kube::WatchEvent& e) {
         std::string ready;
         for (const auto& c : e.object["status"]["conditions"])
           if (c.value("type", "") == "Ready") ready = c.value("status", "");

@@ -254,7 +254,7 @@ struct Recorder {
 
 kube::CallId watch(Harness& h, const ResourceRef& coll, kube::ListOptions o, Recorder& rec) {
   return h.api->watch(
-      coll, o, [&rec](kube::WatchEvent&& e) { rec.events.push_back(std::move(e)); },
+      coll, o, [&rec](const kube::WatchEvent& e) { rec.events.push_back(e); },
       [&rec](const kube::ApiResult& r) { rec.closed = r; });
 }
 
