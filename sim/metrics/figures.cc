@@ -126,6 +126,9 @@ constexpr std::string_view kSizeEstimate = "apiserver_resource_size_estimate_byt
 constexpr std::string_view kProposals = "etcd_server_proposals_committed_total";
 constexpr std::string_view kLeaseResource = "coordination.k8s.io/leases";
 constexpr std::string_view kCpu = "process_cpu_seconds_total";
+constexpr std::string_view kGoroutines = "go_goroutines";
+constexpr std::string_view kInitEvents = "apiserver_init_events_total";
+constexpr std::string_view kTerminatedWatchers = "apiserver_terminated_watchers_total";
 constexpr std::string_view kFsync = "etcd_disk_wal_fsync_duration_seconds";
 constexpr std::string_view kFsyncSum = "etcd_disk_wal_fsync_duration_seconds_sum";
 constexpr std::string_view kFsyncCount = "etcd_disk_wal_fsync_duration_seconds_count";
@@ -494,7 +497,25 @@ bool isWatchFamilySample(std::string_view n) {
   return n.starts_with("apiserver_watch_cache_") || n == "watch_cache_capacity" ||
          n == "apiserver_watch_events_total" || n.starts_with("apiserver_watch_events_sizes") ||
          n == "apiserver_longrunning_requests" || n == "apiserver_cache_list_returned_objects_total" ||
-         n == "apiserver_storage_list_returned_objects_total";
+         n == "apiserver_storage_list_returned_objects_total" || n == kInitEvents || n == kTerminatedWatchers;
+}
+
+// Counts over the window, per resource: the objects new watches were sent as their
+// initial events (watch_init_events: a relist storm is this, all at once) and the
+// watchers closed for not keeping up (watchers_terminated), as the upstream 5,000-node
+// test reports them per run.
+void watchCountFigures(std::vector<Figure>& out, const TargetScrapes& t) {
+  const ScrapeHistory& h = t.history;
+  for (const auto& [family, figure] :
+       {std::pair{kInitEvents, "watch_init_events"}, std::pair{kTerminatedWatchers, "watchers_terminated"}}) {
+    if (h.scrapes() < 2) continue;  // the _per_second figures say why
+    for (ScrapeHistory::SeriesId id : h.seriesNamed(family)) {
+      TimeSeries c = h.counter(id);
+      const double n = totalIncrease(c);  // before c is moved into the figure
+      out.push_back(Figure::measured(figure, withLabel(h.key(id).labels, "apiserver", t.info.name), n, "count",
+                                     Source::kApiserver, std::move(c)));
+    }
+  }
 }
 
 // The events each resource's watch cache holds (watch_cache_events): its ring replayed
@@ -632,6 +653,8 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
   }
   gaugePerTargetAndTotal(out, apis, kRss, "apiserver_rss_bytes", "bytes", Source::kApiserver, "apiserver", rounds,
                          replicas.staleAfterMissedScrapes);
+  gaugePerTargetAndTotal(out, apis, kGoroutines, "apiserver_goroutines", "goroutines", Source::kApiserver, "apiserver",
+                         rounds, replicas.staleAfterMissedScrapes);
   for (const TargetScrapes* t : apis) {
     const ScrapeHistory& h = t->history;
     Labels self = sortedLabels({{"apiserver", t->info.name}});
@@ -663,6 +686,7 @@ std::vector<Figure> apiserverMemoryFigures(std::span<const TargetScrapes> target
     }
     storedBytesFigures(out, *t);
     watchCacheFigures(out, *t);
+    watchCountFigures(out, *t);
   }
   return out;
 }

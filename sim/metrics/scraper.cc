@@ -24,6 +24,13 @@ bool isFigureFamily(std::string_view family) {
       // the objects LISTs returned, from the watch cache or from etcd.
       "apiserver_longrunning_requests",
       "apiserver_cache_list_returned_objects_total",
+      // The objects each new watch was sent as its initial events (a relist storm's
+      // load), and the watchers the watch cache closed for not keeping up.
+      "apiserver_init_events_total",
+      "apiserver_terminated_watchers_total",
+      // Each open watch holds goroutines: past a few thousand nodes the Go scheduler is
+      // what binds (kubernetes/perf-tests#4264).
+      "go_goroutines",
       "apiserver_storage_list_returned_objects_total",
       "etcd_server_quota_backend_bytes",
       "apiserver_current_inflight_requests",

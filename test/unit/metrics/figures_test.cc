@@ -494,6 +494,46 @@ TEST(Figures, WatchCacheEventsHeldReplayTheRing) {
   EXPECT_EQ(valueOf(figs, "watch_cache_events", {{"apiserver", "api-0"}, {"resource", "pods"}}), 0);
 }
 
+// A relist storm's figures: the initial events new watches were sent and the watchers
+// closed for falling behind, counted over the window per resource (a series that first
+// appears mid-window counts from 0, and a restart's reset is not a negative count), and
+// the goroutines every open watch holds, per replica and summed.
+TEST(Figures, InitEventsTerminatedWatchersAndGoroutines) {
+  auto scrape = [](int goroutines, std::optional<int> init, std::optional<int> terminated) {
+    std::string s = "# TYPE go_goroutines gauge\ngo_goroutines " + std::to_string(goroutines) +
+                    "\n# TYPE apiserver_init_events_total counter\n";
+    if (init)
+      s += "apiserver_init_events_total{group=\"discovery.k8s.io\",resource=\"endpointslices\"} " +
+           std::to_string(*init) + "\n";
+    s += "# TYPE apiserver_terminated_watchers_total counter\n";
+    if (terminated)
+      s += "apiserver_terminated_watchers_total{group=\"discovery.k8s.io\",resource=\"endpointslices\"} " +
+           std::to_string(*terminated) + "\n";
+    return s;
+  };
+  std::vector<TargetScrapes> ts;
+  // init: 100 -> 400 (+300), then the apiserver restarts (counter back to 50: +50);
+  // terminated: absent, then 7 (created mid-window: +7), then 9 (+2).
+  ts.push_back(target("api-0", TargetRole::kApiserver,
+                      {{0, scrape(900, 100, std::nullopt)}, {5, scrape(5200, 400, 7)}, {10, scrape(1200, 50, 9)}}));
+  ts.push_back(target("api-1", TargetRole::kApiserver, {{0, scrape(800, 0, 0)}, {10, scrape(1000, 0, 0)}}));
+  auto figs = apiserverMemoryFigures(ts);
+  const Labels slices = {{"apiserver", "api-0"}, {"group", "discovery.k8s.io"}, {"resource", "endpointslices"}};
+  EXPECT_EQ(valueOf(figs, "watch_init_events", slices), 350);
+  EXPECT_EQ(valueOf(figs, "watchers_terminated", slices), 9);
+  EXPECT_EQ(findFigure(figs, "watch_init_events", slices)->unit, "count");
+  EXPECT_EQ(valueOf(figs, "apiserver_goroutines", {{"apiserver", "api-0"}}), 1200);
+  EXPECT_EQ(valueOf(figs, "apiserver_goroutines_peak", {{"apiserver", "api-0"}}), 5200);
+  EXPECT_EQ(valueOf(figs, "apiserver_goroutines_all_replicas"), 2200);
+  // A replica that does not expose the family says so.
+  ts.push_back(target("api-2", TargetRole::kApiserver, {{0, "up 1\n"}, {10, "up 1\n"}}));
+  figs = apiserverMemoryFigures(ts);
+  const Figure* none = findFigure(figs, "apiserver_goroutines", {{"apiserver", "api-2"}});
+  ASSERT_NE(none, nullptr);
+  EXPECT_FALSE(none->available());
+  EXPECT_FALSE(findFigure(figs, "apiserver_goroutines_all_replicas")->available());
+}
+
 TEST(Figures, BytesPerObjectByRegression) {
   std::vector<std::pair<int, std::string>> scrapes;
   for (int i = 0; i <= 5; ++i) {
