@@ -114,6 +114,8 @@ json FleetInstance::summary() const {
   // (summaries add up across workers).
   if (p_.services.count > 0 && p_.firstIndex == 0 && ctx_.workerIndex() == 0)
     s["endpointDelivery"] = groups_->deliveries.summary();
+  if (p_.watches.perNode && p_.firstIndex == 0 && ctx_.workerIndex() == 0)
+    s["nodeWatchOutages"] = groups_->outages.summary();
   return s;
 }
 

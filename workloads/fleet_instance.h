@@ -87,6 +87,25 @@ struct DeliveryBook {
   std::atomic<std::size_t> open_{0};
 };
 
+// Every node stream's outages (Reflector::RecoveredHandler): from the failure of a
+// stream that had synced to its watching again. A kube-apiserver restart under the
+// fleet is one outage of every stream, all at once: a relist storm. One per fleet,
+// shared by its instances on every worker.
+struct OutageBook {
+  void recovered(engine::TimePoint lost, engine::TimePoint restored) {
+    std::lock_guard lock(mu_);
+    spans_.emplace_back(lost, restored);
+  }
+  // {outages, seconds: each outage's length (to the ms), episodes: each time some
+  // stream was out, from the first one lost to the last one watching again (outages
+  // that overlap are one episode)}.
+  nlohmann::json summary() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<engine::TimePoint, engine::TimePoint>> spans_;
+};
+
 // A fleet grown in place runs as several instances per engine worker: the base's and
 // one per growth. They act as one fleet: one node watch serves them all (its events go
 // to the instance that owns the node), and the base's leaves and pod replacements pick
@@ -121,6 +140,7 @@ struct FleetGroups {
 
  public:
   DeliveryBook deliveries;  // the whole fleet's, on every worker
+  OutageBook outages;       // the same
 };
 
 namespace fleet {

@@ -6,6 +6,8 @@
 // leaves, and open again, listing everything, when it returns.
 #include "workloads/fleet_instance.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace cpscale::workloads::fleet {
@@ -88,6 +90,7 @@ void FleetInstance::startStreams(Kubelet& k) {
     r->onListed([this, &k](bool first) {
       if (first) streamSynced(k);
     });
+    r->onRecovered([this](TimePoint lost, TimePoint back) { groups_->outages.recovered(lost, back); });
     k.streams->reflectors.push_back(std::move(r));
   }
   for (auto& r : k.streams->reflectors) r->start();
@@ -112,10 +115,13 @@ void FleetInstance::stopStreams(Kubelet& k) {
 json FleetInstance::streamsSummary() const {
   json s = {{"mode", p_.watches.perNode ? "perNode" : "shared"}};
   if (!p_.watches.perNode) return s;
-  std::uint64_t synced = 0;
+  std::uint64_t synced = 0, down = 0;
   for (const auto& k : kubelets_) {
     if (!k->streams) continue;
-    for (const auto& r : k->streams->reflectors) synced += r->synced();
+    for (const auto& r : k->streams->reflectors) {
+      synced += r->synced();
+      down += r->lostSince().has_value();
+    }
   }
   json by = json::object();
   for (std::size_t i = 0; i < streamSpecs_.size(); ++i) {
@@ -123,6 +129,7 @@ json FleetInstance::streamsSummary() const {
     by[std::string(spec.component) + "/" + spec.resource.resource] = streamCounts(i);
   }
   s["synced"] = synced;
+  s["outNow"] = down;  // in an outage when the summary was taken
   s["byWatch"] = std::move(by);
   return s;
 }
@@ -153,3 +160,24 @@ json FleetInstance::ownNodeCounts() const {
 }
 
 }  // namespace cpscale::workloads::fleet
+
+namespace cpscale::workloads {
+
+nlohmann::json OutageBook::summary() const {
+  std::lock_guard lock(mu_);
+  auto spans = spans_;
+  std::sort(spans.begin(), spans.end());
+  auto ms = [](engine::Duration d) { return std::round(std::chrono::duration<double>(d).count() * 1000) / 1000; };
+  nlohmann::json seconds = nlohmann::json::array(), episodes = nlohmann::json::array();
+  for (std::size_t i = 0; i < spans.size();) {
+    engine::TimePoint from = spans[i].first, to = spans[i].second;
+    for (; i < spans.size() && spans[i].first <= to; ++i) {
+      to = std::max(to, spans[i].second);
+      seconds.push_back(ms(spans[i].second - spans[i].first));
+    }
+    episodes.push_back(ms(to - from));
+  }
+  return {{"outages", spans.size()}, {"seconds", std::move(seconds)}, {"episodes", std::move(episodes)}};
+}
+
+}  // namespace cpscale::workloads

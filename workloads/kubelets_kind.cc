@@ -96,6 +96,41 @@ void deliveryFigures(SummaryFigures& f) {
   }
 }
 
+// A relist storm as the nodes saw it: every node stream's outages (from its failure to
+// its watching again) and the longest time some node was without a watch, from the
+// first stream lost to the last one back (after a kube-apiserver restart: the time
+// until every node watches again).
+void outageFigures(SummaryFigures& f) {
+  if (!f.summary().contains("nodeWatchOutages")) {
+    for (const char* n :
+         {"node_watch_outages", "node_watch_outage_p99", "node_watch_outage_max", "node_watches_restored_seconds"})
+      f.unavailable(n, "the nodes do not watch on their own (watches.mode shared)",
+                    std::string_view(n) == "node_watch_outages" ? "count" : "s");
+    return;
+  }
+  const SummaryNumber outages = f.number({"nodeWatchOutages", "outages"});
+  f.add("node_watch_outages", outages);
+  const std::vector<double> s = f.samples("nodeWatchOutages", "seconds");
+  const std::vector<double> episodes = f.samples("nodeWatchOutages", "episodes");
+  const SummaryNumber out = f.number({"nodeWatches", "outNow"});
+  std::string why;
+  if (s.empty())
+    why = "no node stream lost its watch after it had synced";
+  else if (out.value && *out.value > 0)
+    why = std::to_string(static_cast<long>(*out.value)) + " node streams were still without a watch when the run ended";
+  if (s.empty()) {
+    f.unavailable("node_watch_outage_p99", why, "s");
+    f.unavailable("node_watch_outage_max", why, "s");
+  } else {
+    f.add("node_watch_outage_p99", {quantile(s, 0.99), ""}, "s");
+    f.add("node_watch_outage_max", {s.back(), ""}, "s");
+  }
+  if (!why.empty())
+    f.unavailable("node_watches_restored_seconds", why, "s");
+  else
+    f.add("node_watches_restored_seconds", {episodes.back(), ""}, "s");
+}
+
 // Renewals answered, and those missed: failed (after the one re-read a conflict gets) or
 // never sent because the previous one was still in flight when the next was due. Failed
 // nodes stop renewing on purpose; those are not missed.
@@ -104,6 +139,7 @@ void kubeletsFigures(SummaryFigures& f) {
   f.add("lease_renewals_missed", f.number("leaseRenewalFailures") + f.number("leaseRenewalsSkipped"));
   if (f.summary().contains("nodeLifecycle")) lifecycleFigures(f);
   deliveryFigures(f);
+  outageFigures(f);
 }
 
 // Registration, status, leases; pods bound to the nodes in a namespace of their own (with
@@ -134,7 +170,8 @@ void grantKubelets(const Workload& w, kube::RuleSet& g) {
 bool ownsFamily(std::string_view figure) {
   return figure.starts_with("node_not_ready_") || figure.starts_with("node_ready_") ||
          figure == "nodes_not_ready_at_end" || figure.starts_with("lease_renewals_") ||
-         figure.starts_with("watch_deliver") || figure == "endpoint_readiness_changes";
+         figure.starts_with("watch_deliver") || figure == "endpoint_readiness_changes" ||
+         figure.starts_with("node_watch");
 }
 
 }  // namespace
@@ -148,7 +185,8 @@ const WorkloadKind& kubeletsKind() {
                       "node_not_ready_seconds_p50", "node_not_ready_seconds_max", "node_ready_transitions",
                       "node_ready_again_seconds_p50", "node_ready_again_seconds_max", "nodes_not_ready_at_end",
                       "endpoint_readiness_changes", "watch_deliveries", "watch_delivery_p50", "watch_delivery_p99",
-                      "watch_delivery_max"},
+                      "watch_delivery_max", "node_watch_outages", "node_watch_outage_p99", "node_watch_outage_max",
+                      "node_watches_restored_seconds"},
       .ownsFamily = ownsFamily,
       .read = [](const YamlField& spec) -> WorkloadPtr {
         return std::make_unique<KubeletFleet>(KubeletFleetParams::read(spec));
@@ -158,6 +196,7 @@ const WorkloadKind& kubeletsKind() {
       .trim =
           [](nlohmann::json& summary) {
             if (auto d = summary.find("endpointDelivery"); d != summary.end() && d->is_object()) d->erase("seconds");
+            if (auto d = summary.find("nodeWatchOutages"); d != summary.end() && d->is_object()) d->erase("seconds");
             auto lc = summary.find("nodeLifecycle");
             if (lc == summary.end() || !lc->is_object()) return;
             lc->erase("notReadySeconds");

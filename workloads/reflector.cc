@@ -41,6 +41,7 @@ void Reflector::start() { list(); }
 
 void Reflector::stop() {
   stopped_ = true;
+  lostAt_.reset();  // its owner ended it: not an outage
   if (watch_ != 0) calls_.api().cancel(std::exchange(watch_, 0));
 }
 
@@ -78,6 +79,7 @@ void Reflector::list() {
     if (!r.ok()) {
       ++counts_.errors;
       lastError_ = r.describe();
+      lost();
       // An expired continue token means the snapshot is gone: start over.
       continueToken_.clear();
       backoff(&Reflector::list);  // still listing: relist() waits for it
@@ -108,6 +110,7 @@ void Reflector::listed(bool viaStream) {
   streaming_ = false;
   const bool first = !synced_;
   synced_ = true;
+  restored();
   if (onListed_) onListed_(first);
   if (!viaStream) watch();
 }
@@ -152,6 +155,7 @@ void Reflector::onWatchEvent(const kube::WatchEvent& ev) {
     if (onItem_) onItem_(ev.object);
     return;
   }
+  restored();  // a resumed watch delivers again
   std::string rv = ev.object.value("/metadata/resourceVersion"_json_pointer, std::string());
   if (!rv.empty()) rv_ = std::move(rv);
   if (ev.type == kube::WatchEventType::kBookmark) {
@@ -170,6 +174,7 @@ void Reflector::onWatchClosed(const kube::ApiResult& r) {
     // newest state, after client-go's backoff.
     ++counts_.expired;
     ++counts_.relists;
+    lost();
     rv_.clear();
     listing_ = true;  // relist() waits for it
     backoff(&Reflector::list);
@@ -180,6 +185,7 @@ void Reflector::onWatchClosed(const kube::ApiResult& r) {
     watchList_ = false;
     streaming_ = false;
     ++counts_.errors;
+    lost();
     lastError_ = r.describe();
     list();
     return;
@@ -189,9 +195,20 @@ void Reflector::onWatchClosed(const kube::ApiResult& r) {
     return;
   }
   ++counts_.errors;
+  lost();
   lastError_ = r.ok() ? "the stream ended before its initial events did" : r.describe();
   // A streaming list cut short starts over; a watch resumes from where it was.
   backoff(streaming_ ? &Reflector::list : &Reflector::watch);
+}
+
+void Reflector::lost() {
+  if (synced_ && !lostAt_) lostAt_ = sched_.now();
+}
+
+void Reflector::restored() {
+  if (!lostAt_) return;
+  const engine::TimePoint lost = *std::exchange(lostAt_, std::nullopt);
+  if (onRecovered_) onRecovered_(lost, sched_.now());
 }
 
 }  // namespace cpscale::workloads

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -86,6 +87,11 @@ class Reflector {
   using EventHandler = std::function<void(const kube::WatchEvent& event)>;
   // Each time a full LIST completed, before its WATCH opens; `first`: the sync.
   using ListedHandler = std::function<void(bool first)>;
+  // An outage ended: the stream, synced before, failed at `lost` (its WATCH or LIST
+  // errored, or the server said 410) and was watching again at `restored` (its relist
+  // done, or its resumed watch's first event or bookmark in). A server restart under
+  // a fleet's streams is an outage of each.
+  using RecoveredHandler = std::function<void(engine::TimePoint lost, engine::TimePoint restored)>;
 
   // LISTs go through `calls` and backoffs through `timers`, so the owner's cancelAll()
   // ends them; the watch is the reflector's own and stop() ends it. `rng` draws the
@@ -99,6 +105,7 @@ class Reflector {
   void onItem(ItemHandler h) { onItem_ = std::move(h); }
   void onEvent(EventHandler h) { onEvent_ = std::move(h); }
   void onListed(ListedHandler h) { onListed_ = std::move(h); }
+  void onRecovered(RecoveredHandler h) { onRecovered_ = std::move(h); }
 
   // Starts the first LIST.
   void start();
@@ -110,6 +117,9 @@ class Reflector {
   void relist();
 
   bool synced() const { return synced_; }
+  // Since when the stream has been in an outage (see RecoveredHandler); nullopt while
+  // it watches, before it first synced, and once stopped.
+  std::optional<engine::TimePoint> lostSince() const { return lostAt_; }
   const ReflectorCounts& counts() const { return counts_; }
   // The last failure, described; empty if none.
   const std::string& lastError() const { return lastError_; }
@@ -132,6 +142,8 @@ class Reflector {
   ItemHandler onItem_;
   EventHandler onEvent_;
   ListedHandler onListed_;
+  RecoveredHandler onRecovered_;
+  std::optional<engine::TimePoint> lostAt_;
   std::string rv_;
   std::string continueToken_;
   kube::CallId watch_ = 0;

@@ -492,6 +492,26 @@ TEST(RunTest, FaultsAreRehearsedAndTheRunGoesOnThroughThem) {
     if (w["name"] == "watched") watched = &w["summary"];
   ASSERT_NE(watched, nullptr);
   EXPECT_GT((*watched)["watchStreams"].get<double>(), 4) << watched->dump();
+  // The relist storm: the fleet's 100 nodes' own streams (7 each) all broke with the
+  // apiserver and watched again after it came back, each listing what it watches
+  // through the restarted apiserver's watch cache.
+  const json* outages = figure(result, "node_watch_outages", "run", {{"workload", "fleet"}});
+  ASSERT_NE(outages, nullptr);
+  ASSERT_TRUE((*outages)["value"].is_number()) << outages->dump();
+  EXPECT_GE((*outages)["value"].get<double>(), 700) << outages->dump();
+  const json* restored = figure(result, "node_watches_restored_seconds", "run", {{"workload", "fleet"}});
+  ASSERT_NE(restored, nullptr);
+  ASSERT_TRUE((*restored)["value"].is_number()) << restored->dump();
+  EXPECT_GE((*restored)["value"].get<double>(), down - 1) << restored->dump();
+  EXPECT_LT((*restored)["value"].get<double>(), down + 40) << restored->dump();
+  double initEvents = 0;
+  for (const auto& f : result["figures"])
+    if (f["name"] == "watch_init_events" && f["window"] == "steady" && f["value"].is_number())
+      initEvents += f["value"].get<double>();
+  EXPECT_GE(initEvents, 100) << "the nodes' relists sent no initial events";
+  const json* goroutines = figure(result, "apiserver_goroutines_peak", "steady", {{"apiserver", "kube-apiserver-0"}});
+  ASSERT_NE(goroutines, nullptr);
+  EXPECT_GT((*goroutines)["value"].get<double>(), 700) << goroutines->dump();
   // The restarted apiserver's counters start again at 0: split at the restart, the
   // window's Lease PUTs read the fleet's 10/s less what the outage lost (a reset read
   // as last - first would give a fraction of that).

@@ -683,6 +683,8 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
                                   .keep = {}});
   std::vector<WatchEvent> events;
   reflector.onEvent([&](const WatchEvent& e) { events.push_back(e); });
+  std::vector<std::pair<engine::TimePoint, engine::TimePoint>> outages;
+  reflector.onRecovered([&](engine::TimePoint lost, engine::TimePoint back) { outages.emplace_back(lost, back); });
   reflector.start();
   const auto deadline = Clock::now() + kDeadline;
   while (events.size() < 8u && Clock::now() < deadline) {
@@ -709,6 +711,14 @@ TEST_F(Http1Faults, AReflectorResumesFromTheLastWholeEventAndRelistsWhenExpired)
   EXPECT_EQ(n.errors, 1u);  // the reset watch
   EXPECT_EQ(n.events, 8u);
   EXPECT_NE(reflector.lastError().find("protocol error"), std::string::npos) << reflector.lastError();
+  // One outage, from the reset to the relist's end: the backoff before the resumed
+  // watch, [0.8, 1.6) s, and the doubled one before the relist it was told to make
+  // (410), [1.6, 3.2) s, in virtual time.
+  ASSERT_EQ(outages.size(), 1u);
+  const engine::Duration out = outages[0].second - outages[0].first;
+  EXPECT_GE(out, 2400ms);
+  EXPECT_LT(out, 4800ms);
+  EXPECT_FALSE(reflector.lostSince().has_value());
 
   reflector.stop();
   EXPECT_EQ(api.pending(), 0u);

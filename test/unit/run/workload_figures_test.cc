@@ -48,6 +48,14 @@ result::WorkloadSummary fleet(double failed, double returned, json lifecycle) {
   return {"kubelets", "fleet", {{"nodesFailed", failed}, {"nodesReturned", returned}, {"nodeLifecycle", lifecycle}}};
 }
 
+// The workers' summaries of one workload as the run merges them.
+result::WorkloadSummary mergeWorkers(const std::vector<result::WorkloadSummary>& ws) {
+  result::WorkloadSummary m = ws.front();
+  m.summary = json::object();
+  for (const auto& w : ws) mergeSummary(m.summary, w.summary);
+  return m;
+}
+
 const metrics::Figure& figure(const std::vector<metrics::Figure>& fs, const char* name) {
   const metrics::Figure* f = metrics::findFigure(fs, name, metrics::sortedLabels({{"workload", "fleet"}}));
   if (f == nullptr) throw std::runtime_error(std::string("no figure ") + name);
@@ -64,8 +72,9 @@ TEST(WorkloadFigures, MedianAndMaxOfTheSamplesThenTheSamplesLeaveTheSummary) {
                                                  {"readyAgainSeconds", {4.0, 9.5, 2.5, 3.0}}})};
   auto fs = workloadFigures(ws);
   // The churn workload's one (session_write_failures), the fleet's two renewal counts,
-  // its seven lifecycle figures and its five endpoint delivery figures (unavailable).
-  ASSERT_EQ(fs.size(), 15u);
+  // its seven lifecycle figures, its five endpoint delivery figures and its four node
+  // watch outage figures (unavailable).
+  ASSERT_EQ(fs.size(), 19u);
   for (const auto& f : fs) {
     EXPECT_EQ(f.window, metrics::Window::kRun) << f.name;
     EXPECT_EQ(f.source, metrics::Source::kClient) << f.name;
@@ -133,7 +142,7 @@ TEST(WorkloadFigures, ANodeWatchThatNeverOpenedMeasuresNothing) {
   // The renewals are counted whatever the watch did; the lifecycle figures are not.
   std::erase_if(fs, [](const metrics::Figure& f) {
     return f.name.starts_with("lease_renewals_") || f.name.starts_with("watch_deliver") ||
-           f.name == "endpoint_readiness_changes";
+           f.name == "endpoint_readiness_changes" || f.name.starts_with("node_watch");
   });
   ASSERT_EQ(fs.size(), 7u);
   for (const auto& f : fs) {
@@ -238,6 +247,39 @@ TEST(WorkloadFigures, ChangesThatReachedNoProxyMeasureZeroDeliveriesAndNoLatency
   fs = workloadFigures(none);
   EXPECT_EQ(figure(fs, "endpoint_readiness_changes").unavailableReason,
             "the fleet has no Services (services.count is 0)");
+}
+
+// A relist storm: every node stream's outage, and the longest episode (from the first
+// stream lost to the last one back) is the time until every node watched again. Two
+// workers' books merge (arrays concatenate); a stream still out at the end leaves that
+// time unmeasured, saying how many were out.
+TEST(WorkloadFigures, NodeWatchOutagesAndTheTimeUntilEveryNodeWatchesAgain) {
+  std::vector<result::WorkloadSummary> ws{fleet(0, 0, {}), fleet(0, 0, {})};
+  ws[0].summary["nodeWatchOutages"] = {{"outages", 3}, {"seconds", {9.5, 12.0, 1.0}}, {"episodes", {14.25, 1.0}}};
+  ws[1].summary["nodeWatchOutages"] = {{"outages", 1}, {"seconds", {11.0}}, {"episodes", {11.0}}};
+  ws[0].summary["nodeWatches"] = {{"outNow", 0}};
+  ws[1].summary["nodeWatches"] = {{"outNow", 0}};
+  std::vector<result::WorkloadSummary> merged{mergeWorkers(ws)};
+  auto fs = workloadFigures(merged);
+  EXPECT_EQ(figure(fs, "node_watch_outages").value, 4);
+  EXPECT_EQ(figure(fs, "node_watch_outage_max").value, 12.0);
+  EXPECT_EQ(figure(fs, "node_watch_outage_p99").value, 12.0);
+  EXPECT_EQ(figure(fs, "node_watches_restored_seconds").value, 14.25);
+  EXPECT_EQ(figure(fs, "node_watches_restored_seconds").unit, "s");
+  EXPECT_FALSE(merged[0].summary["nodeWatchOutages"].contains("seconds"));  // trimmed
+
+  ws[1].summary["nodeWatches"]["outNow"] = 2;
+  std::vector<result::WorkloadSummary> stillOut{mergeWorkers(ws)};
+  fs = workloadFigures(stillOut);
+  EXPECT_EQ(figure(fs, "node_watches_restored_seconds").unavailableReason,
+            "2 node streams were still without a watch when the run ended");
+  EXPECT_EQ(figure(fs, "node_watch_outage_max").value, 12.0);
+
+  // The shared watch: nothing of the nodes' own to time.
+  std::vector<result::WorkloadSummary> shared{fleet(0, 0, {})};
+  fs = workloadFigures(shared);
+  EXPECT_EQ(figure(fs, "node_watches_restored_seconds").unavailableReason,
+            "the nodes do not watch on their own (watches.mode shared)");
 }
 
 }  // namespace
