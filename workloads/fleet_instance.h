@@ -201,6 +201,9 @@ struct Kubelet {
   bool renewing = false;   // a renewal (PUT, or GET + PUT) is in flight
   bool reporting = false;  // a status PATCH is in flight
   ReadySeen ready = ReadySeen::kUnseen;
+  // The resourceVersion of the Node that `ready` was read from: the node's own stream
+  // and the fleet's shared watch both show it, each in order but not with each other.
+  std::uint64_t readyVersion = 0;
   // The next status PATCH carries every condition in full (status, reason, message,
   // lastTransitionTime), not only heartbeats: a kubelet that came back.
   bool fullStatus = false;

@@ -101,6 +101,19 @@ void FleetInstance::observeNode(const json& node) {
   if (name == meta->end() || !name->is_string()) return;
   Kubelet* k = kubeletNamed(name->get_ref<const std::string&>());
   if (k == nullptr) return;
+  // Two streams may show a node: its own (restarted, listing, when it returns) and the
+  // fleet's shared watch. A version older than the one already read is stale: a list
+  // served just before the kubelet's Ready PATCH and delivered after the shared watch
+  // showed that PATCH would make a returned node NotReady again. (resourceVersions are
+  // etcd revisions here: the plane's storage is etcd 3.)
+  if (auto rv = meta->find("resourceVersion"); rv != meta->end() && rv->is_string()) {
+    const std::string& text = rv->get_ref<const std::string&>();
+    std::uint64_t v = 0;
+    if (std::from_chars(text.data(), text.data() + text.size(), v).ec == std::errc{}) {
+      if (v < k->readyVersion) return;
+      k->readyVersion = v;
+    }
+  }
   FleetInstance& owner = *k->fleet;
   // As the kubelet reads it (IsNodeReady): Ready is True, or it is not.
   bool readyTrue = false;
