@@ -58,7 +58,7 @@ DormantParams DormantParams::read(const YamlField& e) {
     if (!(p.updatesPerSecond >= 0 && p.updatesPerSecond <= 1e6)) throw f->error("must be in [0, 1e6]");
   }
   if (auto w = e.get("watchers")) {
-    w->expectMap({"perKind", "shards", "timeout", "pageSize", "relistEvery"});
+    w->expectMap({"perKind", "shards", "timeout", "pageSize", "relistEvery", "labelSelector"});
     if (auto f = w->get("perKind")) p.watchers.perKind = f->asInt(0, 10'000);
     if (auto f = w->get("shards")) p.watchers.shards = f->asInt(0, 1024);
     if (auto f = w->get("timeout"))
@@ -66,6 +66,10 @@ DormantParams DormantParams::read(const YamlField& e) {
     if (auto f = w->get("pageSize")) p.watchers.pageSize = f->asInt(1, 100'000);
     if (auto f = w->get("relistEvery"))
       p.watchers.relistEvery = readDuration(*f, std::chrono::seconds(0), std::chrono::hours(24));
+    if (auto f = w->get("labelSelector")) {
+      p.watchers.labelSelector = f->asString();
+      if (p.watchers.labelSelector.empty()) throw f->error("must not be empty (leave it out to select every object)");
+    }
     if (p.watchers.perKind > 0 && p.crdKinds == 0) throw w->error("watchers need at least one CRD kind (crdKinds)");
   }
   p.crdTemplate =
@@ -486,6 +490,7 @@ class DormantInstance final : public WorkloadInstance {
     o.collection = kube::ResourceRef(DormantWorkload::crdResource(kind));
     o.pageSize = p_.watchers.pageSize;
     o.timeout = p_.watchers.timeout;
+    o.selector.labelSelector = p_.watchers.labelSelector;
     if (p_.watchers.shards > 0) {
       o.selector.extra.emplace_back("shardSelector", shardSelector(index % p_.watchers.shards, p_.watchers.shards));
     }

@@ -43,6 +43,9 @@
 //       pageSize: 500
 //       relistEvery: 0s           # > 0: each watcher lists everything again this often (as
 //                                 # a restarted operator's informer does), phases spread
+//       labelSelector: ""         # the watchers' label selector; one that selects nothing
+//                                 # makes watchers the apiserver considers for every change
+//                                 # and sends none (the calibration's dispatch probe)
 //     crdTemplate: dormant-crd.yaml
 //
 // Growing in place, growth("objectsPerKind", from, to) with objectsPerKind <= from < to:
@@ -86,6 +89,7 @@ struct DormantParams {
     engine::Duration timeout = std::chrono::minutes(5);
     std::int64_t pageSize = 500;
     engine::Duration relistEvery{0};
+    std::string labelSelector;  // empty: every object
   } watchers;
   std::optional<ObjectTemplate> crdTemplate;
   // Not scenario fields: a growth creates only the CRD kinds' objects

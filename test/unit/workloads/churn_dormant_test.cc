@@ -615,6 +615,31 @@ TEST(Dormant, WatcherListsThenWatchesResumesFromBookmarksAndRelistsOnGone) {
   EXPECT_EQ(inst->summary()["watchBookmarks"], 1);
 }
 
+TEST(Dormant, WatchersListAndWatchWithTheirLabelSelector) {
+  // The calibration's dispatch probe: watchers whose selector matches nothing, so the
+  // apiserver dispatches every change to them and sends none.
+  Harness h;
+  std::vector<std::string> seen;
+  h.override = [&](const kube::HttpRequest& r) -> std::optional<kube::HttpResponse> {
+    if (r.path.find("/widgets") == std::string::npos || r.method != "GET") return std::nullopt;
+    seen.push_back(r.path);
+    if (r.path.find("watch=true") == std::string::npos)
+      return jsonResponse(200, {{"metadata", {{"resourceVersion", "10"}}}, {"items", json::array()}});
+    h.sim.stop();
+    return watchStream({});
+  };
+  auto w =
+      makeWorkload(entry("kind: dormant\ncrdKinds: 1\nobjectsPerKind: 0\n"
+                         "watchers: {perKind: 1, labelSelector: \"cpscale.io/selects=nothing\"}\n"));
+  auto inst = w->start(h.ctx);
+  h.sim.runUntil(engine::TimePoint{10s});
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& path : seen)
+    EXPECT_NE(path.find("labelSelector=cpscale.io%2Fselects%3Dnothing"), std::string::npos) << path;
+  EXPECT_THROW(makeWorkload(entry("kind: dormant\ncrdKinds: 1\nwatchers: {perKind: 1, labelSelector: \"\"}\n")),
+               ConfigError);
+}
+
 TEST(Dormant, ShardSelectorsSplitTheHashSpace) {
   // As kube-apiserver reads them: quoted 16-digit hex, [start, end), the last to 2^64.
   EXPECT_EQ(shardSelector(0, 2), "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')");
