@@ -315,9 +315,40 @@ const Figure* heapFigure(const Figures& fs, const std::string& apiserver) {
 // them, and a cost of ~10 us an event is lost in the writes' noise.
 struct CpuRow {
   double lease = 0, other = 0, custom = 0, eventWrites = 0, reads = 0, events = 0, listed = 0, cpu = 0;
+  // Changes dispatched to watchers per second (dispatchedAt).
+  double dispatched = 0;
   bool fanout = false;        // a reads probe's window with no LIST traffic
   bool builtinProbe = false;  // a window of a probe of built-in writes (pods)
 };
+
+// "resource.group" (or "resource" in the core group), as a family labels a resource with
+// either a group label or the qualified name alone.
+std::string qualifiedResource(const Figure& f) {
+  const std::string resource(labelValue(f.labels, "resource")), group(labelValue(f.labels, "group"));
+  return group.empty() ? resource : resource + "." + group;
+}
+
+// The changes the watch cache dispatched to watchers per second at t on one replica: each
+// resource's events received (apiserver_watch_cache_events_received_total) times its
+// open watches (apiserver_longrunning_requests{verb="WATCH"}). Exact where every watch
+// is dispatched every change. Pods and nodes count their events sent instead (their
+// trigger index keeps a pinned watch from the others' changes, which no metric counts;
+// the probes' watches of them select what they are dispatched).
+double dispatchedAt(const Figures& fs, const Labels& self, Time t) {
+  std::map<std::string, double> watches;
+  for (const Figure* f : named(fs, "apiserver_longrunning_requests", self))
+    if (labelValue(f->labels, "verb") == "WATCH") watches[qualifiedResource(*f)] += valueAt(f, t);
+  auto indexed = [](const std::string& r) { return r == "pods" || r == "nodes"; };
+  double dispatched = 0;
+  for (const Figure* f : named(fs, "apiserver_watch_cache_events_received_total_per_second", self)) {
+    const std::string r = qualifiedResource(*f);
+    if (indexed(r)) continue;
+    if (auto it = watches.find(r); it != watches.end()) dispatched += valueAt(f, t) * it->second;
+  }
+  for (const Figure* f : named(fs, "apiserver_watch_events_total_per_second", self))
+    if (indexed(qualifiedResource(*f))) dispatched += valueAt(f, t);
+  return dispatched;
+}
 
 // One observation per scrape interval of every window and replica: its CPU against
 // its requests by class.
@@ -377,6 +408,7 @@ std::vector<CpuRow> apiserverCpuRows(const std::vector<Win>& wins) {
         r.listed = sumAt(listed, t);
         r.cpu = valueAt(cpu, t);
         r.fanout = fanout;
+        r.dispatched = dispatchedAt(w.figures, self, t);
         r.builtinProbe = w.probe->kind == ProbeKind::kWrites;
         rows.push_back(r);
       }
@@ -385,25 +417,53 @@ std::vector<CpuRow> apiserverCpuRows(const std::vector<Win>& wins) {
   return rows;
 }
 
-// The CPU per watch event sent, from the fan-out probes alone where they ran (their
-// writes alike, the events they sent apart); none otherwise.
-std::optional<Param> fitWatchEventCpu(const std::vector<CpuRow>& rows, const CalibrationFitOptions& o, Calibration& c) {
+// The CPU per watch event sent and per change dispatched to a watcher, from the fan-out
+// probes alone where they ran (their writes alike, the events they sent and the watchers
+// they opened apart); none otherwise. The two are told apart only where a probe's
+// watchers were dispatched changes they did not select (fanout-filtered): elsewhere
+// every dispatch is an event sent, and the event's cost holds both.
+struct WatchCpu {
+  Param event, dispatch;
+};
+std::optional<WatchCpu> fitWatchEventCpu(const std::vector<CpuRow>& rows, const CalibrationFitOptions& o,
+                                         Calibration& c) {
   Design fan;
-  fan.names = {"watchEvents"};
-  for (const CpuRow& r : rows)
-    if (r.fanout) fan.add({r.events}, r.cpu);
+  bool filtered = false;
+  for (const CpuRow& r : rows) {
+    if (!r.fanout) continue;
+    filtered = filtered || r.dispatched > 2 * r.events + 200;
+  }
+  fan.names =
+      filtered ? std::vector<std::string>{"watchEvents", "dispatched"} : std::vector<std::string>{"watchEvents"};
+  for (const CpuRow& r : rows) {
+    if (!r.fanout) continue;
+    if (filtered)
+      fan.add({r.events, r.dispatched}, r.cpu);
+    else
+      fan.add({r.events}, r.cpu);
+  }
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   for (const auto& x : fan.x) lo = std::min(lo, x[0]), hi = std::max(hi, x[0]);
   // Two fan-outs at least a few hundred events a second apart.
-  if (fan.y.size() >= 4 && hi - lo > 200) {
-    Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
-    c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
+  if (fan.y.size() < 4 || hi - lo <= 200) return std::nullopt;
+  Fitted f = fitDesign(std::move(fan), "apiserver CPU per watch event (fan-out probes)", o.confidence, c.notes);
+  c.fits.push_back(quality("apiserver_cpu_watch_event", f.fit));
+  WatchCpu out{f.params.at("watchEvents"), Param::fixed(0)};
+  if (filtered) {
+    out.dispatch = f.params.at("dispatched");
     c.notes.push_back(
-        "apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; "
-        "the other costs are fitted to the CPU less it");
-    return f.params.at("watchEvents");
+        "apiserverCpuWatchEvent, apiserverCpuWatchDispatch: the fan-out probes' CPU against the events sent and "
+        "the changes dispatched to watchers (each resource's apiserver_watch_cache_events_received_total times "
+        "its open watches), their writes alike; fanout-filtered's watchers select nothing, so its dispatches "
+        "send no event. The other costs are fitted to the CPU less both");
+  } else {
+    c.notes.push_back(
+        "apiserverCpuWatchEvent: the fan-out probes' CPU against the events sent, their writes alike; no probe "
+        "dispatched changes its watchers did not select, so the dispatch is not told apart: it is in the "
+        "event's cost and apiserverCpuWatchDispatch is 0 (a pinned pod or node watch is then charged nothing "
+        "for the changes it filters out)");
   }
-  return std::nullopt;
+  return out;
 }
 
 void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
@@ -412,7 +472,7 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
     throw FitError(
         "apiserver CPU: no probe window has apiserver_cpu_cores{apiserver} (is process_cpu_seconds_total scraped?)");
 
-  const std::optional<Param> perEvent = fitWatchEventCpu(rows, o, c);
+  const std::optional<WatchCpu> watch = fitWatchEventCpu(rows, o, c);
   // Built-in writes other than Leases (Pods, their status, Node status) apart from
   // custom resources' only where a probe wrote many of them (the pods probes):
   // elsewhere they are a Node's status now and then, and the two costs are one. Events
@@ -430,14 +490,14 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
   d.names = {"leaseWrites", "otherWrites", "reads", "listObjects"};
   if (split) d.names.push_back("customWrites");
   if (eventSplit) d.names.push_back("eventWrites");
-  if (!perEvent) d.names.push_back("watchEvents");
+  if (!watch) d.names.push_back("watchEvents");
   for (const CpuRow& r : rows) {
     double other = r.other + (eventSplit ? 0 : r.eventWrites) + (split ? 0 : r.custom);
     std::vector<double> x = {r.lease, other, r.reads, r.listed};
     if (split) x.push_back(r.custom);
     if (eventSplit) x.push_back(r.eventWrites);
-    if (!perEvent) x.push_back(r.events);
-    d.add(std::move(x), perEvent ? r.cpu - perEvent->value * r.events : r.cpu);
+    if (!watch) x.push_back(r.events);
+    d.add(std::move(x), watch ? r.cpu - watch->event.value * r.events - watch->dispatch.value * r.dispatched : r.cpu);
   }
   Fitted f = fitDesign(std::move(d), "apiserver CPU", o.confidence, c.notes);
   c.apiserverIdleCores = f.params.at("intercept");
@@ -458,7 +518,8 @@ void fitApiserverCpu(const std::vector<Win>& wins, const CalibrationFitOptions& 
                                  : "apiserverCpuEventWrite: as apiserverCpuWrite: no pods probe ran without Events");
   }
   c.apiserverCpuRead = f.params.at("reads");
-  c.apiserverCpuWatchEvent = perEvent ? *perEvent : f.params.at("watchEvents");
+  c.apiserverCpuWatchEvent = watch ? watch->event : f.params.at("watchEvents");
+  c.apiserverCpuWatchDispatch = watch ? watch->dispatch : Param::fixed(0);
   c.apiserverCpuListObject = f.params.at("listObjects");
   c.fits.push_back(quality("apiserver_cpu", f.fit));
 }
@@ -826,14 +887,56 @@ void fitNodeHeap(const std::vector<Win>& wins, const CalibrationFitOptions& o, C
   }
 }
 
+// Each open watch: the heap against the open watches (apiserver_longrunning_requests
+// {verb="WATCH"}) over the fan-out probes' windows, which hold the same objects and
+// write the same updates with 10, 50 and (fanout-filtered) a thousand watchers; the
+// events the ring holds (it fills with the updates as a window goes on) fitted beside.
+void fitWatchHeap(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {
+  Design d;
+  d.names = {"watches", "heldEvents"};
+  double fewest = std::numeric_limits<double>::infinity(), most = 0;
+  for (const Win& w : wins) {
+    if (!w.probe->name.starts_with("fanout")) continue;
+    for (const Figure* any : named(w.figures, "apiserver_heap_inuse_bytes")) {
+      std::string api(labelValue(any->labels, "apiserver"));
+      if (api.empty()) continue;
+      const Figure* heap = heapFigure(w.figures, api);
+      const auto open =
+          named(w.figures, "apiserver_longrunning_requests", labels({{"apiserver", api}, {"verb", "WATCH"}}));
+      for (Time t : timesOf(*heap)) {
+        const double watches = sumAt(open, t);
+        fewest = std::min(fewest, watches), most = std::max(most, watches);
+        d.add({watches, heldAt(w.figures, api, t).custom}, valueAt(heap, t));
+      }
+    }
+  }
+  // Open watches a few hundred apart, or the slope is the heap's noise.
+  if (d.y.size() < 4 || most - fewest < 200) {
+    c.heapPerWatch = Param::fixed(0);
+    c.notes.push_back(
+        "heapPerWatch: not fitted (no fan-out probes whose open watches were a few hundred apart): an open watch "
+        "costs the model no heap");
+    return;
+  }
+  Fitted f = fitDesign(std::move(d), "heap per watch", o.confidence, c.notes);
+  c.heapPerWatch = f.params.at("watches");
+  c.fits.push_back(quality("heap_per_watch", f.fit));
+  c.notes.push_back("heapPerWatch: " + numberText(c.heapPerWatch.value) + " B per open watch [" +
+                    numberText(c.heapPerWatch.low) + ", " + numberText(c.heapPerWatch.high) +
+                    "]: the fan-out probes' heap against their open watches (" + numberText(fewest) + " to " +
+                    numberText(most) + "), the ring's held events fitted beside");
+}
+
 // kube-apiserver's heap: per object and per byte, the idle plane's base, a custom
-// resource's watch cache and the nodes' override, each fit using the ones before it.
+// resource's watch cache, the nodes' override and each open watch, each fit using the
+// ones before it.
 void fitHeap(const std::vector<ProbeResult>& probes, const std::vector<Win>& wins, const CalibrationFitOptions& o,
              Calibration& c) {
   fitHeapPerObject(probes, o, c);
   fitHeapBase(wins, o, c);
   fitWatchCacheHeap(wins, o, c);
   fitNodeHeap(wins, o, c);
+  fitWatchHeap(wins, o, c);
 }
 
 void fitEtcdStorage(const std::vector<Win>& wins, const CalibrationFitOptions& o, Calibration& c) {

@@ -19,7 +19,7 @@ struct ProbePlan {
   std::vector<scenario::Override> overrides;
 };
 
-// The probes, about 13 minutes on 2 cores (about 9 with `quick`).
+// The probes, about 14 minutes on 2 cores (about 10 with `quick`).
 std::vector<ProbePlan> probePlan(bool quick);
 
 }  // namespace cpscale::calibration

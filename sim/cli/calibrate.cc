@@ -37,7 +37,7 @@ cxxopts::Options calibrateOptions() {
       "another (each starts its own plane): the plane idle, kubelets at two fleet sizes, session churn at two\n"
       "rates, pods replaced at two rates and without their Events, a state ramp per kind at two payload sizes,\n"
       "updates fanned out to 10 and 50 watchers, and informers relisting in pages of 500 and 50\n"
-      "(scenarios/calibration). About 13 minutes on 2 cores (9 with --quick). From their results it fits\n"
+      "(scenarios/calibration). About 14 minutes on 2 cores (10 with --quick). From their results it fits\n"
       "kube-apiserver and etcd CPU per request class, the\n"
       "generator's CPU per request, heap per object and per byte, etcd db growth per write, and measures\n"
       "unloaded latencies, background writes and RSS over heap; it writes the calibration (every parameter\n"
@@ -131,7 +131,7 @@ std::optional<std::vector<calibration::ProbeResult>> probesToFit(const cxxopts::
     installInterruptHandlers();
     if (progress)
       std::cerr << "cpscale calibrate: " << plan.size() << " probes on " << profile.name << ", about "
-                << (r.count("quick") ? "9" : "13") << " minutes; results in " << probesDir.string()
+                << (r.count("quick") ? "10" : "14") << " minutes; results in " << probesDir.string()
                 << (placement.empty() ? "; nothing pinned" : "; pinned: " + placement.text()) << "\n";
     run::ProbeRunOptions po;
     po.scenarioDir = scenarioDir;

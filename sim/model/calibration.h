@@ -19,7 +19,10 @@ namespace cpscale::model {
 // 2: the placement the probes ran with, the LIST cost per object, the plane's own
 // watchers per resource and the etcd quota's model (version 1 files are refused: they
 // were measured with every member contending for the same cores).
-inline constexpr int kCalibrationVersion = 2;
+// 3: a watch event's cost split into the watch cache's dispatch to each watcher it
+// considers and the event sent, and the heap per open watch (version 2 files are refused:
+// their cost per event sent holds the dispatch, which the model now charges apart).
+inline constexpr int kCalibrationVersion = 3;
 
 // One fitted parameter: its estimate and 95 % confidence interval (equal to the value
 // when it was set, not fitted).
@@ -100,8 +103,19 @@ struct Calibration {
   Param apiserverCpuCustomWrite;  // POST/PUT/PATCH/DELETE of a custom resource
   Param apiserverCpuEventWrite;   // POST/PATCH of an Event (no watch cache, no watchers)
   Param apiserverCpuRead;         // GET/LIST
-  Param apiserverCpuWatchEvent;   // per watch event sent to one watcher
-  Param apiserverCpuListObject;   // per object a LIST returns (encoding it; the LIST's own cost is a read)
+  // A change reaching watchers, as kube-apiserver's watch cache (the cacher) serves it:
+  // the object is encoded once per change whoever watches (CachingObject), which is in
+  // the write's cost above since every resource with a watch cache has the plane's own
+  // informers; then each watcher the change is dispatched to costs
+  // apiserverCpuWatchDispatch (its goroutine woken, the event filtered against its
+  // selector), whether or not it selects the object, and each event sent costs
+  // apiserverCpuWatchEvent (framed and written to its stream). A trigger index keeps the
+  // change from the watchers it cannot concern: pods by spec.nodeName, nodes by
+  // metadata.name (upstream's TriggerFunc), for watchers whose field selector pins that
+  // field; such a watcher is dispatched only its own objects' changes.
+  Param apiserverCpuWatchDispatch;  // per change per watcher it is dispatched to
+  Param apiserverCpuWatchEvent;     // per watch event sent to one watcher
+  Param apiserverCpuListObject;     // per object a LIST returns (encoding it; the LIST's own cost is a read)
   // etcd: CPU per committed proposal, and its idle CPU.
   Param etcdIdleCores;
   Param etcdCpuPerProposal;
@@ -129,6 +143,9 @@ struct Calibration {
   // with its Lease was measured with the Leases' ring as it fills).
   Param heapPerCustomResourceEvent;
   Param heapPerCustomResource;
+  // Each open watch (its cacheWatcher, its buffered channel of events, its stream's
+  // buffers), as the heap grew with the watches a probe opened.
+  Param heapPerWatch;
   // RSS over heap (process_resident_memory_bytes / heap inuse).
   double rssOverHeap = 1.6;
 

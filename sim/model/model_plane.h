@@ -15,8 +15,9 @@
 // its requests is counted w times in the members' counters, charges w times its cost
 // and each object it creates counts w times in object counts, heap and etcd size. A
 // scenario too large to simulate request by request is run with its extensive knobs
-// divided by w (see simulate.h); watchers always count once (as the live generator's
-// shared watches do).
+// divided by w (see simulate.h). A watch counts once (as the live generator's shared
+// watches do); each event sent to it, and each change dispatched to it, counts its
+// object's weight: an object of weight w stands for w changes, each sent to the watch.
 //
 // Admission: where the profile turns API Priority and Fairness off, kube-apiserver's
 // max-in-flight filter (ModelAdmission) answers each replica's excess 429 at once.

@@ -186,6 +186,21 @@ std::string_view toString(ChangeType t) {
   return "ADDED";
 }
 
+std::string_view ResourceType::triggerField() const {
+  if (!group.empty()) return {};
+  if (resource == "pods") return "spec.nodeName";
+  if (resource == "nodes") return "metadata.name";
+  return {};
+}
+
+std::optional<std::string> triggerValue(const ResourceType& type, const Change& c, std::optional<json>* parsed) {
+  const std::string_view field = type.triggerField();
+  if (field.empty()) return std::nullopt;
+  if (field == "metadata.name") return c.name;
+  if (!*parsed) *parsed = json::parse(*c.object, nullptr, false);
+  return fieldOf(**parsed, field).value_or("");
+}
+
 bool Watcher::selects(std::string_view objNs, std::string_view name, const LabelSet& objLabels, std::uint64_t uidHash,
                       const std::string& object, std::optional<json>* parsed) const {
   if (!ns.empty() && objNs != ns) return false;

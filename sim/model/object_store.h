@@ -77,6 +77,11 @@ struct ResourceType {
   // cache DefaultWatchCacheSizes disables (events: 0). An uncached resource's objects
   // and history stay in etcd alone: no ring, no heap of its own.
   bool watchCached() const { return hasWatchCache(group, resource); }
+  // The field of kube-apiserver's trigger index on it (the registry's TriggerFunc):
+  // "spec.nodeName" for pods, "metadata.name" for nodes; empty for any other resource.
+  // The watch cache dispatches a change only to the watchers whose selector pins that
+  // field to the change's value, and to every watcher that pins nothing.
+  std::string_view triggerField() const;
 };
 
 enum class ChangeType { kAdded, kModified, kDeleted };
@@ -97,6 +102,11 @@ struct Change {
   double weight = 1;      // the writer's sampling weight
   double cumulative = 0;  // the table's recorded weight up to and including this change
 };
+
+// A change's value of its resource's trigger field (ResourceType::triggerField), nullopt
+// for a resource without one. `parsed` as Watcher::selects takes it.
+std::optional<std::string> triggerValue(const ResourceType& type, const Change& c,
+                                        std::optional<nlohmann::json>* parsed);
 
 // One open watch on a resource, as the store sees it: its filters and how far it has
 // been sent. The plane derives its stream from it. Unlinks itself when destroyed.

@@ -240,7 +240,8 @@ kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending&
     // The runtime.MemStats block a Go heap profile written with debug=1 ends with.
     char buf[128];
     std::snprintf(buf, sizeof buf,
-                  "heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# HeapInuse = %.0f\n", heapBytes());
+                  "heap profile: 0: 0 [0: 0] @ heap/1048576\n\n# runtime.MemStats\n# HeapInuse = %.0f\n",
+                  heapBytes(p.replica));
     return response(200, buf, "text/plain; charset=utf-8");
   }
   if (r.path == "/api" || r.path == "/apis" || r.path.starts_with("/api/") || r.path.starts_with("/apis/")) {

@@ -55,6 +55,19 @@ struct ModelWatch : Watcher {
   std::function<bool(std::string_view)> onChunk;
   bool bookmarks = false;
   engine::TimePoint opened{};
+  // The value its field selector pins the table's trigger field to (pods' spec.nodeName,
+  // nodes' metadata.name): the watch cache dispatches it only changes with that value.
+  std::optional<std::string> trigger;
+  // The watches it stands for: 1. A sampled client's watch is one watch, as the live
+  // generator's shared and dormant watches are; a per-node watch of a sampled fleet
+  // would stand for as many as its node does, which the model cannot tell from the
+  // request (a known gap: such a fleet's kube-proxy watches count w times too few).
+  double weight = 1;
+  // The (watch, object) pairs one sampled event stands for, for an object of this
+  // weight. A watch that selects everything sees each of the w objects a sampled one
+  // stands for from each of its watches: weight x w. A pinned watch (a kubelet's of its
+  // node's pods) sees only its own: the w objects go one to each of the watches.
+  double pairs(double objectWeight) const;
 };
 
 struct Pending {
@@ -109,6 +122,7 @@ class ModelPlane::Impl {
     CpuPool* pool = nullptr;
     double cpu = 0;                               // charged core-seconds (idle apart)
     double seatsReadOnly = 0, seatsMutating = 0;  // the max-in-flight filter's, taken
+    double watches = 0;                           // the workloads' watches open on it (weighted)
   };
   struct Etcd {
     ModelEtcd spec;
@@ -148,7 +162,10 @@ class ModelPlane::Impl {
   double planeWatchersOf(const Table& table) const;
   void onRemoved(Table& table);
   // Sends one line; false when the consumer refused it (the watch is then closed).
-  bool send(ModelWatch& w, const std::string& line);
+  // Charges replica `replica` `cpu` core-seconds now.
+  void chargeApiserver(std::size_t replica, double cpu);
+  // `events`: the events it stands for (its watch's and its object's weights).
+  bool send(ModelWatch& w, const std::string& line, double events);
   bool deliver(ModelWatch& w, const Change& c, std::string* lines, std::optional<nlohmann::json>* parsed = nullptr);
   void bury(std::unique_ptr<ModelWatch> w);
   void flushGraveyard();
@@ -242,8 +259,11 @@ class ModelPlane::Impl {
 
   // ---- exposition: the members' /metrics (plane_metrics.cc) ----
   double elapsed() const { return seconds(sched_.now() - start_); }
-  double heapBytes() const;
-  // heapBytes() at one instant: every replica's scrape of one round reads the same.
+  // Replica i's heap: what every replica holds alike (the watch cache) and its own open
+  // watches.
+  double heapBytes(std::size_t i) const;
+  double sharedHeapBytes() const;
+  // sharedHeapBytes() at one instant: every replica's scrape of one round reads the same.
   mutable std::optional<std::pair<engine::TimePoint, std::uint64_t>> heapAt_;
   mutable double heap_ = 0;
   std::string apiserverText(std::size_t i) const;

@@ -6,7 +6,12 @@
 
 namespace cpscale::model {
 
-double ModelPlane::Impl::heapBytes() const {
+double ModelPlane::Impl::heapBytes(std::size_t i) const {
+  // The plane's own informers' watches are in heapBaseBytes (the idle plane had them).
+  return sharedHeapBytes() + apis_[i].watches * cal_.heapPerWatch.value;
+}
+
+double ModelPlane::Impl::sharedHeapBytes() const {
   if (heapAt_ && heapAt_->first == sched_.now() && heapAt_->second == store_.revision()) return heap_;
   double heap = cal_.heapBaseBytes.value;
   const auto& byResource = cal_.heapBytesPerObjectByResource;
@@ -46,7 +51,7 @@ double ModelPlane::Impl::heapBytes() const {
 
 std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
   ApiserverMetrics::Process p;
-  p.heapBytes = heapBytes();
+  p.heapBytes = heapBytes(i);
   p.rssBytes = p.heapBytes * cal_.rssOverHeap;
   p.cpuSeconds = cal_.apiserverIdleCores.value * elapsed() + apis_[i].cpu;
   p.startTime = static_cast<double>(options_.epochUnixNanos) / 1e9 + seconds(start_.time_since_epoch());

@@ -19,6 +19,7 @@ ModelTransport::~ModelTransport() {
     if (p.seat) impl_->releaseSeat(p.replica, p.seatMutating, weight_);
     if (p.watch) {
       --impl_->stats_.watchers;
+      impl_->apis_[p.replica].watches -= p.watch->weight;
       impl_->bury(std::move(p.watch));
     }
   }

@@ -1,7 +1,9 @@
 // Watch fan-out in the model plane: a watch opened from the current state or resumed
-// from a resourceVersion (410 Expired past the watch cache's ring), every change sent to
-// every watcher that selects it and charged to the replica serving it, the plane's own
-// informers' share, bookmarks and the watch's end.
+// from a resourceVersion (410 Expired past the watch cache's ring), every change
+// dispatched to every watcher the trigger index leaves it (Calibration's
+// apiserverCpuWatchDispatch) and sent to each that selects it (apiserverCpuWatchEvent),
+// charged to the replica serving it, the plane's own informers' share, bookmarks and
+// the watch's end.
 #include "sim/model/plane_impl.h"
 
 #include <algorithm>
@@ -38,14 +40,21 @@ void ModelPlane::Impl::flushGraveyard() {
   if (fanout_ == 0) graveyard_.clear();
 }
 
-bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line) {
-  if (w.dead) return false;
-  Apiserver& a = apis_[w.replica];
-  const ResourceType& type = w.table->type;
-  a.metrics.watchEvents(type.group, type.version, type.resource, 1);
-  const double cpu = cal_.apiserverCpuWatchEvent.value;
+void ModelPlane::Impl::chargeApiserver(std::size_t replica, double cpu) {
+  Apiserver& a = apis_[replica];
   a.pool->charge(sched_.now(), cpu);
   a.cpu += cpu;
+}
+
+double ModelWatch::pairs(double objectWeight) const {
+  return trigger ? std::max(weight, objectWeight) : weight * objectWeight;
+}
+
+bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line, double events) {
+  if (w.dead) return false;
+  const ResourceType& type = w.table->type;
+  apis_[w.replica].metrics.watchEvents(type.group, type.version, type.resource, events);
+  chargeApiserver(w.replica, cal_.apiserverCpuWatchEvent.value * events);
   ++stats_.watchEventsSent;
   if (!w.onChunk || w.onChunk(line)) return !w.dead;
   if (w.dead) return false;  // it cancelled itself from inside the consumer
@@ -61,6 +70,9 @@ bool ModelPlane::Impl::send(ModelWatch& w, const std::string& line) {
 bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* lines, std::optional<json>* parsed) {
   if (w.dead || c.rv <= w.sentRv) return !w.dead;
   w.sentRv = c.rv;
+  // Dispatched to it: its goroutine woken and the event filtered, whatever the outcome.
+  const double pairs = w.pairs(c.weight);
+  chargeApiserver(w.replica, cal_.apiserverCpuWatchDispatch.value * pairs);
   const bool now = w.selects(c.ns, c.name, *c.labels, c.uidHash, *c.object, parsed);
   const bool before = c.type == ChangeType::kModified && c.oldLabels != c.labels
                           ? w.selects(c.ns, c.name, *c.oldLabels, c.uidHash, *c.object, parsed)
@@ -75,7 +87,7 @@ bool ModelPlane::Impl::deliver(ModelWatch& w, const Change& c, std::string* line
   }
   std::string& line = lines[static_cast<int>(type)];
   if (line.empty()) line = watchLine(toString(type), *c.object);
-  return send(w, line);
+  return send(w, line, pairs);
 }
 
 double ModelPlane::Impl::planeWatchersOf(const Table& table) const {
@@ -97,21 +109,27 @@ void ModelPlane::Impl::onChange(Table& table, const Change& c) {
     if (&table == pods_) indexPod(c);
   }
   // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
-  // every change of the resources they watch: fan-out CPU and events sent on the
-  // replica they talk to (the first), whatever the workloads watch.
+  // every change of the resources they watch, dispatched and sent, on the replica they
+  // talk to (the first), whatever the workloads watch.
   if (const double plane = planeWatchersOf(table); plane > 0 && table.served) {
     const double events = plane * c.weight;
-    Apiserver& a = apis_[0];
-    a.metrics.watchEvents(table.type.group, table.type.version, table.type.resource, events);
-    const double cpu = cal_.apiserverCpuWatchEvent.value * events;
-    a.pool->charge(sched_.now(), cpu);
-    a.cpu += cpu;
+    apis_[0].metrics.watchEvents(table.type.group, table.type.version, table.type.resource, events);
+    chargeApiserver(0, (cal_.apiserverCpuWatchDispatch.value + cal_.apiserverCpuWatchEvent.value) * events);
   }
   if (table.watchers.empty()) return;
   ++fanout_;
   std::string lines[3];
   std::optional<json> parsed;
-  for (Watcher& base : table.watchers) deliver(static_cast<ModelWatch&>(base), c, lines, &parsed);
+  // The trigger index: a watcher pinned to another value is not dispatched the change.
+  std::optional<std::optional<std::string>> trigger;
+  for (Watcher& base : table.watchers) {
+    auto& w = static_cast<ModelWatch&>(base);
+    if (w.trigger) {
+      if (!trigger) trigger = triggerValue(table.type, c, &parsed);
+      if (*trigger && **trigger != *w.trigger) continue;
+    }
+    deliver(w, c, lines, &parsed);
+  }
   --fanout_;
   flushGraveyard();
 }
@@ -178,6 +196,7 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   w->onChunk = std::move(p.req.onBodyChunk);
   w->bookmarks = r.param("allowWatchBookmarks") == "true";
   w->opened = sched_.now();
+  if (const std::string_view field = table->type.triggerField(); !field.empty()) w->trigger = w->fields.pinned(field);
   double timeout = 0;
   if (std::string ts = r.param("timeoutSeconds"); !ts.empty()) timeout = std::strtod(ts.c_str(), nullptr);
   // Without one, kube-apiserver ends a watch after a random [1, 2) x --min-request-timeout.
@@ -187,6 +206,7 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   p.watch = std::move(w);
   table->watchers.push_back(watch);
   ++stats_.watchers;
+  apis_[p.replica].watches += watch.weight;
   ModelTransport* tp = &t;
   p.event = sched_.scheduleAt(sched_.now() + fromSeconds(timeout), [tp, id] {
     if (tp->impl_) tp->impl_->endWatch(*tp, id, response(200, ""), true);
@@ -200,10 +220,11 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
     // The current state first, as synthetic ADDED events.
     bool alive = true;
     for (const StoredObject* o : store_.selected(*table, watch)) {
-      if (!(alive = send(watch, watchLine("ADDED", *o->text)))) break;
+      if (!(alive = send(watch, watchLine("ADDED", *o->text), watch.pairs(o->weight)))) break;
     }
     watch.sentRv = store_.revision();
-    if (alive && streamingList && watch.bookmarks) send(watch, watchLine("BOOKMARK", initialEventsEnd(*table, watch)));
+    if (alive && streamingList && watch.bookmarks)
+      send(watch, watchLine("BOOKMARK", initialEventsEnd(*table, watch)), watch.weight);
   } else {
     const std::uint64_t from = std::strtoull(rvText.c_str(), nullptr, 10);
     auto changes = store_.changesSince(*table, from);
@@ -212,7 +233,7 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
     if (!changes) {
       const std::string status = statusBody(
           410, "Expired", "too old resource version: " + rvText + " (" + std::to_string(table->compactedRv) + ")");
-      if (send(watch, watchLine("ERROR", status))) endWatch(t, id, response(200, ""), false);
+      if (send(watch, watchLine("ERROR", status), watch.weight)) endWatch(t, id, response(200, ""), false);
     } else {
       watch.sentRv = from;
       for (const Change* c : *changes) {
@@ -245,7 +266,7 @@ void ModelPlane::Impl::endWatch(ModelTransport& t, kube::RequestId id, kube::Htt
     const std::string object = R"({"kind":")" + type.kind + R"(","apiVersion":")" + type.apiVersion() +
                                R"(","metadata":{"resourceVersion":")" + std::to_string(w.sentRv) + R"("}})";
     ++fanout_;
-    const bool alive = send(w, watchLine("BOOKMARK", object));
+    const bool alive = send(w, watchLine("BOOKMARK", object), w.weight);
     --fanout_;
     if (!alive) {
       flushGraveyard();
@@ -262,6 +283,7 @@ void ModelPlane::Impl::endWatch(ModelTransport& t, kube::RequestId id, kube::Htt
   apis_[p.replica].metrics.request(p.labelsKey, code == 0 ? 200 : code, open, t.weight_);
   ++stats_.requests;
   --stats_.watchers;
+  apis_[p.replica].watches -= p.watch->weight;
   bury(std::move(p.watch));
   flushGraveyard();
   ++t.handled_;

@@ -176,6 +176,12 @@ bool FieldSelector::metadataOnly() const {
   });
 }
 
+std::optional<std::string> FieldSelector::pinned(std::string_view field) const {
+  for (const Requirement& r : requirements_)
+    if (r.equals && r.field == field) return r.value;
+  return std::nullopt;
+}
+
 bool FieldSelector::matches(std::string_view name, std::string_view ns, const FieldLookup& lookup) const {
   for (const Requirement& r : requirements_) {
     std::string value;

@@ -58,6 +58,8 @@ class FieldSelector {
   bool empty() const { return requirements_.empty(); }
   // Whether only metadata.name / metadata.namespace are used (no lookup needed).
   bool metadataOnly() const;
+  // The value `field` must equal (a "field=value" requirement), nullopt when none pins it.
+  std::optional<std::string> pinned(std::string_view field) const;
 
  private:
   std::vector<Requirement> requirements_;

@@ -270,6 +270,8 @@ Calibration sample() {
   c.apiserverCpuEventWrite = {0.0008, 0.0006, 0.001};
   c.apiserverCpuRead = {0, 0, 0.0004};
   c.apiserverCpuWatchEvent = {4e-5, 1e-5, 7e-5};
+  c.apiserverCpuWatchDispatch = {8e-6, 6e-6, 1e-5};
+  c.heapPerWatch = {20000, 15000, 25000};
   c.etcdIdleCores = {0.02, 0.019, 0.021};
   c.etcdCpuPerProposal = {0.0004, 0.00039, 0.00041};
   c.generatorCpuPerRequest = {0.0002, 0.00019, 0.00021};
@@ -332,6 +334,8 @@ TEST(CalibrationFile, RoundTripsEveryField) {
   SAME(apiserverCpuEventWrite);
   SAME(apiserverCpuRead);
   SAME(apiserverCpuWatchEvent);
+  SAME(apiserverCpuWatchDispatch);
+  SAME(heapPerWatch);
   SAME(apiserverCpuListObject);
   SAME(etcdIdleCores);
   SAME(etcdCpuPerProposal);
@@ -404,7 +408,7 @@ TEST(CalibrationFile, ErrorsNameTheFileAndTheField) {
   // A version 1 file was measured with every member contending for the same cores.
   e = errorFor([](json& j) { j["version"] = 1; });
   EXPECT_EQ(e.field(), "/version");
-  EXPECT_NE(std::string(e.what()).find("this cpscale reads version 2"), std::string::npos) << e.what();
+  EXPECT_NE(std::string(e.what()).find("this cpscale reads version 3"), std::string::npos) << e.what();
 
   e = errorFor([](json& j) { j["placement"] = json::array({{{"cpus", "1"}, {"cores", 0}, {"roles", {"etcd"}}}}); });
   EXPECT_EQ(e.field(), "/placement/0/cores");
@@ -506,7 +510,7 @@ void expectCovers(const Param& p, double truth, const char* name) {
 
 TEST(CalibrateFit, ReadsTheStoredProbes) {
   std::vector<ProbeResult> probes = readProbes(kFixtures / "probes");
-  ASSERT_EQ(probes.size(), 12u);
+  ASSERT_EQ(probes.size(), 13u);
   EXPECT_EQ(probes[0].name, "churn");
   EXPECT_EQ(probes[0].kind, ProbeKind::kChurn);
   ASSERT_TRUE(probes[0].result.capacity.has_value());
@@ -514,12 +518,13 @@ TEST(CalibrateFit, ReadsTheStoredProbes) {
   EXPECT_FALSE(probes[0].generator.empty());
   EXPECT_EQ(probes[1].name, "fanout-10");
   EXPECT_EQ(probes[1].kind, ProbeKind::kReads);
-  EXPECT_EQ(probes[3].kind, ProbeKind::kIdle);
-  EXPECT_EQ(probes[3].result.environment.placement.at("kube-apiserver"), "1");
-  EXPECT_EQ(probes[5].name, "pods-2400");
-  EXPECT_EQ(probes[5].kind, ProbeKind::kWrites);
-  EXPECT_EQ(probes[10].name, "state-large");
-  EXPECT_EQ(probes[10].kind, ProbeKind::kState);
+  EXPECT_EQ(probes[3].name, "fanout-filtered");
+  EXPECT_EQ(probes[4].kind, ProbeKind::kIdle);
+  EXPECT_EQ(probes[4].result.environment.placement.at("kube-apiserver"), "1");
+  EXPECT_EQ(probes[6].name, "pods-2400");
+  EXPECT_EQ(probes[6].kind, ProbeKind::kWrites);
+  EXPECT_EQ(probes[11].name, "state-large");
+  EXPECT_EQ(probes[11].kind, ProbeKind::kState);
 }
 
 TEST(CalibrateFit, WithoutThePodsProbesEveryWriteButALeasesHasOneCost) {
@@ -527,7 +532,7 @@ TEST(CalibrateFit, WithoutThePodsProbesEveryWriteButALeasesHasOneCost) {
   // now and then, too few to tell apart, and one cost stands for both, with a note.
   std::vector<ProbeResult> probes = readProbes(kFixtures / "probes");
   std::erase_if(probes, [](const ProbeResult& p) { return p.kind == ProbeKind::kWrites; });
-  ASSERT_EQ(probes.size(), 9u);
+  ASSERT_EQ(probes.size(), 10u);
   Calibration c = fitCalibration(probes);
   EXPECT_EQ(c.apiserverCpuCustomWrite.value, c.apiserverCpuWrite.value);
   EXPECT_EQ(c.apiserverCpuCustomWrite.low, c.apiserverCpuWrite.low);
@@ -553,6 +558,13 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   EXPECT_LT(c.apiserverCpuEventWrite.high, c.apiserverCpuWrite.low);
   expectCovers(c.apiserverCpuRead, t["apiserverCpuRead"], "apiserverCpuRead");
   expectCovers(c.apiserverCpuWatchEvent, t["apiserverCpuWatchEvent"], "apiserverCpuWatchEvent");
+  // fanout-filtered's watchers, dispatched every change and sent none, tell the dispatch
+  // apart from the event sent; its thousand open watches give each one's heap.
+  expectCovers(c.apiserverCpuWatchDispatch, t["apiserverCpuWatchDispatch"], "apiserverCpuWatchDispatch");
+  EXPECT_GT(c.apiserverCpuWatchDispatch.low, 0);
+  EXPECT_LT(c.apiserverCpuWatchDispatch.high, c.apiserverCpuWatchEvent.low);
+  expectCovers(c.heapPerWatch, t["heapPerWatch"], "heapPerWatch");
+  EXPECT_LT(c.heapPerWatch.high - c.heapPerWatch.low, c.heapPerWatch.value);
   expectCovers(c.apiserverCpuListObject, t["apiserverCpuListObject"], "apiserverCpuListObject");
   expectCovers(c.etcdIdleCores, t["etcdIdleCores"], "etcdIdleCores");
   expectCovers(c.etcdCpuPerProposal, t["etcdCpuPerProposal"], "etcdCpuPerProposal");
@@ -629,7 +641,7 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
   EXPECT_EQ(c.kubernetesVersion, "v1.36.3");
   EXPECT_EQ(c.etcdVersion, "3.6.16");
   EXPECT_EQ(c.profile, "classic");
-  EXPECT_EQ(c.measuredAt, "2026-06-11T10:12:00Z");  // the last probe's end
+  EXPECT_EQ(c.measuredAt, "2026-06-11T10:13:00Z");  // the last probe's end
 
   // Every fit's quality is recorded.
   std::set<std::string> fits;
@@ -638,12 +650,12 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
     EXPECT_GT(f.observations, f.parameters) << f.name;
     EXPECT_GT(f.r2, 0.5) << f.name;
   }
-  EXPECT_EQ(fits,
-            (std::set<std::string>{"apiserver_cpu", "apiserver_cpu_watch_event", "etcd_cpu", "generator_cpu",
-                                   "heap_per_object", "heap_per_custom_resource_event", "heap_per_node", "etcd_db"}));
+  EXPECT_EQ(fits, (std::set<std::string>{"apiserver_cpu", "apiserver_cpu_watch_event", "etcd_cpu", "generator_cpu",
+                                         "heap_per_object", "heap_per_custom_resource_event", "heap_per_node",
+                                         "etcd_db", "heap_per_watch"}));
   const FitQuality& cpu =
       *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "apiserver_cpu"; });
-  EXPECT_EQ(cpu.observations, 14u * 15u);  // 14 windows of 15 scrape intervals
+  EXPECT_EQ(cpu.observations, 15u * 15u);  // 15 windows of 15 scrape intervals
   EXPECT_NEAR(cpu.residualStd, 0.008, 0.003);
 
   // The result is a valid calibration file.
@@ -657,7 +669,7 @@ TEST(CalibrateFit, RecoversTheParametersTheFixturesWereMadeFrom) {
 }
 
 TEST(CalibrateFit, PerWindowMeansWhenFiguresCarryNoSeries) {
-  // Without series over time each window is one observation: 11 windows still fit the
+  // Without series over time each window is one observation: 15 windows still fit the
   // etcd line.
   std::vector<ProbeResult> probes = readProbes(kFixtures / "probes");
   auto strip = [](std::vector<metrics::Figure>& fs) {
@@ -672,7 +684,7 @@ TEST(CalibrateFit, PerWindowMeansWhenFiguresCarryNoSeries) {
   Calibration c = fitCalibration(probes);
   const FitQuality& etcd =
       *std::find_if(c.fits.begin(), c.fits.end(), [](const auto& f) { return f.name == "etcd_cpu"; });
-  EXPECT_EQ(etcd.observations, 14u);
+  EXPECT_EQ(etcd.observations, 15u);
   expectCovers(c.etcdCpuPerProposal, truth()["etcdCpuPerProposal"], "etcdCpuPerProposal");
 }
 
@@ -698,8 +710,8 @@ TEST(CalibrateFit, MissingProbesOrDataAreNamed) {
     EXPECT_NE(std::string(e.what()).find("heap per object"), std::string::npos) << e.what();
   }
   // A probe that failed is not fitted.
-  probes[4].result.status = result::RunStatus::kFailed;
-  probes[4].result.statusDetail = "setup timed out";
+  probes[5].result.status = result::RunStatus::kFailed;
+  probes[5].result.statusDetail = "setup timed out";
   try {
     fitCalibration(probes);
     FAIL();

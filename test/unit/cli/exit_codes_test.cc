@@ -464,7 +464,7 @@ TEST_F(ExitCodesTest, CalibrateRefitsStoredProbes) {
   nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
   ASSERT_FALSE(j.is_discarded());
   EXPECT_EQ(j["kind"], "Calibration");
-  EXPECT_EQ(j["version"], 2);
+  EXPECT_EQ(j["version"], 3);
 
   o = cpscale({"calibrate", "--from", dir.string()});
   EXPECT_EQ(o.exitCode, 2) << o.output;

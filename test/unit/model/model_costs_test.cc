@@ -1,5 +1,7 @@
 // The cost model's terms that grow with scale, each against the figure computed by
-// hand from the calibration: the plane's own watchers (fan-out), LIST cost per object
+// hand from the calibration: a change's dispatch to each watcher and its event to each
+// that selects it, the trigger index, each open watch's heap, the plane's own watchers
+// (fan-out), LIST cost per object
 // returned, etcd's history between compactions and its quota, a pinned host's pools;
 // and the two mechanisms the model deliberately leaves out of the CPU (Go's GC against
 // live heap, etcd's fsync batching), held to what that means.
@@ -52,6 +54,7 @@ TEST(ModelCosts, ThePlanesOwnWatchersGetEveryChange) {
   // to both, at 50 us each, beside the writes' own CPU.
   ModelOptions o = quiet();
   o.calibration.planeWatchers = {{"leases.coordination.k8s.io", 2}};
+  o.calibration.apiserverCpuWatchDispatch = Param::fixed(5e-6);
   Harness h(std::move(o));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(h.api->create(kLeases, lease("n" + std::to_string(i))).ok());
   for (int k = 0; k < 9; ++k) {
@@ -63,8 +66,9 @@ TEST(ModelCosts, ThePlanesOwnWatchersGetEveryChange) {
     }
   }
   EXPECT_DOUBLE_EQ(scraped(h, "kube-apiserver-0", "apiserver_watch_events_total", {{"resource", "leases"}}), 200);
-  // 10 creations (other writes, 1 ms), 90 renewals (0.4 ms), 200 events (50 us).
-  const double expected = 10 * 0.001 + 90 * 0.0004 + 200 * 0.00005;
+  // 10 creations (other writes, 1 ms), 90 renewals (0.4 ms), 200 events (50 us), each
+  // dispatched first (5 us).
+  const double expected = 10 * 0.001 + 90 * 0.0004 + 200 * (0.00005 + 5e-6);
   EXPECT_NEAR(scraped(h, "kube-apiserver-0", "process_cpu_seconds_total"), expected, 1e-9);
 
   // Without them the same writes cost only themselves.
@@ -72,6 +76,99 @@ TEST(ModelCosts, ThePlanesOwnWatchersGetEveryChange) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(none.api->create(kLeases, lease("n" + std::to_string(i))).ok());
   EXPECT_NEAR(scraped(none, "kube-apiserver-0", "process_cpu_seconds_total"), 10 * 0.001, 1e-9);
   EXPECT_EQ(scraped(none, "kube-apiserver-0", "apiserver_watch_events_total"), 0) << "no event was sent";
+}
+
+// Opens a watch of `path` (a collection, with its query) whose events go nowhere.
+void watchOf(Harness& h, const std::string& path) {
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = path + (path.find('?') == std::string::npos ? "?" : "&") + "watch=true&timeoutSeconds=600";
+  req.onBodyChunk = [](std::string_view) { return true; };
+  h.transport->submit(std::move(req), [](kube::HttpResponse) {});
+}
+
+double cpuOf(Harness& h) { return scraped(h, "kube-apiserver-0", "process_cpu_seconds_total"); }
+
+TEST(ModelCosts, EachChangeIsDispatchedToEveryWatcherAndSentToThoseThatSelectIt) {
+  // Ten watches of ConfigMaps: four select everything, six a label nothing has. Each of
+  // five creations is dispatched to all ten (10 us each) and sent to the four (50 us).
+  ModelOptions o = quiet();
+  o.calibration.apiserverCpuWatchDispatch = Param::fixed(10e-6);
+  Harness h(std::move(o));
+  for (int i = 0; i < 4; ++i) watchOf(h, "/api/v1/namespaces/default/configmaps");
+  for (int i = 0; i < 6; ++i) watchOf(h, "/api/v1/namespaces/default/configmaps?labelSelector=app%3Dnone");
+  h.sim.runFor(1s);
+  ASSERT_EQ(h.plane->stats().watchers, 10u);
+  const double before = cpuOf(h);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c" + std::to_string(i))).ok());
+  h.sim.runFor(1s);
+  EXPECT_EQ(h.plane->stats().watchEventsSent, 20u);
+  // The scrape after the writes is a read, which costs nothing here.
+  EXPECT_NEAR(cpuOf(h) - before, 5 * 0.001 + 50 * 10e-6 + 20 * 0.00005, 1e-9);
+}
+
+json boundPod(const std::string& name, const std::string& node) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}}},
+          {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "pause"}}}}}}};
+}
+
+TEST(ModelCosts, TheTriggerIndexKeepsAPinnedWatchFromOtherNodesChanges) {
+  // Kubelets' pod watches pinned to node-a and node-c, and a watch that pins nothing
+  // (a label nothing has). Three pods on node-a and one on node-b: node-a's watch is
+  // dispatched its three, node-c's none (spec.nodeName is indexed), the unpinned
+  // watch all four; the three of node-a are the only events sent. Without the index it
+  // would be twelve dispatches.
+  ModelOptions o = quiet();
+  o.calibration.apiserverCpuWatchDispatch = Param::fixed(10e-6);
+  Harness h(std::move(o));
+  const std::string pods = "/api/v1/pods";
+  watchOf(h, pods + "?fieldSelector=spec.nodeName%3Dnode-a");
+  watchOf(h, pods + "?fieldSelector=spec.nodeName%3Dnode-c");
+  watchOf(h, pods + "?labelSelector=app%3Dnone");
+  // A Node watch pinned by name (metadata.name is the nodes' index): no pod reaches it.
+  watchOf(h, "/api/v1/nodes?fieldSelector=metadata.name%3Dnode-a");
+  h.sim.runFor(1s);
+  const double before = cpuOf(h);
+  const ResourceRef podsRef = ResourceRef(kube::gvr::kPods).in("default");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(h.api->create(podsRef, boundPod("a" + std::to_string(i), "node-a")).ok());
+  ASSERT_TRUE(h.api->create(podsRef, boundPod("b0", "node-b")).ok());
+  h.sim.runFor(1s);
+  EXPECT_EQ(h.plane->stats().watchEventsSent, 3u);
+  EXPECT_NEAR(cpuOf(h) - before, 4 * 0.001 + 7 * 10e-6 + 3 * 0.00005, 1e-9);
+}
+
+TEST(ModelCosts, ASampledChangeIsSentAsTheChangesItStandsFor) {
+  // A client of weight 4 (each of its objects stands for four) and one watch of every
+  // ConfigMap (a shared or an operator's watch counts once): each sampled creation is
+  // four writes, and four changes dispatched and sent to the watch.
+  ModelOptions o = quiet();
+  o.calibration.apiserverCpuWatchDispatch = Param::fixed(10e-6);
+  Harness h(std::move(o), /*weight=*/4);
+  watchOf(h, "/api/v1/namespaces/default/configmaps");
+  h.sim.runFor(1s);
+  const double before = cpuOf(h);
+  const double eventsBefore = scraped(h, "kube-apiserver-0", "apiserver_watch_events_total");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c" + std::to_string(i))).ok());
+  h.sim.runFor(1s);
+  EXPECT_EQ(h.plane->stats().watchEventsSent, 3u);  // simulated
+  EXPECT_DOUBLE_EQ(scraped(h, "kube-apiserver-0", "apiserver_watch_events_total") - std::max(0.0, eventsBefore), 12);
+  EXPECT_NEAR(cpuOf(h) - before, 4 * (3 * 0.001 + 3 * 10e-6 + 3 * 0.00005), 1e-9);
+}
+
+TEST(ModelCosts, EachOpenWatchHoldsHeapOnTheReplicaServingIt) {
+  ModelOptions o = quiet();
+  o.calibration.heapPerWatch = Param::fixed(25'000);
+  Harness h(std::move(o));
+  const double before = scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes");
+  for (int i = 0; i < 8; ++i) watchOf(h, "/api/v1/namespaces/default/configmaps?timeoutSeconds=5");
+  h.sim.runFor(1s);
+  EXPECT_DOUBLE_EQ(scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes") - before, 8 * 25'000);
+  // Ended (their timeout), they hold nothing.
+  h.sim.runFor(10s);
+  ASSERT_EQ(h.plane->stats().watchers, 0u);
+  EXPECT_DOUBLE_EQ(scraped(h, "kube-apiserver-0", "go_memstats_heap_inuse_bytes"), before);
 }
 
 TEST(ModelCosts, ACustomResourceHasTheGarbageCollectorsWatcher) {

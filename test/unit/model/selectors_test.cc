@@ -43,6 +43,17 @@ TEST(FieldSelector, MetadataAndOtherFields) {
   }));
 }
 
+TEST(FieldSelector, PinnedIsTheValueAnEqualityRequirementGivesTheField) {
+  // What the watch cache's trigger index reads: only "field=value" pins the field.
+  auto sel = FieldSelector::parse("spec.nodeName=n1,metadata.namespace!=kube-system");
+  ASSERT_TRUE(sel);
+  EXPECT_EQ(sel->pinned("spec.nodeName"), "n1");
+  EXPECT_EQ(sel->pinned("metadata.namespace"), std::nullopt);
+  EXPECT_EQ(sel->pinned("metadata.name"), std::nullopt);
+  EXPECT_EQ(FieldSelector::parse("spec.nodeName==n2")->pinned("spec.nodeName"), "n2");
+  EXPECT_EQ(FieldSelector::parse("spec.nodeName!=n2")->pinned("spec.nodeName"), std::nullopt);
+}
+
 // KEP-5866's grammar as kube-apiserver reads it: quoted 16-digit hex bounds, [start,
 // end), the last range ending at 2^64. Bare integers, short hex and an empty range
 // are refused, with the apiserver's words.
