@@ -94,6 +94,7 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
   startBackground();
   compactionEvent_ = sched_.scheduleAt(start_ + options_.etcdCompactionInterval, [this] { compactionTick(); });
   startNodeLifecycle();
+  startEndpointSlices();
 }
 
 ModelPlane::Impl::~Impl() {
@@ -101,6 +102,9 @@ ModelPlane::Impl::~Impl() {
   for (engine::EventId e : backgroundEvents_) sched_.cancel(e);
   if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
   if (nodeLifecycleEvent_ != 0) sched_.cancel(nodeLifecycleEvent_);
+  for (auto& [key, svc] : serviceEndpoints_)
+    if (svc.sync != 0) sched_.cancel(svc.sync);
+  for (engine::EventId e : controllerWrites_) sched_.cancel(e);
   for (auto& [name, h] : nodeHealth_)
     if (h.write != 0) sched_.cancel(h.write);
   for (ModelTransport* t : transports_) {

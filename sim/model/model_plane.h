@@ -74,6 +74,25 @@ struct ModelNodeLifecycle {
   std::size_t apiserver = 0;                                 // the replica the controller-manager talks to
 };
 
+// kube-controller-manager's EndpointSlice controller, where the profile runs a
+// controller-manager: for each Service with a selector, the pods of its namespace that
+// the selector matches and that have an IP are its endpoints (address, ready, serving,
+// nodeName, targetRef), packed into EndpointSlices of at most maxEndpointsPerSlice
+// (--max-endpoints-per-slice), labelled kubernetes.io/service-name and managed-by the
+// controller. A pod that gains or loses an IP, changes readiness or its labels, or goes,
+// dirties the slice that holds (or will hold) it; batchPeriod after the first change
+// (--endpoint-updates-batch-period) each dirty slice of the Service is written once, a
+// POST for a new one and a PUT after, as writes of the controller-manager's own (on the
+// node lifecycle controller's replica). A Service's deletion deletes its slices (the
+// garbage collector's work, through their owner reference). Not modelled: slices
+// rebalanced when they run sparse, topology hints, dual-stack and headless Services'
+// differences, EndpointSlice mirroring.
+struct ModelEndpointSlices {
+  bool enabled = false;
+  engine::Duration batchPeriod{0};
+  std::size_t maxEndpointsPerSlice = 100;
+};
+
 // kube-apiserver's max-in-flight filter (WithMaxInFlightLimit), what admits requests
 // when API Priority and Fairness is off: each replica serves at most maxReadOnly
 // read-only (GET, LIST) and maxMutating mutating requests at once, counted from
@@ -125,6 +144,7 @@ struct ModelOptions {
   // and two intervals of history) beside each live key's latest.
   engine::Duration etcdCompactionInterval = std::chrono::minutes(5);
   ModelNodeLifecycle nodeLifecycle;
+  ModelEndpointSlices endpointSlices;
   // Off by default (no limits): APF on, or an exempt identity, queues at the cores.
   // The node lifecycle controller's writes are limited (it is not system:masters).
   ModelAdmission admission;

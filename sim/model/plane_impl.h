@@ -3,7 +3,8 @@
 // (plane_transport.cc), routing (plane_routing.cc), answering (plane_api.cc),
 // admission (plane_admission.cc), the cost model and the plane's own load
 // (plane_costs.cc), watch fan-out (plane_watches.cc), the node lifecycle controller
-// (plane_node_lifecycle.cc), member faults (plane_faults.cc) and the members' /metrics
+// (plane_node_lifecycle.cc), the EndpointSlice controller (plane_endpoint_slices.cc),
+// member faults (plane_faults.cc) and the members' /metrics
 // (plane_metrics.cc). Private to sim/model: nothing outside it includes this.
 #pragma once
 
@@ -244,6 +245,18 @@ class ModelPlane::Impl {
   // down and it was not sent.
   int controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
                       const std::string& sub, const std::string& body, double weight);
+  // As controllerWrite, but the write lands when its modelled latency has passed, as a
+  // controller's request is answered, and `answered` gets its status then (at once
+  // with 0 when it was not sent, 429 when the filter refused it).
+  void controllerWriteLater(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                            const std::string& body, double weight, std::function<void(int)> answered);
+  // A controller write's admission (nullopt: not sent, `refused` 429 when the filter
+  // refused it, else 0) and charge (its latency), then its commit and answer.
+  std::optional<double> admitControllerWrite(Table& t, const std::string& key, double weight, int& refused);
+  int commitControllerWrite(Table& t, const std::string& key, const std::string& verb, const std::string& ns,
+                            const std::string& name, const std::string& sub, const std::string& body, double weight,
+                            double latency);
+  std::set<engine::EventId> controllerWrites_;  // controllerWriteLater's, in flight
   // The pods bound to each node (the controller's spec.nodeName index), by "ns/name".
   std::map<std::string, std::set<std::string>, std::less<>> podsByNode_;
   std::map<std::string, std::string, std::less<>> nodeOfPod_;
@@ -256,6 +269,59 @@ class ModelPlane::Impl {
   std::map<std::string, NodeHealth, std::less<>> nodeHealth_;  // by node name
   engine::EventId nodeLifecycleEvent_ = 0;
   std::string nodeStatusPutKey_;  // apiserver_request_total's labels of its writes
+
+  // ---- the EndpointSlice controller (ModelEndpointSlices; plane_endpoint_slices.cc) ----
+  void startEndpointSlices();
+  // A pod's endpoint as the controller reads it: where it is, what selects it.
+  struct PodEndpoint {
+    std::string ns, name, ip, node;
+    std::shared_ptr<const LabelSet> labels;
+    bool ready = false;
+    bool operator==(const PodEndpoint& o) const {
+      return ns == o.ns && name == o.name && ip == o.ip && node == o.node && ready == o.ready &&
+             (labels == o.labels || (labels && o.labels && *labels == *o.labels));
+    }
+  };
+  struct EndpointSliceState {
+    std::string name;
+    std::map<std::string, PodEndpoint> endpoints;  // by pod name
+    bool written = false;                          // created in the store
+    bool dirty = false;                            // changed since the last write was sent
+    bool inFlight = false;                         // a write sent, not yet answered
+  };
+  struct ServiceEndpoints {
+    std::string ns, name, uid;
+    std::vector<std::pair<std::string, std::string>> selector;  // spec.selector, every pair must match
+    struct Port {
+      std::string name, protocol;
+      std::int64_t port = 0;  // the Service's targetPort (a number), else its port
+    };
+    std::vector<Port> ports;  // the slices' ports
+    std::vector<EndpointSliceState> slices;
+    std::map<std::string, std::size_t> sliceOfPod;  // pod name -> index in slices
+    engine::EventId sync = 0;
+    double weight = 1;
+    bool selects(const LabelSet& labels) const;
+  };
+  // The pod's endpoint, or nullopt for a pod that has none (no IP yet, or gone).
+  static std::optional<PodEndpoint> endpointOf(const Change& c);
+  static std::optional<PodEndpoint> endpointOf(const std::string& ns, const std::string& name,
+                                               std::shared_ptr<const LabelSet> labels, const std::string& text);
+  void serviceChanged(const Change& c, double weight);
+  void podEndpointChanged(const Change& c);
+  // Puts the pod's endpoint in (or takes it out of, with nullptr) the Service's slices.
+  void placeEndpoint(ServiceEndpoints& svc, const std::string& pod, const PodEndpoint* ep);
+  void scheduleSliceSync(const std::string& serviceKey);
+  void syncSlices(const std::string& serviceKey);
+  void sliceWritten(const std::string& serviceKey, std::size_t slice, int status);
+  std::string sliceBody(const ServiceEndpoints& svc, const EndpointSliceState& slice) const;
+  Table* services_ = nullptr;
+  Table* endpointSlices_ = nullptr;
+  Table* endpointPods_ = nullptr;
+  std::map<std::string, ServiceEndpoints> serviceEndpoints_;          // by "ns/name"
+  std::map<std::string, std::set<std::string>> servicesByNamespace_;  // ns -> "ns/name"
+  std::map<std::string, PodEndpoint> podEndpoints_;                   // pods with an IP, by "ns/name"
+  std::uint64_t slicesNamed_ = 0;
 
   // ---- exposition: the members' /metrics (plane_metrics.cc) ----
   double elapsed() const { return seconds(sched_.now() - start_); }

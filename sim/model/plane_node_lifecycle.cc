@@ -304,9 +304,9 @@ void ModelPlane::Impl::recordControllerEvent(const json& involved, const std::st
   controllerWrite(*events_, "POST", ns, "", "", e.dump(), weight);
 }
 
-int ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
-                                      const std::string& sub, const std::string& body, double weight) {
-  const std::size_t replica = options_.nodeLifecycle.apiserver;
+namespace {
+
+std::string controllerRequestKey(const Table& t, const std::string& verb, const std::string& sub) {
   RequestLabels l;
   l.group = t.type.group;
   l.version = t.type.version;
@@ -314,21 +314,36 @@ int ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const s
   l.subresource = sub;
   l.verb = verb;
   l.scope = "resource";
-  const std::string key = l.key();
-  if (!apiServing(replica) || !etcdServing(etcdFor(t))) return 0;
+  return l.key();
+}
+
+}  // namespace
+
+std::optional<double> ModelPlane::Impl::admitControllerWrite(Table& t, const std::string& key, double weight,
+                                                             int& refused) {
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
+  refused = 0;
+  if (!apiServing(replica) || !etcdServing(etcdFor(t))) return std::nullopt;
   ++stats_.requests;
   // Not system:masters: the max-in-flight filter applies to it as to the status write.
   if (!takeSeat(replica, true, weight)) {
     apis_[replica].metrics.dropped(key, 429, weight);
     ++stats_.tooManyRequests;
-    return 429;
+    refused = 429;
+    return std::nullopt;
   }
-  const double latency = charge(replica, writeClass(t.type), t.type.key(), weight);
-  releaseSeat(replica, true, weight);
+  return charge(replica, writeClass(t.type), t.type.key(), weight);
+}
+
+int ModelPlane::Impl::commitControllerWrite(Table& t, const std::string& key, const std::string& verb,
+                                            const std::string& ns, const std::string& name, const std::string& sub,
+                                            const std::string& body, double weight, double latency) {
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
   store_.setNow(sched_.now(), options_.epochUnixNanos);
-  StoreResult res = verb == "POST"    ? store_.create(t, ns, body, weight)
-                    : verb == "PATCH" ? store_.patch(t, ns, name, sub, ObjectStore::PatchKind::kMerge, body, weight)
-                                      : store_.update(t, ns, name, sub, body, weight);
+  StoreResult res = verb == "POST"     ? store_.create(t, ns, body, weight)
+                    : verb == "PATCH"  ? store_.patch(t, ns, name, sub, ObjectStore::PatchKind::kMerge, body, weight)
+                    : verb == "DELETE" ? store_.remove(t, ns, name, body)
+                                       : store_.update(t, ns, name, sub, body, weight);
   if (latency > seconds(options_.requestTimeout)) {
     ++stats_.timeouts;
     apis_[replica].metrics.request(key, 504, seconds(options_.requestTimeout), weight);
@@ -338,6 +353,40 @@ int ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const s
   if (res.reason == "Conflict") ++stats_.conflicts;
   if (res.weightedWrites > 0) countWrite(etcdFor(t), res.weightedWrites, res.weightedPuts);
   return res.status;
+}
+
+int ModelPlane::Impl::controllerWrite(Table& t, const std::string& verb, const std::string& ns, const std::string& name,
+                                      const std::string& sub, const std::string& body, double weight) {
+  const std::string key = controllerRequestKey(t, verb, sub);
+  int refused = 0;
+  const std::optional<double> latency = admitControllerWrite(t, key, weight, refused);
+  if (!latency) return refused;
+  releaseSeat(options_.nodeLifecycle.apiserver, true, weight);
+  return commitControllerWrite(t, key, verb, ns, name, sub, body, weight, *latency);
+}
+
+void ModelPlane::Impl::controllerWriteLater(Table& t, const std::string& verb, const std::string& ns,
+                                            const std::string& name, const std::string& body, double weight,
+                                            std::function<void(int)> answered) {
+  const std::string key = controllerRequestKey(t, verb, "");
+  int refused = 0;
+  const std::optional<double> latency = admitControllerWrite(t, key, weight, refused);
+  if (!latency) {
+    answered(refused);
+    return;
+  }
+  const std::size_t replica = options_.nodeLifecycle.apiserver;
+  apis_[replica].metrics.inflight(true, weight);
+  auto id = std::make_shared<engine::EventId>(0);
+  *id = sched_.scheduleAfter(
+      fromSeconds(std::min(*latency, seconds(options_.requestTimeout))),
+      [this, id, &t, key, verb, ns, name, body, weight, lat = *latency, answered = std::move(answered)] {
+        controllerWrites_.erase(*id);
+        apis_[options_.nodeLifecycle.apiserver].metrics.inflight(true, -weight);
+        releaseSeat(options_.nodeLifecycle.apiserver, true, weight);
+        answered(commitControllerWrite(t, key, verb, ns, name, "", body, weight, lat));
+      });
+  controllerWrites_.insert(*id);
 }
 
 }  // namespace cpscale::model

@@ -108,6 +108,10 @@ void ModelPlane::Impl::onChange(Table& table, const Change& c) {
     if (&table == leases_ && c.type != ChangeType::kDeleted && c.ns == "kube-node-lease") nodeHeard(c.name);
     if (&table == pods_) indexPod(c);
   }
+  if (services_ != nullptr) {
+    if (&table == services_) serviceChanged(c, c.weight);
+    if (&table == endpointPods_) podEndpointChanged(c);
+  }
   // The plane's own informers (controller-manager, scheduler, the apiserver's own) get
   // every change of the resources they watch, dispatched and sent, on the replica they
   // talk to (the first), whatever the workloads watch.

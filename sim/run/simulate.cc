@@ -67,6 +67,7 @@ class ModelTarget final : public Target {
     // on the local plane: upstream's defaults unless the profile passes its own flags.
     if (profile.controllerManager.enabled) {
       mo.nodeLifecycle.enabled = true;
+      mo.endpointSlices.enabled = true;
       mo.nodeLifecycle.apiserver =
           static_cast<std::size_t>(std::max(0, profile.controllerManager.apiserver.value_or(0)));
       for (const auto& a : profile.controllerManager.args) {
@@ -79,6 +80,21 @@ class ModelTarget final : public Target {
             throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
                               "'" + a + "' is not a positive duration");
           *field = *d;
+        }
+        // The EndpointSlice controller's batching and slice size, where the profile sets them.
+        if (constexpr std::string_view f = "--endpoint-updates-batch-period="; a.starts_with(f)) {
+          auto d = parseDuration(std::string_view(a).substr(f.size()));
+          if (!d || *d < Duration::zero())
+            throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                              "'" + a + "' is not a duration");
+          mo.endpointSlices.batchPeriod = *d;
+        }
+        if (constexpr std::string_view f = "--max-endpoints-per-slice="; a.starts_with(f)) {
+          const long n = std::strtol(a.c_str() + f.size(), nullptr, 10);
+          if (n < 1 || n > 1000)
+            throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                              "'" + a + "' is not a slice size in [1, 1000]");
+          mo.endpointSlices.maxEndpointsPerSlice = static_cast<std::size_t>(n);
         }
       }
     }

@@ -375,6 +375,34 @@ TEST_F(SimulateTest, TheNodeLifecycleControllerMarksTheFleetsSilentNodes) {
   EXPECT_NE(r.exitCode, 0);
 }
 
+// The real node on the model: each node's own watches, Services whose pods flip
+// readiness, and the model's EndpointSlice controller writing the slices every
+// kube-proxy watch receives, a few milliseconds after each flip. Without a
+// controller-manager (apiserver-only) nothing writes a slice, and nothing is delivered.
+TEST_F(SimulateTest, TheModelsEndpointSliceControllerReachesEveryKubeProxy) {
+  const std::vector<scenario::Override> sets = {{"workloads.fleet.count", "50"},
+                                                {"workloads.fleet.watches.mode", "perNode"},
+                                                {"workloads.fleet.services.count", "10"},
+                                                {"workloads.fleet.services.readinessFlipsPerMinute", "60"}};
+  const metrics::Labels slices{{"resource", "endpointslices"}, {"workload", "fleet"}};
+  SimulateOptions so = options("slices-classic", "classic.yaml");
+  const auto r = simulateScenario(scenarioFile("node-bound-realistic.yaml"), sets, so);
+  ASSERT_EQ(r.status, result::RunStatus::kCompleted) << r.statusDetail;
+  const auto delivered = runValue(r, "watch_deliveries", slices);
+  ASSERT_TRUE(delivered.has_value());
+  // A flip a second for 150 s, each a change of one slice that the 50 kube-proxies see.
+  EXPECT_GT(*delivered, 50 * 100);
+  const auto p50 = runValue(r, "watch_delivery_p50", slices);
+  ASSERT_TRUE(p50.has_value());
+  EXPECT_GT(*p50, 0);  // the slice's write takes its time
+  EXPECT_LT(*p50, 0.5);
+
+  SimulateOptions none = options("slices-apiserver-only", "apiserver-only.yaml");
+  const auto q = simulateScenario(scenarioFile("node-bound-realistic.yaml"), sets, none);
+  ASSERT_EQ(q.status, result::RunStatus::kCompleted) << q.statusDetail;
+  EXPECT_EQ(runValue(q, "watch_deliveries", slices).value_or(0), 0);
+}
+
 // The lease tier on the model: the fleet of 300 renews every 10 s, the apiserver gets
 // one write per Lease every 30 s (and each return at once), a third of the writes; the
 // model's node lifecycle controller still marks exactly the six silent nodes, and no
