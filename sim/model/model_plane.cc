@@ -111,6 +111,7 @@ ModelPlane::Impl::~Impl() {
     for (auto& [id, p] : t->pending_) {
       if (p.event != 0) sched_.cancel(p.event);
       p.event = 0;
+      if (p.watch && p.watch->bookmarkTimer != 0) sched_.cancel(p.watch->bookmarkTimer);
     }
     t->impl_ = nullptr;
   }

@@ -55,6 +55,7 @@ struct ModelWatch : Watcher {
   Table* table = nullptr;
   std::function<bool(std::string_view)> onChunk;
   bool bookmarks = false;
+  engine::EventId bookmarkTimer = 0;  // its next periodic bookmark (allowWatchBookmarks)
   engine::TimePoint opened{};
   // The value its field selector pins the table's trigger field to (pods' spec.nodeName,
   // nodes' metadata.name): the watch cache dispatches it only changes with that value.
@@ -158,6 +159,10 @@ class ModelPlane::Impl {
   // ---- watches (plane_watches.cc) ----
   void openWatch(ModelTransport& t, kube::RequestId id);
   std::string initialEventsEnd(const Table& table, const ModelWatch& w) const;
+  // The watch cache's periodic bookmark (bookmarkFrequency, 1 min) to a watch that asked
+  // for bookmarks, until 2 s before its deadline (the one endWatch sends then).
+  void scheduleBookmark(ModelTransport& t, kube::RequestId id, ModelWatch& w, engine::TimePoint deadline);
+  std::string bookmarkLine(ModelWatch& w) const;
   void endWatch(ModelTransport& t, kube::RequestId id, kube::HttpResponse resp, bool bookmark);
   void onChange(Table& table, const Change& c);
   double planeWatchersOf(const Table& table) const;

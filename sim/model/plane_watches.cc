@@ -29,6 +29,8 @@ std::string watchLine(std::string_view type, std::string_view object) {
 
 void ModelPlane::Impl::bury(std::unique_ptr<ModelWatch> w) {
   if (!w) return;
+  if (w->bookmarkTimer != 0) sched_.cancel(w->bookmarkTimer);
+  w->bookmarkTimer = 0;
   if (fanout_ > 0) {
     w->dead = true;
     graveyard_.push_back(std::move(w));
@@ -212,9 +214,11 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   ++stats_.watchers;
   apis_[p.replica].watches += watch.weight;
   ModelTransport* tp = &t;
-  p.event = sched_.scheduleAt(sched_.now() + fromSeconds(timeout), [tp, id] {
+  const engine::TimePoint deadline = sched_.now() + fromSeconds(timeout);
+  p.event = sched_.scheduleAt(deadline, [tp, id] {
     if (tp->impl_) tp->impl_->endWatch(*tp, id, response(200, ""), true);
   });
+  if (watch.bookmarks) scheduleBookmark(t, id, watch, deadline);
 
   ++fanout_;
   // A streaming list (sendInitialEvents=true, resourceVersionMatch=NotOlderThan): the
@@ -251,6 +255,34 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   flushGraveyard();
 }
 
+void ModelPlane::Impl::scheduleBookmark(ModelTransport& t, kube::RequestId id, ModelWatch& w,
+                                        engine::TimePoint deadline) {
+  // As the cacher's nextBookmarkTime: a minute from now, unless the deadline's
+  // bookmark (2 s before it) comes first, which endWatch sends.
+  const engine::TimePoint next = sched_.now() + std::chrono::minutes(1);
+  if (next >= deadline - std::chrono::seconds(2)) return;
+  ModelTransport* tp = &t;
+  w.bookmarkTimer = sched_.scheduleAt(next, [this, tp, id, deadline] {
+    auto it = tp->pending_.find(id);
+    if (it == tp->pending_.end() || !it->second.watch) return;
+    ModelWatch& watch = *it->second.watch;
+    watch.bookmarkTimer = 0;
+    if (watch.dead) return;
+    ++fanout_;
+    const bool alive = send(watch, bookmarkLine(watch), watch.weight);
+    --fanout_;
+    if (alive) scheduleBookmark(*tp, id, watch, deadline);
+    flushGraveyard();
+  });
+}
+
+std::string ModelPlane::Impl::bookmarkLine(ModelWatch& w) const {
+  const ResourceType& type = w.table->type;
+  w.sentRv = std::max(w.sentRv, store_.revision());
+  return watchLine("BOOKMARK", R"({"kind":")" + type.kind + R"(","apiVersion":")" + type.apiVersion() +
+                                   R"(","metadata":{"resourceVersion":")" + std::to_string(w.sentRv) + R"("}})");
+}
+
 // The bookmark that ends a streaming list's initial events.
 std::string ModelPlane::Impl::initialEventsEnd(const Table& table, const ModelWatch& w) const {
   const ResourceType& type = table.type;
@@ -265,12 +297,8 @@ void ModelPlane::Impl::endWatch(ModelTransport& t, kube::RequestId id, kube::Htt
   ModelWatch& w = *it->second.watch;
   if (bookmark && w.bookmarks && !w.dead) {
     // Before the timeout ends it, the apiserver tells the watcher how far it has come.
-    const ResourceType& type = w.table->type;
-    w.sentRv = std::max(w.sentRv, store_.revision());
-    const std::string object = R"({"kind":")" + type.kind + R"(","apiVersion":")" + type.apiVersion() +
-                               R"(","metadata":{"resourceVersion":")" + std::to_string(w.sentRv) + R"("}})";
     ++fanout_;
-    const bool alive = send(w, watchLine("BOOKMARK", object), w.weight);
+    const bool alive = send(w, bookmarkLine(w), w.weight);
     --fanout_;
     if (!alive) {
       flushGraveyard();

@@ -69,6 +69,39 @@ TEST(ModelWatches, EachChangeGoesToEveryWatcherThatSelectsItAndIsCountedOnce) {
   EXPECT_EQ(watchEventsTotal(h) - before, 2);
 }
 
+TEST(ModelWatches, AWatchThatAsksForBookmarksGetsOneAMinute) {
+  // As the watch cache's bookmarkFrequency: a bookmark a minute, carrying the store's
+  // revision, until the one 2 s before the deadline's end; none without the ask. Each is
+  // an event sent (apiserver_watch_events_total counts them as the live plane does).
+  Harness h;
+  Stream marked, plain, short_;
+  open(h, marked, "&allowWatchBookmarks=true");
+  open(h, plain);
+  kube::HttpRequest req;
+  req.method = "GET";
+  req.path = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=90&allowWatchBookmarks=true";
+  req.onBodyChunk = [&](std::string_view chunk) {
+    short_.lines.emplace_back(chunk);
+    return true;
+  };
+  h.transport->submit(std::move(req), [&](kube::HttpResponse r) { short_.end = std::move(r); });
+  h.sim.runFor(1s);
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c1")).ok());
+  h.sim.runFor(std::chrono::seconds(210));
+  auto bookmarks = [](const Stream& s) {
+    return std::count_if(s.lines.begin(), s.lines.end(),
+                         [](const std::string& l) { return json::parse(l)["type"] == "BOOKMARK"; });
+  };
+  EXPECT_EQ(bookmarks(marked), 3);  // at 1, 2 and 3 minutes
+  EXPECT_EQ(bookmarks(plain), 0);
+  // 90 s: one at a minute, then the deadline's own before it ends.
+  EXPECT_EQ(bookmarks(short_), 2);
+  ASSERT_TRUE(short_.end.has_value());
+  const json last = json::parse(marked.lines.back());
+  const auto created = h.api->get(kConfigMaps.named("c1")).body["metadata"]["resourceVersion"].get<std::string>();
+  EXPECT_GE(std::stoull(last["object"]["metadata"]["resourceVersion"].get<std::string>()), std::stoull(created));
+}
+
 TEST(ModelWatches, AConsumerThatRefusesALineEndsOnlyItsOwnWatch) {
   Harness h;
   Stream first, refusing, last;
