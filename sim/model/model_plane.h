@@ -84,7 +84,9 @@ struct ModelNodeLifecycle {
 // (--endpoint-updates-batch-period) each dirty slice of the Service is written once, a
 // POST for a new one and a PUT after, as writes of the controller-manager's own (on the
 // node lifecycle controller's replica). A Service's deletion deletes its slices (the
-// garbage collector's work, through their owner reference). Not modelled: slices
+// garbage collector's work, through their owner reference). The endpoints controller
+// writes, from the same changes and in the same batch, the Service's Endpoints object
+// (ready addresses and notReadyAddresses). Not modelled: slices
 // rebalanced when they run sparse, topology hints, dual-stack and headless Services'
 // differences, EndpointSlice mirroring.
 struct ModelEndpointSlices {

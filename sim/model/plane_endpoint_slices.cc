@@ -1,8 +1,9 @@
 // kube-controller-manager's EndpointSlice controller in the model plane
-// (ModelEndpointSlices): what it reads of Services and pods, the slices it packs each
-// Service's endpoints into, and the writes that keep them: batched per Service, a POST
-// for a new slice and a PUT after, each landing once its modelled latency has passed,
-// and a DELETE once the Service is gone.
+// (ModelEndpointSlices), and beside it the endpoints controller's one Endpoints object
+// per Service: what they read of Services and pods, the slices each Service's endpoints
+// are packed into, and the writes that keep them: batched per Service, a POST for a new
+// object and a PUT after, each landing once its modelled latency has passed, and a
+// DELETE once the Service is gone.
 #include "sim/model/plane_impl.h"
 
 #include <algorithm>
@@ -24,6 +25,7 @@ void ModelPlane::Impl::startEndpointSlices() {
   services_ = store_.findByKey("", "services");
   endpointSlices_ = store_.findByKey("discovery.k8s.io", "endpointslices");
   endpointPods_ = store_.findByKey("", "pods");
+  endpointsTable_ = store_.findByKey("", "endpoints");
   if (endpointSlices_ == nullptr || endpointPods_ == nullptr) services_ = nullptr;
 }
 
@@ -73,6 +75,8 @@ void ModelPlane::Impl::serviceChanged(const Change& c, double weight) {
     if (it == serviceEndpoints_.end()) return;
     for (const EndpointSliceState& s : it->second.slices)
       if (s.written) controllerWrite(*endpointSlices_, "DELETE", c.ns, s.name, "", "", it->second.weight);
+    if (it->second.endpoints.written && endpointsTable_ != nullptr)
+      controllerWrite(*endpointsTable_, "DELETE", c.ns, c.name, "", "", it->second.weight);
     if (it->second.sync != 0) sched_.cancel(it->second.sync);
     servicesByNamespace_[c.ns].erase(key);
     serviceEndpoints_.erase(it);
@@ -127,6 +131,7 @@ void ModelPlane::Impl::serviceChanged(const Change& c, double weight) {
     s.slices.push_back({});
     s.slices.back().dirty = true;
   }
+  s.endpoints.dirty = true;
   scheduleSliceSync(key);
 }
 
@@ -156,6 +161,7 @@ void ModelPlane::Impl::podEndpointChanged(const Change& c) {
 }
 
 void ModelPlane::Impl::placeEndpoint(ServiceEndpoints& svc, const std::string& pod, const PodEndpoint* ep) {
+  svc.endpoints.dirty = true;
   auto at = svc.sliceOfPod.find(pod);
   if (at != svc.sliceOfPod.end()) {
     EndpointSliceState& slice = svc.slices[at->second];
@@ -205,12 +211,21 @@ void ModelPlane::Impl::syncSlices(const std::string& serviceKey) {
     controllerWriteLater(*endpointSlices_, slice.written ? "PUT" : "POST", s.ns, slice.name, sliceBody(s, slice),
                          s.weight, [this, serviceKey, i](int status) { sliceWritten(serviceKey, i, status); });
   }
+  // The endpoints controller's Endpoints, from the same changes.
+  EndpointSliceState& e = s.endpoints;
+  if (endpointsTable_ == nullptr || !e.dirty || e.inFlight) return;
+  e.name = s.name;
+  e.dirty = false;
+  e.inFlight = true;
+  const std::size_t index = s.slices.size();
+  controllerWriteLater(*endpointsTable_, e.written ? "PUT" : "POST", s.ns, s.name, endpointsBody(s), s.weight,
+                       [this, serviceKey, index](int status) { sliceWritten(serviceKey, index, status); });
 }
 
 void ModelPlane::Impl::sliceWritten(const std::string& serviceKey, std::size_t i, int status) {
   auto it = serviceEndpoints_.find(serviceKey);
-  if (it == serviceEndpoints_.end() || i >= it->second.slices.size()) return;
-  EndpointSliceState& slice = it->second.slices[i];
+  if (it == serviceEndpoints_.end() || i > it->second.slices.size()) return;
+  EndpointSliceState& slice = i == it->second.slices.size() ? it->second.endpoints : it->second.slices[i];
   slice.inFlight = false;
   if (status == 200 || status == 201) {
     slice.written = true;
@@ -228,6 +243,28 @@ void ModelPlane::Impl::sliceWritten(const std::string& serviceKey, std::size_t i
       failed ? std::max(options_.endpointSlices.batchPeriod, engine::Duration(std::chrono::seconds(1)))
              : options_.endpointSlices.batchPeriod,
       [this, serviceKey] { syncSlices(serviceKey); });
+}
+
+std::string ModelPlane::Impl::endpointsBody(const ServiceEndpoints& svc) const {
+  json ready = json::array(), notReady = json::array();
+  for (const EndpointSliceState& slice : svc.slices)
+    for (const auto& [pod, ep] : slice.endpoints)
+      (ep.ready ? ready : notReady)
+          .push_back({{"ip", ep.ip},
+                      {"nodeName", ep.node},
+                      {"targetRef", {{"kind", "Pod"}, {"namespace", ep.ns}, {"name", pod}}}});
+  json ports = json::array();
+  for (const auto& p : svc.ports) ports.push_back({{"name", p.name}, {"protocol", p.protocol}, {"port", p.port}});
+  json subset = {{"ports", std::move(ports)}};
+  if (!ready.empty()) subset["addresses"] = std::move(ready);
+  if (!notReady.empty()) subset["notReadyAddresses"] = std::move(notReady);
+  json subsets = json::array();
+  if (subset.contains("addresses") || subset.contains("notReadyAddresses")) subsets.push_back(std::move(subset));
+  return json{{"apiVersion", "v1"},
+              {"kind", "Endpoints"},
+              {"metadata", {{"name", svc.name}, {"namespace", svc.ns}}},
+              {"subsets", std::move(subsets)}}
+      .dump();
 }
 
 std::string ModelPlane::Impl::sliceBody(const ServiceEndpoints& svc, const EndpointSliceState& slice) const {

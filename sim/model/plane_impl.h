@@ -306,6 +306,9 @@ class ModelPlane::Impl {
     std::map<std::string, std::size_t> sliceOfPod;  // pod name -> index in slices
     engine::EventId sync = 0;
     double weight = 1;
+    // Its Endpoints object (the endpoints controller's, named as the Service): every
+    // endpoint of every slice, as addresses and notReadyAddresses.
+    EndpointSliceState endpoints;
     bool selects(const LabelSet& labels) const;
   };
   // The pod's endpoint, or nullopt for a pod that has none (no IP yet, or gone).
@@ -318,12 +321,15 @@ class ModelPlane::Impl {
   void placeEndpoint(ServiceEndpoints& svc, const std::string& pod, const PodEndpoint* ep);
   void scheduleSliceSync(const std::string& serviceKey);
   void syncSlices(const std::string& serviceKey);
+  // `slice` is the index of the slice written, or slices.size() for the Endpoints.
   void sliceWritten(const std::string& serviceKey, std::size_t slice, int status);
+  std::string endpointsBody(const ServiceEndpoints& svc) const;
   std::string sliceBody(const ServiceEndpoints& svc, const EndpointSliceState& slice) const;
   Table* services_ = nullptr;
   Table* endpointSlices_ = nullptr;
   Table* endpointPods_ = nullptr;
-  std::map<std::string, ServiceEndpoints> serviceEndpoints_;          // by "ns/name"
+  Table* endpointsTable_ = nullptr;                           // the endpoints controller's, where the model has it
+  std::map<std::string, ServiceEndpoints> serviceEndpoints_;  // by "ns/name"
   std::map<std::string, std::set<std::string>> servicesByNamespace_;  // ns -> "ns/name"
   std::map<std::string, PodEndpoint> podEndpoints_;                   // pods with an IP, by "ns/name"
   std::uint64_t slicesNamed_ = 0;

@@ -23,6 +23,7 @@ using testing::Harness;
 const ResourceRef kPods = ResourceRef(kube::gvr::kPods).in("default");
 const ResourceRef kServices = ResourceRef(kube::gvr::kServices).in("default");
 const ResourceRef kSlices = ResourceRef(kube::gvr::kEndpointSlices).in("default");
+const kube::GroupVersionResource kEndpointsGvr{"", "v1", "endpoints", true};
 
 ModelOptions withController(engine::Duration batch = 0s, std::size_t perSlice = 100) {
   ModelOptions o;
@@ -115,6 +116,16 @@ TEST(ModelEndpointSlices, ASelectedPodWithAnIpIsAnEndpointAndAFlipIsOnePutOfItsS
   h.sim.runFor(1s);
   EXPECT_EQ(slicesOf(h, "web"), (std::vector<Eps>{{{"10.0.0.2", true}, {"10.0.0.3", true}}}));
   EXPECT_EQ(sliceWrites(h, "PUT"), 3);
+
+  // The endpoints controller's Endpoints, written with the slices: created, then a PUT
+  // for each of the three changes.
+  const json ep = h.api->get(ResourceRef(kEndpointsGvr).in("default").named("web")).body;
+  ASSERT_EQ(ep["subsets"].size(), 1u);
+  EXPECT_EQ(ep["subsets"][0]["addresses"].size(), 2u);
+  EXPECT_FALSE(ep["subsets"][0].contains("notReadyAddresses"));
+  EXPECT_EQ(
+      testing::scraped(h, "kube-apiserver-0", "apiserver_request_total", {{"resource", "endpoints"}, {"verb", "PUT"}}),
+      3);
 }
 
 TEST(ModelEndpointSlices, ChangesWithinTheBatchPeriodAreOneWrite) {
@@ -162,6 +173,7 @@ TEST(ModelEndpointSlices, SlicesHoldAtMostTheirSizeAndADeletedServicesSlicesGo) 
   h.sim.runFor(1s);
   EXPECT_TRUE(slicesOf(h, "web").empty());
   EXPECT_EQ(sliceWrites(h, "DELETE"), 3);
+  EXPECT_EQ(h.api->get(ResourceRef(kEndpointsGvr).in("default").named("web")).status, 404);
 }
 
 TEST(ModelEndpointSlices, AKubeProxyWatchReceivesEachSliceChange) {
