@@ -73,10 +73,21 @@ void ModelPlane::Impl::serviceChanged(const Change& c, double weight) {
   if (!selector.is_object() || selector.empty()) {
     // Gone, or no selector (no endpoints of the controller's): its slices go with it.
     if (it == serviceEndpoints_.end()) return;
+    // Deleted after this change's fan-out (a write inside it would nest in the store's).
+    std::vector<std::pair<Table*, std::string>> gone;
     for (const EndpointSliceState& s : it->second.slices)
-      if (s.written) controllerWrite(*endpointSlices_, "DELETE", c.ns, s.name, "", "", it->second.weight);
-    if (it->second.endpoints.written && endpointsTable_ != nullptr)
-      controllerWrite(*endpointsTable_, "DELETE", c.ns, c.name, "", "", it->second.weight);
+      if (s.written) gone.emplace_back(endpointSlices_, s.name);
+    if (it->second.endpoints.written && endpointsTable_ != nullptr) gone.emplace_back(endpointsTable_, c.name);
+    if (!gone.empty()) {
+      const auto id = std::make_shared<engine::EventId>(0);
+      *id = sched_.scheduleAfter(engine::Duration::zero(),
+                                 [this, id, gone = std::move(gone), ns = c.ns, w = it->second.weight] {
+                                   controllerWrites_.erase(*id);
+                                   for (const auto& [table, name] : gone)
+                                     controllerWrite(*table, "DELETE", ns, name, "", "", w);
+                                 });
+      controllerWrites_.insert(*id);
+    }
     if (it->second.sync != 0) sched_.cancel(it->second.sync);
     servicesByNamespace_[c.ns].erase(key);
     serviceEndpoints_.erase(it);
