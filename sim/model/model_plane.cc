@@ -103,7 +103,8 @@ ModelPlane::Impl::~Impl() {
   if (compactionEvent_ != 0) sched_.cancel(compactionEvent_);
   if (nodeLifecycleEvent_ != 0) sched_.cancel(nodeLifecycleEvent_);
   for (auto& [key, svc] : serviceEndpoints_)
-    if (svc.sync != 0) sched_.cancel(svc.sync);
+    for (engine::EventId e : {svc.sync, svc.endpointsSync})
+      if (e != 0) sched_.cancel(e);
   for (engine::EventId e : controllerWrites_) sched_.cancel(e);
   for (auto& [name, h] : nodeHealth_)
     if (h.write != 0) sched_.cancel(h.write);

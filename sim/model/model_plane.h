@@ -81,18 +81,37 @@ struct ModelNodeLifecycle {
 // (--max-endpoints-per-slice), labelled kubernetes.io/service-name and managed-by the
 // controller. A pod that gains or loses an IP, changes readiness or its labels, or goes,
 // dirties the slice that holds (or will hold) it; batchPeriod after the first change
-// (--endpoint-updates-batch-period) each dirty slice of the Service is written once, a
-// POST for a new one and a PUT after, as writes of the controller-manager's own (on the
-// node lifecycle controller's replica). A Service's deletion deletes its slices (the
-// garbage collector's work, through their owner reference). The endpoints controller
-// writes, from the same changes and in the same batch, the Service's Endpoints object
-// (ready addresses and notReadyAddresses). Not modelled: slices
+// (--endpointslice-updates-batch-period) the Service joins the controller's workqueue,
+// and a worker writes each dirty slice of it once, a POST for a new one and a PUT after,
+// one at a time, as writes of the controller-manager's own (on the node lifecycle
+// controller's replica). The endpoints controller keeps, from the same changes and
+// through its own workqueue (endpointsBatchPeriod, endpointsWorkers), the Service's
+// Endpoints object (ready addresses and notReadyAddresses). Each controller's client
+// waits for its own token bucket before every request (rest.Config's QPS and Burst, from
+// --kube-api-qps and --kube-api-burst): a Service waiting in the queue takes in every
+// change that comes meanwhile, so under a burst of pod starts the writes are held to the
+// client's rate, as the real controller's are. A Service's deletion deletes its slices
+// (the garbage collector's work, through their owner reference). Not modelled: slices
 // rebalanced when they run sparse, topology hints, dual-stack and headless Services'
 // differences, EndpointSlice mirroring.
 struct ModelEndpointSlices {
   bool enabled = false;
-  engine::Duration batchPeriod{0};
-  std::size_t maxEndpointsPerSlice = 100;
+  engine::Duration batchPeriod{0};           // --endpointslice-updates-batch-period
+  engine::Duration endpointsBatchPeriod{0};  // --endpoint-updates-batch-period
+  std::size_t maxEndpointsPerSlice = 100;    // --max-endpoints-per-slice
+  std::size_t sliceWorkers = 5;              // --concurrent-service-endpoint-syncs
+  std::size_t endpointsWorkers = 5;          // --concurrent-endpoint-syncs
+};
+
+// What every controller of the controller-manager's has, where the profile runs one: its
+// own client, whose requests wait for a token bucket of --kube-api-qps and
+// --kube-api-burst (rest.Config's QPS and Burst). The EndpointSlice and endpoints
+// controllers' writes wait for it; the node lifecycle controller's writes for a node
+// that falls silent or returns are sent at once (fewer than its bucket holds but for
+// mass failures).
+struct ModelControllerManager {
+  double clientQps = 20;    // --kube-api-qps
+  double clientBurst = 30;  // --kube-api-burst
 };
 
 // kube-apiserver's max-in-flight filter (WithMaxInFlightLimit), what admits requests
@@ -147,6 +166,7 @@ struct ModelOptions {
   engine::Duration etcdCompactionInterval = std::chrono::minutes(5);
   ModelNodeLifecycle nodeLifecycle;
   ModelEndpointSlices endpointSlices;
+  ModelControllerManager controllerManager;  // with nodeLifecycle.enabled
   // Off by default (no limits): APF on, or an exempt identity, queues at the cores.
   // The node lifecycle controller's writes are limited (it is not system:masters).
   ModelAdmission admission;

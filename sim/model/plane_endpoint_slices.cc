@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,8 @@ void ModelPlane::Impl::startEndpointSlices() {
   endpointPods_ = store_.findByKey("", "pods");
   endpointsTable_ = store_.findByKey("", "endpoints");
   if (endpointSlices_ == nullptr || endpointPods_ == nullptr) services_ = nullptr;
+  startQueue(sliceQueue_, es.sliceWorkers, [this](const std::string& key) { syncSlices(key); });
+  startQueue(endpointsQueue_, es.endpointsWorkers, [this](const std::string& key) { syncEndpoints(key); });
 }
 
 bool ModelPlane::Impl::ServiceEndpoints::selects(const LabelSet& labels) const {
@@ -89,6 +92,7 @@ void ModelPlane::Impl::serviceChanged(const Change& c, double weight) {
       controllerWrites_.insert(*id);
     }
     if (it->second.sync != 0) sched_.cancel(it->second.sync);
+    if (it->second.endpointsSync != 0) sched_.cancel(it->second.endpointsSync);
     servicesByNamespace_[c.ns].erase(key);
     serviceEndpoints_.erase(it);
     return;
@@ -198,62 +202,93 @@ void ModelPlane::Impl::placeEndpoint(ServiceEndpoints& svc, const std::string& p
 
 void ModelPlane::Impl::scheduleSliceSync(const std::string& serviceKey) {
   ServiceEndpoints& s = serviceEndpoints_.at(serviceKey);
-  if (s.sync != 0) return;  // the batch already waits: this change goes with it
-  s.sync = sched_.scheduleAfter(options_.endpointSlices.batchPeriod, [this, serviceKey] { syncSlices(serviceKey); });
+  // queue.AddAfter(key, batchPeriod): a Service whose batch already waits takes this
+  // change with it.
+  if (s.sync == 0)
+    s.sync = sched_.scheduleAfter(options_.endpointSlices.batchPeriod, [this, serviceKey] {
+      serviceEndpoints_.at(serviceKey).sync = 0;
+      enqueue(sliceQueue_, serviceKey);
+    });
+  if (s.endpointsSync == 0 && endpointsTable_ != nullptr)
+    s.endpointsSync = sched_.scheduleAfter(options_.endpointSlices.endpointsBatchPeriod, [this, serviceKey] {
+      serviceEndpoints_.at(serviceKey).endpointsSync = 0;
+      enqueue(endpointsQueue_, serviceKey);
+    });
 }
 
 void ModelPlane::Impl::syncSlices(const std::string& serviceKey) {
+  auto writes = std::make_shared<std::vector<PendingWrite>>();
   auto it = serviceEndpoints_.find(serviceKey);
-  if (it == serviceEndpoints_.end()) return;
-  ServiceEndpoints& s = it->second;
-  s.sync = 0;
-  for (std::size_t i = 0; i < s.slices.size(); ++i) {
-    EndpointSliceState& slice = s.slices[i];
-    // A slice whose write is in flight is written again once it is answered.
-    if (!slice.dirty || slice.inFlight) continue;
-    if (!slice.written) {
-      // generateName "<service>-": the apiserver's five random characters, here a counter.
-      char suffix[16];
-      std::snprintf(suffix, sizeof suffix, "%05llx", static_cast<unsigned long long>(++slicesNamed_ % 0x100000));
-      slice.name = s.name + "-" + suffix;
+  if (it != serviceEndpoints_.end()) {
+    ServiceEndpoints& s = it->second;
+    for (std::size_t i = 0; i < s.slices.size(); ++i) {
+      EndpointSliceState& slice = s.slices[i];
+      if (!slice.dirty || slice.inFlight) continue;
+      if (!slice.written) {
+        // generateName "<service>-": the apiserver's five random characters, here a counter.
+        char suffix[16];
+        std::snprintf(suffix, sizeof suffix, "%05llx", static_cast<unsigned long long>(++slicesNamed_ % 0x100000));
+        slice.name = s.name + "-" + suffix;
+      }
+      slice.dirty = false;
+      std::string body = sliceBody(s, slice);
+      if (!unchanged(slice, body))
+        writes->push_back({endpointSlices_, slice.written ? "PUT" : "POST", s.ns, slice.name, std::move(body), s.weight,
+                           [this, serviceKey, i](int status) { sliceWritten(serviceKey, i, status); }});
     }
-    slice.dirty = false;
-    slice.inFlight = true;
-    controllerWriteLater(*endpointSlices_, slice.written ? "PUT" : "POST", s.ns, slice.name, sliceBody(s, slice),
-                         s.weight, [this, serviceKey, i](int status) { sliceWritten(serviceKey, i, status); });
   }
-  // The endpoints controller's Endpoints, from the same changes.
-  EndpointSliceState& e = s.endpoints;
-  if (endpointsTable_ == nullptr || !e.dirty || e.inFlight) return;
-  e.name = s.name;
-  e.dirty = false;
-  e.inFlight = true;
-  const std::size_t index = s.slices.size();
-  controllerWriteLater(*endpointsTable_, e.written ? "PUT" : "POST", s.ns, s.name, endpointsBody(s), s.weight,
-                       [this, serviceKey, index](int status) { sliceWritten(serviceKey, index, status); });
+  sendQueued(sliceQueue_, serviceKey, std::move(writes), 0);
+}
+
+void ModelPlane::Impl::syncEndpoints(const std::string& serviceKey) {
+  auto writes = std::make_shared<std::vector<PendingWrite>>();
+  auto it = serviceEndpoints_.find(serviceKey);
+  if (it != serviceEndpoints_.end() && endpointsTable_ != nullptr) {
+    ServiceEndpoints& s = it->second;
+    EndpointSliceState& e = s.endpoints;
+    if (e.dirty && !e.inFlight) {
+      e.name = s.name;
+      e.dirty = false;
+      std::string body = endpointsBody(s);
+      if (!unchanged(e, body))
+        writes->push_back({endpointsTable_, e.written ? "PUT" : "POST", s.ns, s.name, std::move(body), s.weight,
+                           [this, serviceKey](int status) { sliceWritten(serviceKey, kEndpointsObject, status); }});
+    }
+  }
+  sendQueued(endpointsQueue_, serviceKey, std::move(writes), 0);
+}
+
+bool ModelPlane::Impl::unchanged(EndpointSliceState& object, const std::string& body) {
+  object.sentHash = std::hash<std::string>{}(body);
+  if (object.written && object.sentHash == object.writtenHash) return true;
+  object.inFlight = true;
+  return false;
 }
 
 void ModelPlane::Impl::sliceWritten(const std::string& serviceKey, std::size_t i, int status) {
   auto it = serviceEndpoints_.find(serviceKey);
-  if (it == serviceEndpoints_.end() || i > it->second.slices.size()) return;
-  EndpointSliceState& slice = i == it->second.slices.size() ? it->second.endpoints : it->second.slices[i];
+  if (it == serviceEndpoints_.end()) return;
+  ServiceEndpoints& s = it->second;
+  if (i != kEndpointsObject && i >= s.slices.size()) return;
+  EndpointSliceState& slice = i == kEndpointsObject ? s.endpoints : s.slices[i];
   slice.inFlight = false;
   if (status == 200 || status == 201) {
     slice.written = true;
-  } else {
-    // Not sent, refused or lost: the controller's workqueue retries the Service (a
-    // slice deleted by someone else is created again).
-    if (status == 404) slice.written = false;
-    slice.dirty = true;
+    slice.writtenHash = slice.sentHash;
+    return;
   }
-  if (!slice.dirty) return;
-  ServiceEndpoints& s = it->second;
-  if (s.sync != 0) return;
-  const bool failed = status != 200 && status != 201;
-  s.sync = sched_.scheduleAfter(
-      failed ? std::max(options_.endpointSlices.batchPeriod, engine::Duration(std::chrono::seconds(1)))
-             : options_.endpointSlices.batchPeriod,
-      [this, serviceKey] { syncSlices(serviceKey); });
+  // Not sent, refused or lost: the controller's workqueue retries the Service after its
+  // back-off (1 s at first; a slice deleted by someone else is created again).
+  if (status == 404) slice.written = false;
+  slice.dirty = true;
+  engine::EventId& timer = i == kEndpointsObject ? s.endpointsSync : s.sync;
+  if (timer != 0) return;
+  const bool endpoints = i == kEndpointsObject;
+  timer = sched_.scheduleAfter(std::chrono::seconds(1), [this, serviceKey, endpoints] {
+    ServiceEndpoints& svc = serviceEndpoints_.at(serviceKey);
+    (endpoints ? svc.endpointsSync : svc.sync) = 0;
+    enqueue(endpoints ? endpointsQueue_ : sliceQueue_, serviceKey);
+  });
 }
 
 std::string ModelPlane::Impl::endpointsBody(const ServiceEndpoints& svc) const {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -293,6 +294,9 @@ class ModelPlane::Impl {
     bool written = false;                          // created in the store
     bool dirty = false;                            // changed since the last write was sent
     bool inFlight = false;                         // a write sent, not yet answered
+    // The body last sent and the one the store holds, hashed: a sync that finds the
+    // object as it wants it writes nothing (the reconciler compares with its cache).
+    std::size_t sentHash = 0, writtenHash = 0;
   };
   struct ServiceEndpoints {
     std::string ns, name, uid;
@@ -304,7 +308,8 @@ class ModelPlane::Impl {
     std::vector<Port> ports;  // the slices' ports
     std::vector<EndpointSliceState> slices;
     std::map<std::string, std::size_t> sliceOfPod;  // pod name -> index in slices
-    engine::EventId sync = 0;
+    engine::EventId sync = 0;                       // its batch period, before it joins the slice queue
+    engine::EventId endpointsSync = 0;              // and the endpoints controller's
     double weight = 1;
     // Its Endpoints object (the endpoints controller's, named as the Service): every
     // endpoint of every slice, as addresses and notReadyAddresses.
@@ -319,9 +324,48 @@ class ModelPlane::Impl {
   void podEndpointChanged(const Change& c);
   // Puts the pod's endpoint in (or takes it out of, with nullptr) the Service's slices.
   void placeEndpoint(ServiceEndpoints& svc, const std::string& pod, const PodEndpoint* ep);
+  // A controller's workqueue, workers and client, as client-go's: a key is queued once;
+  // one added while a worker has it is queued again when that worker is done; at most
+  // `workers` keys are worked at once, each worker's requests one after the other, and
+  // every request first waits for the client's token bucket (rate.Limiter's
+  // reservation: the tokens may run below zero, and the wait is the time to earn them
+  // back). A sampled request of weight w takes w tokens.
+  struct ControllerQueue {
+    std::deque<std::string> waiting;
+    std::set<std::string> queued, active, again;
+    std::size_t workers = 1;
+    double qps = 0, burst = 0, tokens = 0;
+    engine::TimePoint refilled{};
+    bool pumping = false;
+    std::function<void(const std::string&)> work;  // what a worker does with a key; calls workerDone
+  };
+  struct PendingWrite {
+    Table* table = nullptr;
+    std::string verb, ns, name, body;
+    double weight = 1;
+    std::function<void(int)> answered;  // its HTTP status, as controllerWriteLater gives it
+  };
+  static constexpr std::size_t kEndpointsObject = static_cast<std::size_t>(-1);
+  // A controller's queue with its workers and a full bucket of the controller-manager's
+  // client QPS and burst.
+  void startQueue(ControllerQueue& q, std::size_t workers, std::function<void(const std::string&)> work);
+  engine::Duration reserveToken(ControllerQueue& q, double n);
+  void enqueue(ControllerQueue& q, const std::string& key);
+  void workerDone(ControllerQueue& q, const std::string& key);
+  void pump(ControllerQueue& q);  // hands keys waiting to free workers
+  // Sends writes[next] once the client's bucket allows, and the rest after its answer;
+  // the worker is done after the last.
+  void sendQueued(ControllerQueue& q, const std::string& key, std::shared_ptr<std::vector<PendingWrite>> writes,
+                  std::size_t next);
+  ControllerQueue sliceQueue_, endpointsQueue_;
+
   void scheduleSliceSync(const std::string& serviceKey);
   void syncSlices(const std::string& serviceKey);
-  // `slice` is the index of the slice written, or slices.size() for the Endpoints.
+  void syncEndpoints(const std::string& serviceKey);
+  // True when the store holds `body` already (nothing to write); else the write is in
+  // flight from here.
+  static bool unchanged(EndpointSliceState& object, const std::string& body);
+  // `slice` is the index of the slice written, or kEndpointsObject for the Endpoints.
   void sliceWritten(const std::string& serviceKey, std::size_t slice, int status);
   std::string endpointsBody(const ServiceEndpoints& svc) const;
   std::string sliceBody(const ServiceEndpoints& svc, const EndpointSliceState& slice) const;

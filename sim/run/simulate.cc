@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "reports/run_outputs.h"
 #include "sim/calibration/calibration_file.h"
@@ -81,20 +82,49 @@ class ModelTarget final : public Target {
                               "'" + a + "' is not a positive duration");
           *field = *d;
         }
-        // The EndpointSlice controller's batching and slice size, where the profile sets them.
-        if (constexpr std::string_view f = "--endpoint-updates-batch-period="; a.starts_with(f)) {
-          auto d = parseDuration(std::string_view(a).substr(f.size()));
+        // The endpoint controllers' batching, slice size, workers and client, where the
+        // profile sets them.
+        for (auto [flag, field] :
+             {std::pair{std::string_view("--endpointslice-updates-batch-period="), &mo.endpointSlices.batchPeriod},
+              std::pair{std::string_view("--endpoint-updates-batch-period="),
+                        &mo.endpointSlices.endpointsBatchPeriod}}) {
+          if (!a.starts_with(flag)) continue;
+          auto d = parseDuration(std::string_view(a).substr(flag.size()));
           if (!d || *d < Duration::zero())
             throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
                               "'" + a + "' is not a duration");
-          mo.endpointSlices.batchPeriod = *d;
+          *field = *d;
         }
-        if (constexpr std::string_view f = "--max-endpoints-per-slice="; a.starts_with(f)) {
-          const long n = std::strtol(a.c_str() + f.size(), nullptr, 10);
-          if (n < 1 || n > 1000)
+        for (auto [flag, field, low, high] : {std::tuple{std::string_view("--max-endpoints-per-slice="),
+                                                         &mo.endpointSlices.maxEndpointsPerSlice, 1L, 1000L},
+                                              std::tuple{std::string_view("--concurrent-service-endpoint-syncs="),
+                                                         &mo.endpointSlices.sliceWorkers, 1L, 10000L},
+                                              std::tuple{std::string_view("--concurrent-endpoint-syncs="),
+                                                         &mo.endpointSlices.endpointsWorkers, 1L, 10000L}}) {
+          if (!a.starts_with(flag)) continue;
+          char* end = nullptr;
+          const long n = std::strtol(a.c_str() + flag.size(), &end, 10);
+          if (end == a.c_str() + flag.size() || *end != '\0' || n < low || n > high)
+            throw ConfigError(
+                profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                "'" + a + "' is not a whole number in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
+          *field = static_cast<std::size_t>(n);
+        }
+        if (constexpr std::string_view f = "--kube-api-qps="; a.starts_with(f)) {
+          char* end = nullptr;
+          const double v = std::strtod(a.c_str() + f.size(), &end);
+          if (end == a.c_str() + f.size() || *end != '\0' || !(v > 0))
             throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
-                              "'" + a + "' is not a slice size in [1, 1000]");
-          mo.endpointSlices.maxEndpointsPerSlice = static_cast<std::size_t>(n);
+                              "'" + a + "' is not a positive number");
+          mo.controllerManager.clientQps = v;
+        }
+        if (constexpr std::string_view f = "--kube-api-burst="; a.starts_with(f)) {
+          char* end = nullptr;
+          const long n = std::strtol(a.c_str() + f.size(), &end, 10);
+          if (end == a.c_str() + f.size() || *end != '\0' || n < 1)
+            throw ConfigError(profile.source.empty() ? "profile" : profile.source, "controllerManager.args",
+                              "'" + a + "' is not a whole number of one or more");
+          mo.controllerManager.clientBurst = static_cast<double>(n);
         }
       }
     }

@@ -129,7 +129,7 @@ TEST(ModelEndpointSlices, ASelectedPodWithAnIpIsAnEndpointAndAFlipIsOnePutOfItsS
 }
 
 TEST(ModelEndpointSlices, ChangesWithinTheBatchPeriodAreOneWrite) {
-  // --endpoint-updates-batch-period=1s: three flips in half a second, one PUT a second
+  // --endpointslice-updates-batch-period=1s: three flips in half a second, one PUT a second
   // after the first.
   Harness h(withController(1s));
   for (int i = 0; i < 3; ++i)
@@ -147,6 +147,68 @@ TEST(ModelEndpointSlices, ChangesWithinTheBatchPeriodAreOneWrite) {
   EXPECT_EQ(sliceWrites(h, "PUT"), 1);
   using Eps = std::map<std::string, bool>;
   EXPECT_EQ(slicesOf(h, "web"), (std::vector<Eps>{{{"10.0.0.1", false}, {"10.0.0.2", false}, {"10.0.0.3", false}}}));
+}
+
+// 30 readiness flips of one pod, one every 100 ms plus the flip's own write; the slice's
+// PUTs by then and the slice once the controller has caught up.
+std::pair<double, bool> flipThirtyTimes(ModelOptions o) {
+  Harness h(std::move(o));
+  EXPECT_TRUE(h.api->create(kPods, pod("a", "web", "10.0.0.1", true)).ok());
+  EXPECT_TRUE(h.api->create(kServices, service("web", "web")).ok());
+  h.sim.runFor(50ms);
+  EXPECT_EQ(sliceWrites(h, "POST"), 1);
+  bool ready = true;
+  for (int i = 0; i < 30; ++i) {
+    ready = !ready;
+    setReady(h, "a", ready);
+    h.sim.runFor(100ms);
+  }
+  const double puts = sliceWrites(h, "PUT");
+  h.sim.runFor(5s);
+  using Eps = std::map<std::string, bool>;
+  return {puts, slicesOf(h, "web") == std::vector<Eps>{{{"10.0.0.1", ready}}}};
+}
+
+TEST(ModelEndpointSlices, TheControllersClientHoldsItsWritesToItsRateAndAWaitingServiceTakesInEveryChange) {
+  // --kube-api-qps=1 --kube-api-burst=1, one worker: the slice's POST takes the one
+  // token, and each PUT after waits a second for its own; the flips meanwhile wait with
+  // the Service and go in its next PUT. The flips end at about 3.4 s: three PUTs at
+  // most (at 1 s, 2 s and 3 s; fewer where a sync finds the slice as it is stored).
+  ModelOptions o = withController();
+  o.controllerManager.clientQps = 1;
+  o.controllerManager.clientBurst = 1;
+  o.endpointSlices.sliceWorkers = 1;
+  const auto [limited, converged] = flipThirtyTimes(o);
+  EXPECT_GE(limited, 1);
+  EXPECT_LE(limited, 3);
+  EXPECT_TRUE(converged) << "the last flip reached the slice";
+  // Upstream's default client (20 QPS, burst 30): every flip is a PUT of its own.
+  const auto [unlimited, alsoConverged] = flipThirtyTimes(withController());
+  EXPECT_EQ(unlimited, 30);
+  EXPECT_TRUE(alsoConverged);
+}
+
+TEST(ModelEndpointSlices, ServicesWaitingForAWorkerAreWrittenInTurn) {
+  // One worker and one token a second: four Services' slices are created one a second,
+  // in the order they came.
+  ModelOptions o = withController();
+  o.controllerManager.clientQps = 1;
+  o.controllerManager.clientBurst = 1;
+  o.endpointSlices.sliceWorkers = 1;
+  Harness h(std::move(o));
+  std::vector<std::string> created;
+  h.api->watch(
+      ResourceRef(kube::gvr::kEndpointSlices), {},
+      [&](const kube::WatchEvent& e) {
+        if (e.type == kube::WatchEventType::kAdded)
+          created.push_back(e.object["metadata"]["labels"]["kubernetes.io/service-name"]);
+      },
+      [](const kube::ApiResult&) {});
+  for (const char* s : {"s1", "s2", "s3", "s4"}) ASSERT_TRUE(h.api->create(kServices, service(s, s)).ok());
+  h.sim.runFor(2500ms);
+  EXPECT_EQ(created, (std::vector<std::string>{"s1", "s2", "s3"}));
+  h.sim.runFor(1s);
+  EXPECT_EQ(created, (std::vector<std::string>{"s1", "s2", "s3", "s4"}));
 }
 
 TEST(ModelEndpointSlices, SlicesHoldAtMostTheirSizeAndADeletedServicesSlicesGo) {
