@@ -294,4 +294,17 @@ std::string etcdExposition(const EtcdCounters& c, const EtcdExposition& e) {
   return out;
 }
 
+std::string controllerManagerExposition(const std::vector<WorkqueueState>& queues) {
+  std::string out;
+  family(out, "leader_election_master_status", "gauge",
+         "[ALPHA] Gauge of if the reporting system is master of the relevant lease, 0 indicates backup, 1 indicates "
+         "master. 'name' is the string used to identify the lease. Please make sure to group by name.");
+  sample(out, "leader_election_master_status", {{"name", "kube-controller-manager"}}, 1);
+  family(out, "workqueue_adds_total", "counter", "[ALPHA] Total number of adds handled by workqueue");
+  for (const auto& q : queues) sample(out, "workqueue_adds_total", {{"name", q.name}}, q.adds);
+  family(out, "workqueue_depth", "gauge", "[ALPHA] Current depth of workqueue");
+  for (const auto& q : queues) sample(out, "workqueue_depth", {{"name", q.name}}, q.depth);
+  return out;
+}
+
 }  // namespace cpscale::model

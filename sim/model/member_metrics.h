@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cpscale::model {
 
@@ -82,6 +83,17 @@ struct EtcdExposition {
 };
 
 std::string etcdExposition(const EtcdCounters& c, const EtcdExposition& e);
+
+// One of the controller-manager's workqueues: client-go's depth (keys waiting, and keys
+// added again while a worker has them) and adds.
+struct WorkqueueState {
+  std::string name;
+  double depth = 0;
+  double adds = 0;
+};
+// The controller-manager's /metrics: its workqueues and its leadership (the model's one
+// controller-manager always leads).
+std::string controllerManagerExposition(const std::vector<WorkqueueState>& queues);
 
 // A double as Prometheus text writes it: shortest round-trip form, "+Inf", "NaN".
 std::string formatValue(double v);

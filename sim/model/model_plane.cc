@@ -151,6 +151,12 @@ kube::TransportPtr ModelPlane::memberTransport(const std::string& member) {
       return t;
     }
   }
+  if (member == kControllerManagerMember && impl_->options_.nodeLifecycle.enabled) {
+    auto t = std::make_unique<ModelTransport>(impl_.get(), ModelTransport::Kind::kControllerManager, 0, 1,
+                                              "model://" + member);
+    impl_->transports_.insert(t.get());
+    return t;
+  }
   throw std::invalid_argument("the model plane has no member '" + member + "'");
 }
 
@@ -160,6 +166,12 @@ std::vector<ModelMember> ModelPlane::members() const {
   for (const auto& e : impl_->etcds_) {
     out.push_back({e.member, "etcd", "model://" + e.member, e.spec.name, e.spec.resources});
   }
+  if (impl_->options_.nodeLifecycle.enabled)
+    out.push_back({kControllerManagerMember,
+                   kControllerManagerMember,
+                   "model://" + std::string(kControllerManagerMember),
+                   "",
+                   {}});
   return out;
 }
 

@@ -178,9 +178,13 @@ struct ModelOptions {
   engine::Duration etcdStartup = std::chrono::milliseconds(900);
 };
 
+// The modelled controller-manager, a member where the profile runs one: it serves its
+// /metrics (workqueues, leadership) and nothing else, and cannot be faulted.
+inline constexpr const char* kControllerManagerMember = "kube-controller-manager";
+
 struct ModelMember {
-  std::string name;  // "kube-apiserver-0", "etcd-main"
-  std::string role;  // "kube-apiserver" or "etcd"
+  std::string name;  // "kube-apiserver-0", "etcd-main", "kube-controller-manager"
+  std::string role;  // "kube-apiserver", "etcd" or "kube-controller-manager"
   std::string url;   // "model://kube-apiserver-0"
   // etcd only, as metrics::TargetInfo wants them: the cluster ("main") and the
   // resources routed to it (empty for the main cluster).

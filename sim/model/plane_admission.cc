@@ -20,6 +20,8 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
     if (refusedWhileDown(t, id, true, t.member_)) return;
     latency = cal_.latencyRead.value;
+  } else if (t.kind_ == ModelTransport::Kind::kControllerManager) {
+    latency = cal_.latencyRead.value;
   } else {
     p.replica = replicaFor(t);
     // As the live transport's round-robin, a replica that is down is tried all the same.
@@ -92,7 +94,7 @@ bool ModelPlane::Impl::passesMaxInFlight(ModelTransport& t, kube::RequestId id, 
 void ModelPlane::Impl::scheduleAnswer(ModelTransport& t, kube::RequestId id, Pending& p, double latency) {
   const TimePoint now = sched_.now();
   ModelTransport* tp = &t;
-  if (p.route.watch && t.kind_ != ModelTransport::Kind::kEtcd) {
+  if (p.route.watch && t.kind_ != ModelTransport::Kind::kEtcd && t.kind_ != ModelTransport::Kind::kControllerManager) {
     p.due = now + fromSeconds(latency);
     p.event = sched_.scheduleAt(p.due, [tp, id] {
       if (tp->impl_) tp->impl_->openWatch(*tp, id);

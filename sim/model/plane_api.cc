@@ -36,6 +36,8 @@ void ModelPlane::Impl::execute(ModelTransport& t, kube::RequestId id) {
   kube::HttpResponse resp;
   if (t.kind_ == ModelTransport::Kind::kEtcd) {
     resp = handleEtcd(t, p);
+  } else if (t.kind_ == ModelTransport::Kind::kControllerManager) {
+    resp = handleControllerManager(p);
   } else if (p.tooMany) {
     resp = tooManyRequests();  // counted when it was refused
   } else {
@@ -248,6 +250,13 @@ kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending&
     return discovery(r);
   }
   return response(404, statusBody(404, "NotFound", "the server could not find the requested resource"));
+}
+
+kube::HttpResponse ModelPlane::Impl::handleControllerManager(const Pending& p) const {
+  const Route& r = p.route;
+  if (r.path == "/metrics") return response(200, controllerManagerText(), "text/plain; version=0.0.4; charset=utf-8");
+  if (r.path == "/healthz") return response(200, "ok", "text/plain; charset=utf-8");
+  return response(404, "404 page not found\n", "text/plain; charset=utf-8");
 }
 
 kube::HttpResponse ModelPlane::Impl::handleEtcd(ModelTransport& t, const Pending& p) {

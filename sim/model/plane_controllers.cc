@@ -94,13 +94,14 @@ void ModelPlane::Impl::controllerWriteLater(Table& t, const std::string& verb, c
   controllerWrites_.insert(*id);
 }
 
-void ModelPlane::Impl::startQueue(ControllerQueue& q, std::size_t workers,
+void ModelPlane::Impl::startQueue(ControllerQueue& q, std::string name, std::size_t workers,
                                   std::function<void(const std::string&)> work) {
   const ModelControllerManager& cm = options_.controllerManager;
   if (workers == 0) throw std::invalid_argument("a controller needs a worker at least");
   if (!(cm.clientQps > 0) || !(cm.clientBurst >= 1))
     throw std::invalid_argument("the controllers' client needs a positive QPS and a burst of one at least");
   q.workers = workers;
+  q.name = std::move(name);
   q.qps = cm.clientQps;
   q.burst = cm.clientBurst;
   q.tokens = cm.clientBurst;  // a new client's bucket starts full
@@ -117,17 +118,22 @@ engine::Duration ModelPlane::Impl::reserveToken(ControllerQueue& q, double n) {
 }
 
 void ModelPlane::Impl::enqueue(ControllerQueue& q, const std::string& key) {
+  // client-go's Add: counted unless it waits already (queued, or marked to go again).
   if (q.active.contains(key)) {
-    q.again.insert(key);
+    if (q.again.insert(key).second) ++q.adds;
     return;
   }
-  if (q.queued.insert(key).second) q.waiting.push_back(key);
+  if (q.queued.insert(key).second) {
+    q.waiting.push_back(key);
+    ++q.adds;
+  }
   pump(q);
 }
 
 void ModelPlane::Impl::workerDone(ControllerQueue& q, const std::string& key) {
   q.active.erase(key);
-  // Added while it was worked: to the back of the queue again (workqueue's Done).
+  // Added while it was worked: to the back of the queue again (workqueue's Done), already
+  // counted.
   if (q.again.erase(key) > 0 && q.queued.insert(key).second) q.waiting.push_back(key);
   pump(q);
 }

@@ -28,8 +28,8 @@ void ModelPlane::Impl::startEndpointSlices() {
   endpointPods_ = store_.findByKey("", "pods");
   endpointsTable_ = store_.findByKey("", "endpoints");
   if (endpointSlices_ == nullptr || endpointPods_ == nullptr) services_ = nullptr;
-  startQueue(sliceQueue_, es.sliceWorkers, [this](const std::string& key) { syncSlices(key); });
-  startQueue(endpointsQueue_, es.endpointsWorkers, [this](const std::string& key) { syncEndpoints(key); });
+  startQueue(sliceQueue_, "endpoint_slice", es.sliceWorkers, [this](const std::string& key) { syncSlices(key); });
+  startQueue(endpointsQueue_, "endpoint", es.endpointsWorkers, [this](const std::string& key) { syncEndpoints(key); });
 }
 
 bool ModelPlane::Impl::ServiceEndpoints::selects(const LabelSet& labels) const {

@@ -61,6 +61,7 @@ bool ModelPlane::Impl::refusedWhileDown(ModelTransport& t, kube::RequestId id, b
 
 bool ModelPlane::Impl::heldWhileFrozen(ModelTransport& t, kube::RequestId id, Pending& p) {
   if (apiHealth_.empty() || p.serverTimeout || p.clientTimeout) return false;
+  if (t.kind_ == ModelTransport::Kind::kControllerManager) return false;
   MemberHealth* h = nullptr;
   bool apiserverAnswers = false;  // a running apiserver waiting on its etcd answers 504 at its timeout
   if (t.kind_ == ModelTransport::Kind::kEtcd) {

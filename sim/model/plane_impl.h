@@ -93,7 +93,7 @@ struct Pending {
 
 class ModelTransport final : public kube::Transport {
  public:
-  enum class Kind { kClient, kApiserver, kEtcd };
+  enum class Kind { kClient, kApiserver, kEtcd, kControllerManager };
   ModelTransport(ModelPlane::Impl* impl, Kind kind, std::size_t member, double weight, std::string server,
                  bool limited = false)
       : impl_(impl), kind_(kind), member_(member), weight_(weight), server_(std::move(server)), limited_(limited) {}
@@ -334,6 +334,8 @@ class ModelPlane::Impl {
     std::deque<std::string> waiting;
     std::set<std::string> queued, active, again;
     std::size_t workers = 1;
+    std::string name;  // workqueue_depth's label: upstream's name for the queue
+    double adds = 0;   // workqueue_adds_total: adds not already waiting
     double qps = 0, burst = 0, tokens = 0;
     engine::TimePoint refilled{};
     bool pumping = false;
@@ -348,7 +350,8 @@ class ModelPlane::Impl {
   static constexpr std::size_t kEndpointsObject = static_cast<std::size_t>(-1);
   // A controller's queue with its workers and a full bucket of the controller-manager's
   // client QPS and burst.
-  void startQueue(ControllerQueue& q, std::size_t workers, std::function<void(const std::string&)> work);
+  void startQueue(ControllerQueue& q, std::string name, std::size_t workers,
+                  std::function<void(const std::string&)> work);
   engine::Duration reserveToken(ControllerQueue& q, double n);
   void enqueue(ControllerQueue& q, const std::string& key);
   void workerDone(ControllerQueue& q, const std::string& key);
@@ -389,6 +392,10 @@ class ModelPlane::Impl {
   mutable double heap_ = 0;
   std::string apiserverText(std::size_t i) const;
   std::string etcdText(std::size_t i);
+  // The controller-manager's /metrics: its workqueues (workqueue_depth,
+  // workqueue_adds_total by name) and its leadership.
+  std::string controllerManagerText() const;
+  kube::HttpResponse handleControllerManager(const Pending& p) const;
 
   engine::Scheduler& sched_;
   ModelOptions options_;

@@ -58,6 +58,14 @@ std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
   return apis_[i].metrics.exposition(p, store_);
 }
 
+std::string ModelPlane::Impl::controllerManagerText() const {
+  std::vector<WorkqueueState> queues;
+  for (const ControllerQueue* q : {&sliceQueue_, &endpointsQueue_})
+    if (!q->name.empty())
+      queues.push_back({q->name, static_cast<double>(q->waiting.size() + q->again.size()), q->adds});
+  return controllerManagerExposition(queues);
+}
+
 std::string ModelPlane::Impl::etcdText(std::size_t i) {
   const Etcd& e = etcds_[i];
   EtcdExposition x;

@@ -102,4 +102,20 @@ void ScrapeLoop::runWhile(engine::Duration limit, const std::function<bool()>& b
   while (busy() && clock_.now() < deadline && !stopping_.load()) sim_.runUntil(clock_.now() + 5ms);
 }
 
+bool VirtualScrapes::controllersSettled() {
+  if (!settling_) return false;
+  for (const auto& t : scraper_.targets()) {
+    if (t.info.role != metrics::TargetRole::kControllerManager) continue;
+    int idle = 0;
+    for (std::size_t n = t.history.scrapes(); n > 0 && idle < 2 && t.history.time(n - 1) >= settleFrom_; --n) {
+      double depth = 0;
+      for (auto id : t.history.seriesNamed("workqueue_depth")) depth += t.history.value(n - 1, id).value_or(0);
+      if (depth != 0) break;
+      ++idle;
+    }
+    if (idle < 2) return false;
+  }
+  return true;
+}
+
 }  // namespace cpscale::run

@@ -120,13 +120,13 @@ class VirtualScrapes final : public RunScrapes {
       if (t.status.attempts == 0) return false;
     return scraper_.inFlight() == 0;
   }
-  void startSettling() override { settling_ = true; }
-  // A modelled plane has no controller-manager to wait for.
-  bool controllersSettled() override {
-    for (const auto& t : scraper_.targets())
-      if (t.info.role == metrics::TargetRole::kControllerManager) return false;
-    return settling_;
+  void startSettling() override {
+    settling_ = true;
+    settleFrom_ = sim_.now();
   }
+  // As ScrapeLoop's: two scrapes in a row of the (modelled) controller-manager, taken
+  // since settling began, whose workqueues were all empty; at once without one.
+  bool controllersSettled() override;
   void scrapeAtBoundary() override {
     boundaries_.push_back(sim_.now());
     scraper_.stop();
@@ -147,6 +147,7 @@ class VirtualScrapes final : public RunScrapes {
   metrics::Scraper scraper_;
   std::vector<engine::TimePoint> boundaries_;
   bool settling_ = false;
+  engine::TimePoint settleFrom_{};
 };
 
 }  // namespace cpscale::run

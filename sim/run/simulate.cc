@@ -24,8 +24,10 @@ class ModelFaults final : public MemberFaults {
  public:
   explicit ModelFaults(model::ModelPlane& plane) : plane_(plane) {}
   std::vector<std::string> members() const override {
+    // The modelled controller-manager serves its metrics only: not a member to fault.
     std::vector<std::string> out;
-    for (const auto& m : plane_.members()) out.push_back(m.name);
+    for (const auto& m : plane_.members())
+      if (m.role != model::kControllerManagerMember) out.push_back(m.name);
     return out;
   }
   void kill(const std::string& member) override { plane_.kill(member); }

@@ -396,11 +396,26 @@ TEST_F(SimulateTest, TheModelsEndpointSliceControllerReachesEveryKubeProxy) {
   ASSERT_TRUE(p50.has_value());
   EXPECT_GT(*p50, 0);  // the slice's write takes its time
   EXPECT_LT(*p50, 0.5);
+  // The modelled controller-manager is scraped as the real one is: its queues' adds, its
+  // leadership; and, as on the local plane, the window waits until two of its scrapes
+  // in a row found every queue empty.
+  EXPECT_GT(value(r, "workqueue_adds", {{"component", "kube-controller-manager"}, {"queue", "endpoint_slice"}}), 0);
+  EXPECT_EQ(value(r, "leader_election_master",
+                  {{"component", "kube-controller-manager"}, {"name", "kube-controller-manager"}}),
+            1);
+  auto settle =
+      std::find_if(r.phases.begin(), r.phases.end(), [](const auto& p) { return p.name == "settle/controllers"; });
+  ASSERT_NE(settle, r.phases.end());
+  EXPECT_TRUE(settle->complete) << settle->detail;
+  EXPECT_GE(settle->endSeconds - settle->startSeconds, 5.0) << "two scrapes of empty queues, 5 s apart";
 
   SimulateOptions none = options("slices-apiserver-only", "apiserver-only.yaml");
   const auto q = simulateScenario(scenarioFile("node-bound-realistic.yaml"), sets, none);
   ASSERT_EQ(q.status, result::RunStatus::kCompleted) << q.statusDetail;
   EXPECT_EQ(runValue(q, "watch_deliveries", slices).value_or(0), 0);
+  // No controller-manager: nothing to settle, nothing of its to report.
+  EXPECT_TRUE(
+      std::none_of(q.phases.begin(), q.phases.end(), [](const auto& p) { return p.name == "settle/controllers"; }));
 }
 
 // The lease tier on the model: the fleet of 300 renews every 10 s, the apiserver gets
