@@ -985,10 +985,13 @@ StoreResult ObjectStore::remove(Table& t, const std::string& ns, const std::stri
     return r;
   }
   bool dryRun = false;
+  std::optional<std::int64_t> grace;
   if (!body.empty()) {
     json opts = json::parse(body, nullptr, false);
     if (opts.is_object()) {
       dryRun = opts.contains("dryRun");
+      if (auto g = opts.find("gracePeriodSeconds"); g != opts.end() && g->is_number_integer())
+        grace = g->get<std::int64_t>();
       std::string uid = opts.contains("preconditions") ? opts["preconditions"].value("uid", std::string()) : "";
       std::string rv =
           opts.contains("preconditions") ? opts["preconditions"].value("resourceVersion", std::string()) : "";
@@ -1014,6 +1017,27 @@ StoreResult ObjectStore::remove(Table& t, const std::string& ns, const std::stri
   if (dryRun) {
     r.body = *it->second.text;
     return r;
+  }
+  if (grace == 0 && t.type.group.empty() && t.type.resource == "pods") {
+    // A pod's graceless delete is still a graceful deletion of period 0 upstream
+    // (podStrategy.CheckGracefulDelete): a pod bound to a node, not yet terminal, is
+    // first written with its deletionTimestamp (watchers see it terminating, as the
+    // EndpointSlice controller does), then deleted.
+    json pod = json::parse(*it->second.text, nullptr, false);
+    const std::string phase = pod.is_object() ? pod.value("/status/phase"_json_pointer, std::string()) : "";
+    if (pod.is_object() && !pod.value("/spec/nodeName"_json_pointer, std::string()).empty() && phase != "Succeeded" &&
+        phase != "Failed" && !pod["metadata"].contains("deletionTimestamp")) {
+      pod["metadata"]["deletionTimestamp"] = timestamp();
+      pod["metadata"]["deletionGracePeriodSeconds"] = 0;
+      const double weight = it->second.weight;
+      StoreResult marked = update(t, ns, name, "", pod.dump(), weight);
+      if (marked.status != 200) return marked;
+      it = t.objects.find(objectKey(t.type.namespaced ? ns : "", name));
+      r = erase(t, it);
+      r.weightedWrites += marked.weightedWrites;
+      r.weightedPuts += marked.weightedPuts;
+      return r;
+    }
   }
   return erase(t, it);
 }

@@ -64,7 +64,11 @@ std::optional<ModelPlane::Impl::PodEndpoint> ModelPlane::Impl::endpointOf(const 
   if (status.is_object())
     for (const auto& cond : status.value("conditions", json::array()))
       if (cond.is_object() && cond.value("type", std::string()) == "Ready")
-        ep.ready = cond.value("status", std::string()) == "True";
+        ep.serving = cond.value("status", std::string()) == "True";
+  // A terminating pod stays in its slices, not ready (EndpointSliceTerminatingCondition),
+  // and leaves the Endpoints object.
+  ep.terminating = pod.contains("/metadata/deletionTimestamp"_json_pointer);
+  ep.ready = ep.serving && !ep.terminating;
   return ep;
 }
 
@@ -295,10 +299,11 @@ std::string ModelPlane::Impl::endpointsBody(const ServiceEndpoints& svc) const {
   json ready = json::array(), notReady = json::array();
   for (const EndpointSliceState& slice : svc.slices)
     for (const auto& [pod, ep] : slice.endpoints)
-      (ep.ready ? ready : notReady)
-          .push_back({{"ip", ep.ip},
-                      {"nodeName", ep.node},
-                      {"targetRef", {{"kind", "Pod"}, {"namespace", ep.ns}, {"name", pod}}}});
+      if (!ep.terminating)
+        (ep.ready ? ready : notReady)
+            .push_back({{"ip", ep.ip},
+                        {"nodeName", ep.node},
+                        {"targetRef", {{"kind", "Pod"}, {"namespace", ep.ns}, {"name", pod}}}});
   json ports = json::array();
   for (const auto& p : svc.ports) ports.push_back({{"name", p.name}, {"protocol", p.protocol}, {"port", p.port}});
   json subset = {{"ports", std::move(ports)}};
@@ -316,10 +321,11 @@ std::string ModelPlane::Impl::endpointsBody(const ServiceEndpoints& svc) const {
 std::string ModelPlane::Impl::sliceBody(const ServiceEndpoints& svc, const EndpointSliceState& slice) const {
   json endpoints = json::array();
   for (const auto& [pod, ep] : slice.endpoints) {
-    endpoints.push_back({{"addresses", {ep.ip}},
-                         {"conditions", {{"ready", ep.ready}, {"serving", ep.ready}, {"terminating", false}}},
-                         {"nodeName", ep.node},
-                         {"targetRef", {{"kind", "Pod"}, {"namespace", ep.ns}, {"name", pod}}}});
+    endpoints.push_back(
+        {{"addresses", {ep.ip}},
+         {"conditions", {{"ready", ep.ready}, {"serving", ep.serving}, {"terminating", ep.terminating}}},
+         {"nodeName", ep.node},
+         {"targetRef", {{"kind", "Pod"}, {"namespace", ep.ns}, {"name", pod}}}});
   }
   json ports = json::array();
   for (const auto& p : svc.ports) ports.push_back({{"name", p.name}, {"protocol", p.protocol}, {"port", p.port}});

@@ -282,10 +282,12 @@ class ModelPlane::Impl {
   struct PodEndpoint {
     std::string ns, name, ip, node;
     std::shared_ptr<const LabelSet> labels;
-    bool ready = false;
+    bool ready = false;        // serving and not terminating
+    bool serving = false;      // its Ready condition
+    bool terminating = false;  // it has a deletionTimestamp
     bool operator==(const PodEndpoint& o) const {
-      return ns == o.ns && name == o.name && ip == o.ip && node == o.node && ready == o.ready &&
-             (labels == o.labels || (labels && o.labels && *labels == *o.labels));
+      return ns == o.ns && name == o.name && ip == o.ip && node == o.node && ready == o.ready && serving == o.serving &&
+             terminating == o.terminating && (labels == o.labels || (labels && o.labels && *labels == *o.labels));
     }
   };
   struct EndpointSliceState {

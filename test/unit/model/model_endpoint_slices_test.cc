@@ -128,6 +128,35 @@ TEST(ModelEndpointSlices, ASelectedPodWithAnIpIsAnEndpointAndAFlipIsOnePutOfItsS
       3);
 }
 
+TEST(ModelEndpointSlices, ATerminatingPodStaysInItsSliceNotReadyAndLeavesTheEndpoints) {
+  // A pod with a deletionTimestamp (its graceful deletion begun): the slice keeps it,
+  // ready false, serving as its Ready condition, terminating; the Endpoints object drops
+  // it (the endpoints controller does not include terminating pods).
+  Harness h(withController());
+  ASSERT_TRUE(h.api->create(kPods, pod("a", "web", "10.0.0.1", true)).ok());
+  ASSERT_TRUE(h.api->create(kPods, pod("b", "web", "10.0.0.2", true)).ok());
+  ASSERT_TRUE(h.api->create(kServices, service("web", "web")).ok());
+  h.sim.runFor(1s);
+  json a = h.api->get(kPods.named("a")).body;
+  a["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:30Z";
+  ASSERT_TRUE(h.api->update(kPods.named("a"), a).ok());
+  h.sim.runFor(1s);
+  kube::ListOptions o;
+  o.labelSelector = "kubernetes.io/service-name=web";
+  const json slice = h.api->list(kSlices, o).body["items"][0];
+  bool seen = false;
+  for (const auto& e : slice["endpoints"]) {
+    if (e["targetRef"]["name"] != "a") continue;
+    seen = true;
+    EXPECT_EQ(e["conditions"], (json{{"ready", false}, {"serving", true}, {"terminating", true}}));
+  }
+  EXPECT_TRUE(seen);
+  const json ep = h.api->get(ResourceRef(kEndpointsGvr).in("default").named("web")).body;
+  ASSERT_EQ(ep["subsets"][0]["addresses"].size(), 1u);
+  EXPECT_EQ(ep["subsets"][0]["addresses"][0]["ip"], "10.0.0.2");
+  EXPECT_FALSE(ep["subsets"][0].contains("notReadyAddresses"));
+}
+
 TEST(ModelEndpointSlices, ChangesWithinTheBatchPeriodAreOneWrite) {
   // --endpointslice-updates-batch-period=1s: three flips in half a second, one PUT a second
   // after the first.

@@ -432,6 +432,59 @@ TEST(ModelPlane, AMembersScrapeIsAnsweredAtOnceWhateverItsLoad) {
   EXPECT_FALSE(get.has_value());
 }
 
+TEST(ModelPlane, APodsGracelessDeleteIsAnUpdateThenADeletionOnceItIsBoundToANode) {
+  // podStrategy.CheckGracefulDelete: a bound, running pod's delete of grace 0 writes its
+  // deletionTimestamp first (watchers see it terminating), then deletes it; an unbound
+  // pod is deleted at once.
+  Harness h;
+  const ResourceRef pods = ResourceRef(kube::gvr::kPods).in("default");
+  auto pod = [](const std::string& name, const std::string& node) {
+    return json{{"apiVersion", "v1"},
+                {"kind", "Pod"},
+                {"metadata", {{"name", name}, {"namespace", "default"}}},
+                {"spec", {{"nodeName", node}, {"containers", {{{"name", "c"}, {"image", "i"}}}}}},
+                {"status", {{"phase", "Running"}}}};
+  };
+  ASSERT_TRUE(h.api->create(pods, pod("bound", "node-1")).ok());
+  ASSERT_TRUE(h.api->create(pods, pod("unbound", "")).ok());
+  Recorder rec;
+  kube::ListOptions o;
+  o.resourceVersion = h.api->get(pods.named("unbound")).body["metadata"]["resourceVersion"];
+  watch(h, pods, o, rec);
+  h.sim.runFor(1s);
+  kube::DeleteOptions now;
+  now.gracePeriodSeconds = 0;
+  ASSERT_TRUE(h.api->remove(pods.named("bound"), now).ok());
+  ASSERT_TRUE(h.api->remove(pods.named("unbound"), now).ok());
+  h.sim.runFor(1s);
+  ASSERT_EQ(rec.types(), (std::vector<std::string>{"MODIFIED", "DELETED", "DELETED"}));
+  EXPECT_EQ(rec.events[0].object["metadata"]["name"], "bound");
+  EXPECT_TRUE(rec.events[0].object["metadata"].contains("deletionTimestamp"));
+  EXPECT_EQ(rec.events[0].object["metadata"]["deletionGracePeriodSeconds"], 0);
+  EXPECT_EQ(rec.events[2].object["metadata"]["name"], "unbound");
+  EXPECT_EQ(h.api->get(pods.named("bound")).status, 404);
+}
+
+TEST(ModelPlane, AControllerManagerMemberServesItsWorkqueuesWhereTheProfileRunsOne) {
+  ModelOptions o;
+  o.nodeLifecycle.enabled = true;
+  o.endpointSlices.enabled = true;
+  Harness h(std::move(o));
+  auto members = h.plane->members();
+  ASSERT_EQ(members.size(), 3u);
+  EXPECT_EQ(members[2].name, "kube-controller-manager");
+  EXPECT_EQ(members[2].role, "kube-controller-manager");
+  auto cm = h.plane->memberTransport("kube-controller-manager");
+  kube::HttpRequest v;
+  v.method = "GET";
+  v.path = "/metrics";
+  const kube::HttpResponse r = kube::roundTrip(*cm, v);
+  EXPECT_EQ(r.status, 200);
+  for (const char* line : {"workqueue_depth{name=\"endpoint_slice\"} 0", "workqueue_depth{name=\"endpoint\"} 0",
+                           "leader_election_master_status{name=\"kube-controller-manager\"} 1"})
+    EXPECT_NE(r.body.find(line), std::string::npos) << line << " in\n" << r.body;
+}
+
 TEST(ModelPlane, NonResourcePathsAndMembers) {
   Harness h;
   auto members = h.plane->members();
