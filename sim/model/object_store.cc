@@ -1018,20 +1018,12 @@ StoreResult ObjectStore::remove(Table& t, const std::string& ns, const std::stri
     r.body = *it->second.text;
     return r;
   }
-  if (grace == 0 && t.type.group.empty() && t.type.resource == "pods") {
-    // A pod's graceless delete is still a graceful deletion of period 0 upstream
-    // (podStrategy.CheckGracefulDelete): a pod bound to a node, not yet terminal, is
-    // first written with its deletionTimestamp (watchers see it terminating, as the
-    // EndpointSlice controller does), then deleted.
-    json pod = json::parse(*it->second.text, nullptr, false);
-    const std::string phase = pod.is_object() ? pod.value("/status/phase"_json_pointer, std::string()) : "";
-    if (pod.is_object() && !pod.value("/spec/nodeName"_json_pointer, std::string()).empty() && phase != "Succeeded" &&
-        phase != "Failed" && !pod["metadata"].contains("deletionTimestamp")) {
-      pod["metadata"]["deletionTimestamp"] = timestamp();
-      pod["metadata"]["deletionGracePeriodSeconds"] = 0;
-      const double weight = it->second.weight;
-      StoreResult marked = update(t, ns, name, "", pod.dump(), weight);
-      if (marked.status != 200) return marked;
+  if (grace == 0) {
+    // Marked first (two revisions): the plane marks it when the request is admitted, so
+    // watchers see the two apart; a caller that did not finds it marked here.
+    StoreResult marked = markDeleting(t, ns, name);
+    if (marked.status != 200) return marked;
+    if (marked.weightedWrites > 0) {
       it = t.objects.find(objectKey(t.type.namespaced ? ns : "", name));
       r = erase(t, it);
       r.weightedWrites += marked.weightedWrites;
@@ -1040,6 +1032,22 @@ StoreResult ObjectStore::remove(Table& t, const std::string& ns, const std::stri
     }
   }
   return erase(t, it);
+}
+
+StoreResult ObjectStore::markDeleting(Table& t, const std::string& ns, const std::string& name) {
+  StoreResult none;
+  if (!t.type.group.empty() || t.type.resource != "pods") return none;
+  auto it = t.objects.find(objectKey(ns, name));
+  if (it == t.objects.end()) return none;
+  json pod = json::parse(*it->second.text, nullptr, false);
+  if (!pod.is_object()) return none;
+  const std::string phase = pod.value("/status/phase"_json_pointer, std::string());
+  if (pod.value("/spec/nodeName"_json_pointer, std::string()).empty() || phase == "Succeeded" || phase == "Failed" ||
+      pod["metadata"].contains("deletionTimestamp"))
+    return none;
+  pod["metadata"]["deletionTimestamp"] = timestamp();
+  pod["metadata"]["deletionGracePeriodSeconds"] = 0;
+  return update(t, ns, name, "", pod.dump(), it->second.weight);
 }
 
 namespace {

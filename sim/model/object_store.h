@@ -231,7 +231,13 @@ class ObjectStore {
   StoreResult patch(Table& t, const std::string& ns, const std::string& name, std::string_view subresource,
                     PatchKind kind, std::string_view body, double weight, bool dryRun = false);
   // `body` may hold DeleteOptions (preconditions, dryRun).
+  // A pod's delete with gracePeriodSeconds 0 is a graceful deletion of period 0 upstream
+  // (podStrategy.CheckGracefulDelete): a pod bound to a node and not yet terminal is
+  // written with its deletionTimestamp first (watchers see it terminating, as the
+  // EndpointSlice controller does), then deleted.
   StoreResult remove(Table& t, const std::string& ns, const std::string& name, std::string_view body);
+  // That first write alone (200 with no writes when there is nothing to mark).
+  StoreResult markDeleting(Table& t, const std::string& ns, const std::string& name);
   StoreResult list(Table& t, const std::string& ns, const ListQuery& q);
   StoreResult removeCollection(Table& t, const std::string& ns, const ListQuery& q, std::string_view body);
   // The time operations run at (setNow), as metadata timestamps write it: RFC 3339 to

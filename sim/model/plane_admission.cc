@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <optional>
 
+#include <nlohmann/json.hpp>
+
 namespace cpscale::model {
 
 using engine::Duration;
@@ -29,6 +31,7 @@ void ModelPlane::Impl::admit(ModelTransport& t, kube::RequestId id) {
     const std::optional<double> admitted = admitToApiserver(t, id, p);
     if (!admitted) return;
     latency = *admitted;
+    markGracelessPodDelete(p);
   }
   scheduleAnswer(t, id, p, latency);
 }
@@ -141,6 +144,21 @@ kube::HttpResponse ModelPlane::Impl::tooManyRequests() {
   r.headers.push_back({"x-content-type-options", "nosniff"});
   r.headers.push_back({"retry-after", "1"});
   return r;
+}
+
+void ModelPlane::Impl::markGracelessPodDelete(const Pending& p) {
+  const Route& r = p.route;
+  if (r.verb != "DELETE" || !r.group.empty() || r.resourceName != "pods" || r.name.empty() || r.has("dryRun")) return;
+  // Preconditions or a dry run: left to the store at the answer, which checks them first.
+  const nlohmann::json opts = nlohmann::json::parse(p.req.body, nullptr, /*allow_exceptions=*/false);
+  if (!opts.is_object() || opts.value("gracePeriodSeconds", std::int64_t{-1}) != 0 || opts.contains("preconditions") ||
+      opts.contains("dryRun"))
+    return;
+  Table* table = store_.find(r.group, r.version, r.resourceName);
+  if (table == nullptr || !etcdServing(etcdFor(*table)) || etcds_[etcdFor(*table)].noSpace) return;
+  store_.setNow(sched_.now(), options_.epochUnixNanos);
+  const StoreResult res = store_.markDeleting(*table, r.ns, r.name);
+  if (res.weightedWrites > 0) countWrite(etcdFor(*table), res.weightedWrites, res.weightedPuts);
 }
 
 }  // namespace cpscale::model

@@ -397,6 +397,9 @@ class ModelPlane::Impl {
   // The controller-manager's /metrics: its workqueues (workqueue_depth,
   // workqueue_adds_total by name) and its leadership.
   std::string controllerManagerText() const;
+  // A pod's DELETE of grace 0, once admitted: its deletionTimestamp is written then, the
+  // deletion at the answer (ObjectStore::markDeleting).
+  void markGracelessPodDelete(const Pending& p);
   kube::HttpResponse handleControllerManager(const Pending& p) const;
 
   engine::Scheduler& sched_;
