@@ -66,6 +66,7 @@ void FleetInstance::startStreams(Kubelet& k) {
     o.collection = kube::ResourceRef(spec.resource);
     o.selector.labelSelector = spec.labelSelector;
     o.selector.fieldSelector = withNode(spec.fieldSelector, node);
+    o.selector.perActor = true;  // each sampled node's watches stand for its w nodes' on the model
     o.watchList = true;
     // Only what the handlers read is built of each event: a kube-proxy's EndpointSlice
     // stream carries every slice of the cluster to every node.

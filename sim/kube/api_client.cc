@@ -686,7 +686,8 @@ CallId ApiClient::watch(const ResourceRef& collection, const ListOptions& option
   // A watch lasts as long as the server keeps it: the per-request timeout would cut it.
   h.timeout = options.timeoutSeconds ? std::chrono::seconds(*options.timeoutSeconds + 30)
                                      : std::chrono::duration_cast<engine::Duration>(std::chrono::hours(24 * 365));
-  h.stream = true;       // outside the open-loop budget, on connections of its own
+  h.stream = true;  // outside the open-loop budget, on connections of its own
+  h.perActor = options.perActor;
   Watch* raw = w.get();  // owned by watches_ until the close handler runs
   h.onBodyChunk = [raw](std::string_view chunk) {
     if (raw->cancelled) return false;

@@ -92,6 +92,8 @@ struct ListOptions {
   bool allowWatchBookmarks = false;
   // Anything else, sent as given (e.g. KEP-5866 "shardSelector").
   std::vector<std::pair<std::string, std::string>> extra{};
+  // Not sent: a watch that is one actor's own (a node's), HttpRequest::perActor.
+  bool perActor = false;
 };
 
 // Query parameters for writes.

@@ -35,6 +35,10 @@ struct HttpRequest {
   // take a slot that requests need: the open-loop driver does not count it against its
   // in-flight bound, and CurlTransport carries it on connections of its own.
   bool stream = false;
+  // Not sent: the request is one actor's own (a node's watch, not a workload's shared
+  // one). On the model a sampled run's actor stands for `weight` real ones, and so does
+  // such a watch; a real server never sees it.
+  bool perActor = false;
   // What the request is, for statistics: e.g. {"leases", "PUT"}. Set by ApiClient.
   std::string statsResource;
   std::string statsVerb;

@@ -61,10 +61,9 @@ struct ModelWatch : Watcher {
   // The value its field selector pins the table's trigger field to (pods' spec.nodeName,
   // nodes' metadata.name): the watch cache dispatches it only changes with that value.
   std::optional<std::string> trigger;
-  // The watches it stands for: 1. A sampled client's watch is one watch, as the live
-  // generator's shared and dormant watches are; a per-node watch of a sampled fleet
-  // would stand for as many as its node does, which the model cannot tell from the
-  // request (a known gap: such a fleet's kube-proxy watches count w times too few).
+  // The watches it stands for: 1 for a workload's own (a shared or dormant watch is one
+  // watch however the run is sampled); the client's weight for an actor's own
+  // (HttpRequest::perActor: a sampled node's watches stand for its w nodes').
   double weight = 1;
   // The (watch, object) pairs one sampled event stands for, for an object of this
   // weight. A watch that selects everything sees each of the w objects a sampled one

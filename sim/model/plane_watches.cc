@@ -198,6 +198,7 @@ void ModelPlane::Impl::openWatch(ModelTransport& t, kube::RequestId id) {
   w->transport = &t;
   w->id = id;
   w->replica = p.replica;
+  w->weight = p.req.perActor ? t.weight_ : 1;
   w->table = table;
   w->onChunk = std::move(p.req.onBodyChunk);
   w->bookmarks = r.param("allowWatchBookmarks") == "true";

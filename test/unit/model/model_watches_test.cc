@@ -30,8 +30,9 @@ struct Stream {
   bool refuse = false;  // the consumer refuses the next line
 };
 
-void open(Harness& h, Stream& s, const std::string& query = "") {
+void open(Harness& h, Stream& s, const std::string& query = "", bool perActor = false) {
   kube::HttpRequest req;
+  req.perActor = perActor;
   req.method = "GET";
   req.path = "/api/v1/namespaces/default/configmaps?watch=true&timeoutSeconds=600" + query;
   req.onBodyChunk = [&s](std::string_view chunk) {
@@ -67,6 +68,28 @@ TEST(ModelWatches, EachChangeGoesToEveryWatcherThatSelectsItAndIsCountedOnce) {
   EXPECT_EQ(event["object"]["metadata"]["name"], "c1");
   EXPECT_EQ(h.plane->stats().watchEventsSent, 2u);
   EXPECT_EQ(watchEventsTotal(h) - before, 2);
+}
+
+TEST(ModelWatches, AnActorsOwnWatchStandsForAsManyWatchesAsItsActorInASampledRun) {
+  // A client of weight 4 (one sampled actor for four): its ConfigMap (4 objects) reaches
+  // a workload's own watch once per object (4 events), and an actor's own watch (a
+  // node's, perActor) once per object for each of the 4 watches it stands for (16).
+  Harness h({}, 4);
+  Stream shared, own;
+  open(h, shared);
+  h.sim.runFor(1s);
+  const double one = watchEventsTotal(h);
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c1")).ok());
+  h.sim.runFor(1s);
+  ASSERT_EQ(shared.lines.size(), 1u);
+  EXPECT_EQ(watchEventsTotal(h) - one, 4);
+  open(h, own, "", true);
+  h.sim.runFor(1s);
+  const double two = watchEventsTotal(h);
+  ASSERT_TRUE(h.api->create(kConfigMaps, configMap("c2")).ok());
+  h.sim.runFor(1s);
+  ASSERT_EQ(own.lines.size(), 2u);  // c1 as its initial state, then c2
+  EXPECT_EQ(watchEventsTotal(h) - two, 4 + 16);
 }
 
 TEST(ModelWatches, AWatchThatAsksForBookmarksGetsOneAMinute) {
