@@ -20,6 +20,7 @@ ModelPlane::Impl::Impl(engine::Scheduler& sched, ModelOptions options)
                           engine::streamSeed(options_.seed, "model/store")}),
       rng_(engine::streamSeed(options_.seed, "model/plane")),
       start_(sched.now()) {
+  bookmarksAccrued_ = start_;
   if (options_.apiservers == 0) throw std::invalid_argument("the model plane needs at least one apiserver");
   for (std::size_t c : options_.clientApiservers)
     if (c >= options_.apiservers) throw std::invalid_argument("a client apiserver the model plane does not have");

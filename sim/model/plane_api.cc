@@ -220,7 +220,10 @@ kube::HttpResponse ModelPlane::Impl::handleNonResource(ModelTransport&, Pending&
     return response(
         405, statusBody(405, "MethodNotAllowed", "the server does not allow this method on the requested resource"));
   }
-  if (r.path == "/metrics") return response(200, apiserverText(p.replica), "text/plain; version=0.0.4; charset=utf-8");
+  if (r.path == "/metrics") {
+    accruePlaneBookmarks();
+    return response(200, apiserverText(p.replica), "text/plain; version=0.0.4; charset=utf-8");
+  }
   if (r.path == "/readyz" || r.path == "/healthz" || r.path == "/livez" || r.path.starts_with("/readyz/") ||
       r.path.starts_with("/healthz/") || r.path.starts_with("/livez/")) {
     return response(200, "ok", "text/plain; charset=utf-8");

@@ -392,6 +392,10 @@ class ModelPlane::Impl {
   mutable std::optional<std::pair<engine::TimePoint, std::uint64_t>> heapAt_;
   mutable double heap_ = 0;
   std::string apiserverText(std::size_t i) const;
+  // The plane's own informers' bookmarks since the last scrape, counted in
+  // apiserver_watch_events_total.
+  void accruePlaneBookmarks();
+  engine::TimePoint bookmarksAccrued_{};
   std::string etcdText(std::size_t i);
   // The controller-manager's /metrics: its workqueues (workqueue_depth,
   // workqueue_adds_total by name) and its leadership.

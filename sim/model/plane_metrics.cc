@@ -49,6 +49,20 @@ double ModelPlane::Impl::sharedHeapBytes() const {
   return heap;
 }
 
+void ModelPlane::Impl::accruePlaneBookmarks() {
+  // The plane's own informers ask for bookmarks, one a minute each (the cacher's
+  // defaultBookmarkFrequency), sent on the replica they talk to (the first). Their CPU is
+  // in the idle cores the calibration measured with them.
+  const double minutes = seconds(sched_.now() - bookmarksAccrued_) / 60;
+  bookmarksAccrued_ = sched_.now();
+  if (minutes <= 0 || !apiServing(0)) return;
+  for (const auto& t : store_.tables()) {
+    if (!t->served || !t->type.watchCached()) continue;
+    if (const double plane = planeWatchersOf(*t); plane > 0)
+      apis_[0].metrics.watchEvents(t->type.group, t->type.version, t->type.resource, plane * minutes);
+  }
+}
+
 std::string ModelPlane::Impl::apiserverText(std::size_t i) const {
   ApiserverMetrics::Process p;
   p.heapBytes = heapBytes(i);
