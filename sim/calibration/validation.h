@@ -16,9 +16,11 @@
 namespace cpscale::calibration {
 
 // The model's error against a live run of the same scenario on the same machine, figure
-// by figure, with what validation allows: write QPS in total and by resource (resources
-// the live run wrote at least `minRate` a second; below that a minute's window is
-// noise) and the lease share (where at least 5 %) within 10 %, each apiserver replica's heap after GC within 20 %.
+// by figure, with what validation allows: write QPS in total and by resource, and the
+// watch events kube-apiserver sent by resource (where the live run had at least
+// `minRate` a second, and watch events 2 a second; below that a minute's window is noise,
+// or the plane's own background), and the lease share
+// (where at least 5 %) within 10 %; each apiserver replica's heap after GC within 20 %.
 // A figure unavailable on either side is not compared.
 std::vector<model::ValidationEntry> compareLiveAndModel(const result::RunResult& live,
                                                         const result::RunResult& modelled, double minRate = 1.0);
@@ -43,7 +45,8 @@ struct ValidationCase {
 };
 // The cases `cpscale calibrate` validates a fresh calibration with: the node-bound and
 // churn-bound scenarios at the sizes `make run` uses, a minute each; and scenarios no
-// probe ran: node-bound-realistic's write mix (leases, node status, pods, events),
+// probe ran: node-bound-realistic (the real node: its write mix, the watch events its nodes' streams
+// are sent, its heap),
 // churn-bound at 3x its rate, and state-bound's heap on classic and on classic-ha (each
 // replica caches every object).
 std::vector<ValidationCase> defaultValidationCases();
