@@ -450,7 +450,7 @@ TEST(ModelPlane, APodsGracelessDeleteIsAnUpdateThenADeletionOnceItIsBoundToANode
   Recorder rec;
   kube::ListOptions o;
   o.resourceVersion = h.api->get(pods.named("unbound")).body["metadata"]["resourceVersion"];
-  watch(h, pods, o, rec);
+  const kube::CallId id = watch(h, pods, o, rec);
   h.sim.runFor(1s);
   kube::DeleteOptions now;
   now.gracePeriodSeconds = 0;
@@ -463,6 +463,8 @@ TEST(ModelPlane, APodsGracelessDeleteIsAnUpdateThenADeletionOnceItIsBoundToANode
   EXPECT_EQ(rec.events[0].object["metadata"]["deletionGracePeriodSeconds"], 0);
   EXPECT_EQ(rec.events[2].object["metadata"]["name"], "unbound");
   EXPECT_EQ(h.api->get(pods.named("bound")).status, 404);
+  h.api->cancel(id);  // before the recorder goes
+  h.sim.runFor(1s);
 }
 
 TEST(ModelPlane, AControllerManagerMemberServesItsWorkqueuesWhereTheProfileRunsOne) {
