@@ -44,7 +44,7 @@ UPSTREAM_BUILD := sim/controlplane/upstream/build.sh
 # The directory of the pinned binaries; build.sh prints it (building first if needed).
 BIN_DIR = $(shell $(UPSTREAM_BUILD) 2>/dev/null | tail -n 1)
 
-.PHONY: all build build-cpscale deps run-deps debian-deps control-plane run test unit-test integration-test bench up down clean image projected-index \
+.PHONY: all build build-cpscale deps run-deps debian-deps control-plane run run-build test unit-test integration-test bench up down clean image projected-index \
   fuzz sanitize sanitize-build sanitize-virtual-time sanitize-wall-clock tsan tsan-build format
 
 all: build
@@ -108,15 +108,19 @@ RUN_ARGS ?=
 # On a fresh machine the upstream build (module download, then Go) runs beside the
 # package installs and the C++ build instead of after them (it needs only Go); its
 # output goes to $(BUILD_DIR)/control-plane.log. In a session of its own, so that a
-# failed C++ build stops all of it (go and its compilers too).
-run:
+# failed C++ build stops all of it (go and its compilers too). The run itself is a
+# recipe line of its own: `make -n run` prints it instead of running it (a line that
+# calls $(MAKE) runs even under -n).
+run: run-build
+	CPSCALE_BIN_DIR="$$(tail -n 1 $(BUILD_DIR)/control-plane.log)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
+
+run-build:
 	$(GO_CHECK)
 	@mkdir -p $(BUILD_DIR); log=$(BUILD_DIR)/control-plane.log; \
 	setsid $(UPSTREAM_BUILD) > $$log 2>&1 & up=$$!; \
 	$(MAKE) --no-print-directory build-cpscale || { kill -- -$$up 2>/dev/null; exit 1; }; \
 	if kill -0 $$up 2>/dev/null; then echo "make run: waiting for the control plane's build ($$log)"; fi; \
-	wait $$up || { echo "make run: building the control plane failed ($$log):"; tail -n 30 $$log; exit 1; }; \
-	CPSCALE_BIN_DIR="$$(tail -n 1 $$log)" $(CPSCALE) run $(SCENARIO) $(RUN_ARGS)
+	wait $$up || { echo "make run: building the control plane failed ($$log):"; tail -n 30 $$log; exit 1; }
 
 test: build control-plane
 	CPSCALE_BIN_DIR="$(BIN_DIR)" ctest --test-dir $(BUILD_DIR) --output-on-failure -j 2
