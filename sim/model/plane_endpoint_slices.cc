@@ -206,18 +206,20 @@ void ModelPlane::Impl::placeEndpoint(ServiceEndpoints& svc, const std::string& p
 
 void ModelPlane::Impl::scheduleSliceSync(const std::string& serviceKey) {
   ServiceEndpoints& s = serviceEndpoints_.at(serviceKey);
-  // queue.AddAfter(key, batchPeriod): a Service whose batch already waits takes this
-  // change with it.
-  if (s.sync == 0)
-    s.sync = sched_.scheduleAfter(options_.endpointSlices.batchPeriod, [this, serviceKey] {
-      serviceEndpoints_.at(serviceKey).sync = 0;
-      enqueue(sliceQueue_, serviceKey);
-    });
-  if (s.endpointsSync == 0 && endpointsTable_ != nullptr)
-    s.endpointsSync = sched_.scheduleAfter(options_.endpointSlices.endpointsBatchPeriod, [this, serviceKey] {
-      serviceEndpoints_.at(serviceKey).endpointsSync = 0;
-      enqueue(endpointsQueue_, serviceKey);
-    });
+  queueAfter(s, serviceKey, false, options_.endpointSlices.batchPeriod);
+  if (endpointsTable_ != nullptr) queueAfter(s, serviceKey, true, options_.endpointSlices.endpointsBatchPeriod);
+}
+
+void ModelPlane::Impl::queueAfter(ServiceEndpoints& s, const std::string& serviceKey, bool endpoints,
+                                  engine::Duration after) {
+  // queue.AddAfter(key, after): a Service that already waits takes this change with it.
+  engine::EventId& timer = endpoints ? s.endpointsSync : s.sync;
+  if (timer != 0) return;
+  timer = sched_.scheduleAfter(after, [this, serviceKey, endpoints] {
+    ServiceEndpoints& svc = serviceEndpoints_.at(serviceKey);
+    (endpoints ? svc.endpointsSync : svc.sync) = 0;
+    enqueue(endpoints ? endpointsQueue_ : sliceQueue_, serviceKey);
+  });
 }
 
 void ModelPlane::Impl::syncSlices(const std::string& serviceKey) {
@@ -285,14 +287,7 @@ void ModelPlane::Impl::sliceWritten(const std::string& serviceKey, std::size_t i
   // back-off (1 s at first; a slice deleted by someone else is created again).
   if (status == 404) slice.written = false;
   slice.dirty = true;
-  engine::EventId& timer = i == kEndpointsObject ? s.endpointsSync : s.sync;
-  if (timer != 0) return;
-  const bool endpoints = i == kEndpointsObject;
-  timer = sched_.scheduleAfter(std::chrono::seconds(1), [this, serviceKey, endpoints] {
-    ServiceEndpoints& svc = serviceEndpoints_.at(serviceKey);
-    (endpoints ? svc.endpointsSync : svc.sync) = 0;
-    enqueue(endpoints ? endpointsQueue_ : sliceQueue_, serviceKey);
-  });
+  queueAfter(s, serviceKey, i == kEndpointsObject, std::chrono::seconds(1));
 }
 
 std::string ModelPlane::Impl::endpointsBody(const ServiceEndpoints& svc) const {

@@ -364,6 +364,9 @@ class ModelPlane::Impl {
   ControllerQueue sliceQueue_, endpointsQueue_;
 
   void scheduleSliceSync(const std::string& serviceKey);
+  // The Service into the slice (or, `endpoints`, the Endpoints) queue `after` from now,
+  // unless it waits to already.
+  void queueAfter(ServiceEndpoints& s, const std::string& serviceKey, bool endpoints, engine::Duration after);
   void syncSlices(const std::string& serviceKey);
   void syncEndpoints(const std::string& serviceKey);
   // True when the store holds `body` already (nothing to write); else the write is in
